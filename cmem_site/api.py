@@ -1,0 +1,11 @@
+"""The one NinjaAPI: every app mounts its router here."""
+
+from __future__ import annotations
+
+from ninja import NinjaAPI
+
+from memory import config
+from memory.api import router as memory_router
+
+api = NinjaAPI(title="cmem", version=config.VERSION, description="Persistent memory for coding agents.")
+api.add_router("/", memory_router)

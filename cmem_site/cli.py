@@ -1,0 +1,34 @@
+"""The `cmem` console script.
+
+`cmem hook …` goes straight to the stdlib-only hook client: it runs on every tool call of
+the agent, so it must not pay for importing Django. Everything else boots Django and runs
+the management command of the same name (`cmem start` is `manage.py start`).
+"""
+
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args and args[0] == "hook":
+        from memory.hookclient import main as hook_main
+
+        return hook_main(args[1:])
+    if args and args[0] in {"--version", "-V", "version"}:
+        from memory import config
+
+        print(f"cmem {config.VERSION} (hook protocol {config.PROTOCOL_VERSION})")
+        return 0
+    import os
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cmem_site.settings")
+    from django.core.management import execute_from_command_line
+
+    if not args:
+        args = ["help"]
+    execute_from_command_line(["cmem", *args])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,180 @@
+"""The one settings module: env-driven, works with zero env vars.
+
+Everything a user sets lives in `<data dir>/settings.json` or `CLAUDE_MEM_*` env vars
+(see memory/config.py); the few Django-only knobs below are `CMEM_*` env vars.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from memory import config
+
+
+def envbool(name: str, default: str = "False") -> bool:
+    return os.environ.get(name, default).strip().lower() in {"1", "true", "yes", "on"}
+
+
+def envint(name: str, default: str) -> int:
+    return int(os.environ.get(name, default))
+
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+# Everything cmem writes (database, queue, logs, spool, deliverables) is for this user only.
+os.umask(0o077)
+CMEM = config.load()
+DATA_DIR = config.ensure_data_dir()
+config.ensure_settings_file()
+
+
+def _secret_key() -> str:
+    if os.environ.get("CMEM_SECRET_KEY"):
+        return os.environ["CMEM_SECRET_KEY"]
+    path = DATA_DIR / "secret_key"
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        key = secrets.token_urlsafe(50)
+        config.write_atomic(path, key.encode())
+        return key
+
+
+SECRET_KEY = _secret_key()
+DEBUG = envbool("CMEM_DEBUG")
+
+# Loopback names only: a web page cannot reach the API through DNS rebinding, because its
+# Host header carries the attacker's name. Team mode adds the shared worker's own name.
+ALLOWED_HOSTS = ["127.0.0.1", "localhost", "[::1]", "::1"] + [
+    h.strip() for h in os.environ.get("CMEM_ALLOWED_HOSTS", "").split(",") if h.strip()
+]
+
+INSTALLED_APPS = [
+    "whitenoise.runserver_nostatic",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "huey.contrib.djhuey",
+    "memory",
+    "deliverables",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "cmem_site.urls"
+WSGI_APPLICATION = "cmem_site.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+
+def _database() -> dict[str, object]:
+    url = CMEM.get("CLAUDE_MEM_DATABASE_URL", "")
+    if url.startswith(("postgres://", "postgresql://")):
+        parts = urlparse(url)
+        return {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": unquote(parts.path.lstrip("/")) or "cmem",
+            "USER": unquote(parts.username or ""),
+            "PASSWORD": unquote(parts.password or ""),
+            "HOST": parts.hostname or "",
+            "PORT": str(parts.port or ""),
+            "CONN_MAX_AGE": 60,
+            "CONN_HEALTH_CHECKS": True,
+        }
+    return {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": DATA_DIR / "cmem.sqlite3",
+        # Persistent connections: the pragmas below run once per thread, not per request.
+        "CONN_MAX_AGE": None,
+        "OPTIONS": {
+            # The web process, hook requests and the huey consumer all write: wait for the
+            # lock instead of failing, and take it up front so two writers never deadlock.
+            "init_command": (
+                "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+                "PRAGMA busy_timeout=5000; PRAGMA foreign_keys=ON;"
+            ),
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 5,
+        },
+    }
+
+
+DATABASES = {"default": _database()}
+
+AUTH_PASSWORD_VALIDATORS: list[dict[str, str]] = []
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = os.environ.get("CMEM_TIME_ZONE", "UTC")
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = DATA_DIR / "static"
+STATIC_ROOT.mkdir(exist_ok=True)  # whitenoise warns about a missing root on every start
+WHITENOISE_USE_FINDERS = True
+
+DATA_UPLOAD_MAX_MEMORY_SIZE = envint("CMEM_MAX_REQUEST_BYTES", str(8 * 1024 * 1024))
+
+_queue_url = CMEM.get("CLAUDE_MEM_QUEUE_URL", "")
+HUEY: dict[str, object] = {
+    "name": "cmem",
+    "immediate": envbool("CMEM_HUEY_IMMEDIATE"),
+    "consumer": {"workers": 2, "worker_type": "thread", "periodic": True},
+}
+if _queue_url.startswith("redis"):
+    HUEY.update({"huey_class": "huey.PriorityRedisHuey", "url": _queue_url})
+else:
+    HUEY.update({"huey_class": "huey.SqliteHuey", "filename": str(DATA_DIR / "huey.sqlite3")})
+
+LOG_DIR = DATA_DIR / "logs"
+LOG_DIR.mkdir(mode=0o700, exist_ok=True)
+_level = {"WARN": "WARNING", "SILENT": "CRITICAL"}.get(
+    CMEM.get("CLAUDE_MEM_LOG_LEVEL", "INFO").upper(), CMEM.get("CLAUDE_MEM_LOG_LEVEL", "INFO").upper()
+)
+if _level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+    _level = "INFO"
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(process)d: %(message)s"}},
+    "handlers": {
+        "file": {
+            "class": "logging.handlers.RotatingFileHandler",
+            "filename": str(LOG_DIR / "cmem.log"),
+            "maxBytes": 5 * 1024 * 1024,
+            "backupCount": 3,
+            "formatter": "plain",
+        },
+    },
+    "root": {"handlers": ["file"], "level": _level},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}
+
+LOGIN_URL = "/admin/login/"

@@ -1,0 +1,203 @@
+"""cmem settings: data dir, `settings.json`, and env > file > default.
+
+Stdlib only: the hook client imports this module on the agent's critical path, and so
+does Django's settings module. A broken settings file never raises; it falls back to the
+defaults and records the problem in `problems()` so `cmem doctor` and the dashboard can say
+which key is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+VERSION = "0.1.0"
+PROTOCOL_VERSION = 1
+
+
+def _default_port() -> str:
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    return str(37700 + uid % 100)
+
+
+# Every key cmem reads, with its default (strings, as the file stores them) and a line for
+# the README and the settings page. Keys that claude-mem defines keep its names and defaults.
+SETTINGS: dict[str, tuple[str, str]] = {
+    "CLAUDE_MEM_DATA_DIR": ("~/.claude-mem", "Where everything lives (env only in practice)."),
+    "CLAUDE_MEM_WORKER_HOST": ("127.0.0.1", "Address the worker binds."),
+    "CLAUDE_MEM_WORKER_PORT": (_default_port(), "Port the worker binds (37700 + uid % 100)."),
+    "CLAUDE_MEM_WORKER_URL": ("", "Team mode: the shared worker's base URL the hook client talks to."),
+    "CLAUDE_MEM_API_TOKEN": ("", "Team mode: the per-user token the hook client sends."),
+    "CLAUDE_MEM_LOG_LEVEL": ("INFO", "DEBUG, INFO, WARN, ERROR or SILENT."),
+    "CLAUDE_MEM_MODEL": ("claude-haiku-4-5-20251001", "Model that compresses tool uses."),
+    "CLAUDE_MEM_COMPRESSOR": ("auto", "auto (API when a key exists), api, or offline."),
+    "CLAUDE_MEM_DAILY_TOKEN_BUDGET": ("2000000", "API tokens a day before falling back to offline; 0 = unlimited."),
+    "CLAUDE_MEM_API_TIMEOUT_MS": ("30000", "Timeout of one compression request."),
+    "CLAUDE_MEM_BATCH_SIZE": ("20", "Tool uses compressed in one request at most."),
+    "CLAUDE_MEM_FIELD_CAP": ("16000", "Characters kept of one tool input or output field."),
+    "CLAUDE_MEM_SKIP_TOOLS": (
+        "ListMcpResourcesTool,SlashCommand,Skill,TodoWrite,AskUserQuestion",
+        "Tools never observed.",
+    ),
+    "CLAUDE_MEM_EXCLUDED_PROJECTS": ("", "Comma-separated globs of project paths that store nothing."),
+    "CLAUDE_MEM_REDACT_SECRETS": ("true", "Redact API keys, tokens and passwords before storing."),
+    "CLAUDE_MEM_CONTEXT_OBSERVATIONS": ("50", "Observations in the SessionStart index."),
+    "CLAUDE_MEM_CONTEXT_SESSION_COUNT": ("10", "Sessions (summaries) the SessionStart index covers."),
+    "CLAUDE_MEM_CONTEXT_TOKENS": ("2500", "Token budget of the SessionStart index."),
+    "CLAUDE_MEM_READ_GATE": ("deny", "File-read gate: deny, context or off."),
+    "CLAUDE_MEM_READ_GATE_MIN_BYTES": ("1500", "Files smaller than this always pass the gate."),
+    "CLAUDE_MEM_READ_GATE_LIMIT": ("15", "Rows in the gate's timeline."),
+    "CLAUDE_MEM_DELIVERABLES_ENABLED": ("true", "Copy files written outside the project at Stop."),
+    "CLAUDE_MEM_DELIVERABLES_MAX_BYTES": ("20000000", "Largest deliverable copied."),
+    "CLAUDE_MEM_RETENTION_DAYS": ("30", "Days raw captured payloads are kept; 0 = forever."),
+    "CLAUDE_MEM_DATABASE_URL": ("", "Team mode: postgres://… instead of the embedded SQLite."),
+    "CLAUDE_MEM_QUEUE_URL": ("", "Team mode: redis://… instead of Huey's SQLite queue."),
+    "CLAUDE_MEM_HOOK_TIMEOUT_MS": ("2000", "How long a hook waits for the worker."),
+}
+
+_BOOL_TRUE = {"1", "true", "yes", "on"}
+_BOOL_FALSE = {"0", "false", "no", "off", ""}
+
+
+class SettingsError(ValueError):
+    """A settings value that cannot be used; the message names the key."""
+
+
+def data_dir() -> Path:
+    raw = os.environ.get("CLAUDE_MEM_DATA_DIR") or "~/.claude-mem"
+    return Path(raw).expanduser()
+
+
+def ensure_data_dir() -> Path:
+    path = data_dir()
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return path
+
+
+def settings_path() -> Path:
+    return data_dir() / "settings.json"
+
+
+_problems: list[str] = []
+
+
+def problems() -> list[str]:
+    """What was wrong with settings.json at the last read (empty when all is well)."""
+    return list(_problems)
+
+
+def read_file() -> dict[str, str]:
+    """The settings file as a dict of strings; {} (and a recorded problem) when broken."""
+    _problems.clear()
+    path = settings_path()
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        _problems.append(f"{path}: cannot read ({exc.strerror}); using defaults")
+        return {}
+    try:
+        data = json.loads(raw.decode("utf-8-sig"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        _problems.append(f"{path}: not valid JSON ({exc}); using defaults")
+        return {}
+    if isinstance(data, dict) and isinstance(data.get("env"), dict):
+        data = data["env"]  # claude-mem's legacy nested layout
+    if not isinstance(data, dict):
+        _problems.append(f"{path}: expected a JSON object of CLAUDE_MEM_* keys; using defaults")
+        return {}
+    out: dict[str, str] = {}
+    for key, value in data.items():
+        if isinstance(value, str):
+            out[key] = value
+        elif isinstance(value, bool):
+            out[key] = "true" if value else "false"
+        elif isinstance(value, int | float):
+            out[key] = str(value)
+        else:
+            _problems.append(f"{key}: expected a string value in {path}; using the default")
+    return out
+
+
+def load() -> dict[str, str]:
+    """All settings with env > file > default applied."""
+    merged = {key: default for key, (default, _) in SETTINGS.items()}
+    merged.update(read_file())
+    for key in list(SETTINGS) + [k for k in os.environ if k.startswith("CLAUDE_MEM_")]:
+        if key in os.environ:
+            merged[key] = os.environ[key]
+    return merged
+
+
+def get(key: str, settings: dict[str, str] | None = None) -> str:
+    values = settings if settings is not None else load()
+    return values.get(key, SETTINGS.get(key, ("", ""))[0])
+
+
+def get_int(key: str, settings: dict[str, str] | None = None) -> int:
+    raw = get(key, settings).strip()
+    try:
+        return int(raw)
+    except ValueError:
+        default = SETTINGS[key][0]
+        _problems.append(f"{key}: {raw!r} is not a whole number; using {default}")
+        return int(default)
+
+
+def get_bool(key: str, settings: dict[str, str] | None = None) -> bool:
+    raw = get(key, settings).strip().lower()
+    if raw in _BOOL_TRUE:
+        return True
+    if raw in _BOOL_FALSE:
+        return False
+    default = SETTINGS[key][0]
+    _problems.append(f"{key}: {raw!r} is not true/false; using {default}")
+    return default.lower() in _BOOL_TRUE
+
+
+def get_list(key: str, settings: dict[str, str] | None = None) -> list[str]:
+    return [part.strip() for part in get(key, settings).split(",") if part.strip()]
+
+
+def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
+    """Write via a temp file in the same folder and rename, so readers never see half a file."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def save(updates: dict[str, str]) -> dict[str, str]:
+    """Merge `updates` into settings.json (written atomically) and return the file's content."""
+    current = read_file() if not _problems else {}
+    current.update({k: str(v) for k, v in updates.items()})
+    body = json.dumps(dict(sorted(current.items())), indent=2) + "\n"
+    write_atomic(settings_path(), body.encode())
+    return current
+
+
+def ensure_settings_file() -> None:
+    """Create settings.json with every default on first use (claude-mem does the same)."""
+    path = settings_path()
+    if path.exists():
+        return
+    ensure_data_dir()
+    defaults = {key: default for key, (default, _) in SETTINGS.items() if key != "CLAUDE_MEM_DATA_DIR"}
+    try:
+        write_atomic(path, (json.dumps(defaults, indent=2) + "\n").encode())
+    except FileExistsError:
+        pass

@@ -1,0 +1,58 @@
+"""The one entry for every hook request: parse once, pick the adapter, call one service."""
+
+from __future__ import annotations
+
+import json
+from types import ModuleType
+from typing import Any
+
+from memory import capture, context, gate
+from memory.platforms import claude_code
+from memory.platforms.base import HookEvent, HookInputError, HookResult
+
+ADAPTERS: dict[str, ModuleType] = {"claude-code": claude_code}
+
+
+def adapter_for(platform: str) -> ModuleType:
+    try:
+        return ADAPTERS[platform]
+    except KeyError:
+        raise HookInputError(f"unknown platform {platform!r}; expected one of {', '.join(ADAPTERS)}") from None
+
+
+def decode_body(body: bytes) -> dict[str, Any]:
+    """Hook stdin as a dict. Invalid UTF-8 is replaced, not refused: losing one odd byte
+    of a tool output beats losing the whole tool use."""
+    text = body.decode("utf-8", errors="replace").strip()
+    if not text:
+        raise HookInputError("empty hook payload")
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise HookInputError(f"hook payload is not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise HookInputError("hook payload must be a JSON object")
+    return data
+
+
+def _dispatch(event: HookEvent) -> HookResult:
+    if event.event == "session-init":
+        return capture.session_init(event=event)
+    if event.event == "observation":
+        return capture.observation_record(event=event)
+    if event.event == "summarize":
+        return capture.summary_request(event=event)
+    if event.event == "session-end":
+        return capture.session_end(event=event)
+    if event.event == "context":
+        return context.context_for_hook(event=event)
+    if event.event == "file-context":
+        return gate.gate_decide(event=event)
+    raise HookInputError(f"unknown event {event.event!r}")
+
+
+def hook_handle(*, platform: str, event: str, body: bytes) -> dict[str, Any]:
+    """Run one hook event and return the JSON the hook client prints."""
+    adapter = adapter_for(platform)
+    hook_event = adapter.parse(event, decode_body(body))
+    return adapter.render(hook_event, _dispatch(hook_event))

@@ -1,0 +1,378 @@
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.urls import reverse
+from django.utils import timezone
+
+
+def estimate_tokens(text: str) -> int:
+    """Deliberately approximate (4 characters a token), like claude-mem: cheap and stable."""
+    return (len(text) + 3) // 4
+
+
+class SessionQuerySet(models.QuerySet["Session"]):
+    def for_project(self, project: str) -> SessionQuerySet:
+        return self.filter(project=project)
+
+
+class Session(models.Model):
+    class Status(models.TextChoices):
+        ACTIVE = "active"
+        COMPLETED = "completed"
+        FAILED = "failed"
+
+    platform = models.CharField(max_length=32, default="claude-code")
+    session_id = models.CharField(max_length=200, help_text="The agent's own session id.")
+    project = models.CharField(max_length=200)
+    project_root = models.TextField(blank=True, help_text="Folder the project's paths are relative to.")
+    cwd = models.TextField(blank=True)
+    transcript_path = models.TextField(blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    prompt_counter = models.PositiveIntegerField(default=0)
+    started = models.DateTimeField(default=timezone.now)
+    ended = models.DateTimeField(null=True, blank=True)
+
+    objects: models.Manager[Session] = SessionQuerySet.as_manager()  # type: ignore[assignment]
+
+    class Meta:
+        constraints = [
+            # Hooks look a session up by the agent's id; one row per (platform, id).
+            models.UniqueConstraint(fields=["platform", "session_id"], name="session_platform_sid_uniq"),
+        ]
+        indexes = [
+            # Used by the SessionStart index and the timeline: a project's recent sessions.
+            models.Index(fields=["project", "-started"], name="session_project_recent_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project} · {self.session_id[:8]}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("memory-session-detail", args=[self.pk])
+
+    @property
+    def is_open(self) -> bool:
+        return self.status == self.Status.ACTIVE
+
+
+class Prompt(models.Model):
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="prompts")
+    number = models.PositiveIntegerField()
+    text = models.TextField()
+    created = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            # A prompt number is given once per session; a repeated hook updates, never duplicates.
+            models.UniqueConstraint(fields=["session", "number"], name="prompt_session_number_uniq"),
+        ]
+        indexes = [
+            # Used by My Work and the timeline: recent prompts across projects.
+            models.Index(fields=["-created"], name="prompt_recent_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.number} {self.text[:60]}"
+
+
+class EventQuerySet(models.QuerySet["Event"]):
+    def pending(self) -> EventQuerySet:
+        return self.filter(status__in=[Event.Status.PENDING, Event.Status.CLAIMED])
+
+
+class Event(models.Model):
+    """A captured hook event waiting to be compressed: the durable queue.
+
+    The row is written in the same transaction that acknowledges the hook, and the huey task
+    only ever receives ids, so a crash anywhere loses nothing that was acknowledged.
+    """
+
+    class Kind(models.TextChoices):
+        OBSERVATION = "observation"
+        SUMMARY = "summary"
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        CLAIMED = "claimed"
+        DONE = "done"
+        FAILED = "failed"
+        SKIPPED = "skipped"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="events")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    tool_name = models.CharField(max_length=200, blank=True)
+    tool_use_id = models.CharField(max_length=200, blank=True)
+    prompt_number = models.PositiveIntegerField(null=True, blank=True)
+    payload = models.JSONField(default=dict, help_text="The sanitized hook payload.")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    created = models.DateTimeField(default=timezone.now)
+    done_at = models.DateTimeField(null=True, blank=True)
+
+    objects: models.Manager[Event] = EventQuerySet.as_manager()  # type: ignore[assignment]
+
+    class Meta:
+        constraints = [
+            # Idempotent capture: Claude Code may deliver a tool use twice (retries, backfill).
+            models.UniqueConstraint(
+                fields=["session", "tool_use_id"],
+                condition=~Q(tool_use_id=""),
+                name="event_session_tool_use_uniq",
+            ),
+        ]
+        indexes = [
+            # Used by the compression task: a session's pending events, oldest first.
+            models.Index(fields=["session", "status", "created"], name="event_session_status_idx"),
+            # Used by the reclaimer and `pending` in /api/stats.
+            models.Index(fields=["status", "claimed_at"], name="event_status_claimed_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.tool_name or ''} ({self.status})"
+
+
+class ObservationQuerySet(models.QuerySet["Observation"]):
+    def for_project(self, project: str) -> ObservationQuerySet:
+        return self.filter(project=project)
+
+
+class Observation(models.Model):
+    class Type(models.TextChoices):
+        BUGFIX = "bugfix", "Bug Fix"
+        FEATURE = "feature", "Feature"
+        REFACTOR = "refactor", "Refactor"
+        CHANGE = "change", "Change"
+        DISCOVERY = "discovery", "Discovery"
+        DECISION = "decision", "Decision"
+        SECURITY_ALERT = "security_alert", "Security Alert"
+        SECURITY_NOTE = "security_note", "Security Note"
+        SENSITIVE = "sensitive", "Sensitive Info"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="observations")
+    project = models.CharField(max_length=200)
+    type = models.CharField(max_length=32, default=Type.DISCOVERY)
+    title = models.CharField(max_length=300)
+    subtitle = models.TextField(blank=True)
+    facts = models.JSONField(default=list)
+    narrative = models.TextField(blank=True)
+    concepts = models.JSONField(default=list)
+    files_read = models.JSONField(default=list)
+    files_modified = models.JSONField(default=list)
+    tool_name = models.CharField(max_length=200, blank=True)
+    prompt_number = models.PositiveIntegerField(null=True, blank=True)
+    compressor = models.CharField(max_length=100, blank=True, help_text="offline, or the model used.")
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    cache_read_tokens = models.PositiveIntegerField(default=0)
+    cache_write_tokens = models.PositiveIntegerField(default=0)
+    content_hash = models.CharField(max_length=32, blank=True)
+    created = models.DateTimeField(default=timezone.now)
+
+    objects: models.Manager[Observation] = ObservationQuerySet.as_manager()  # type: ignore[assignment]
+
+    class Meta:
+        indexes = [
+            # Used by the SessionStart index and the timeline: a project's newest observations.
+            models.Index(fields=["project", "-created"], name="obs_project_recent_idx"),
+            # Used by session pages and summaries: a session's observations in order.
+            models.Index(fields=["session", "created"], name="obs_session_created_idx"),
+            # Used by the dashboard's unfiltered timeline.
+            models.Index(fields=["-created"], name="obs_recent_idx"),
+        ]
+        constraints = [
+            # Replays and imports never store the same observation twice in one session.
+            models.UniqueConstraint(
+                fields=["session", "content_hash"],
+                condition=~Q(content_hash=""),
+                name="obs_session_content_uniq",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.title}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("memory-observation-detail", args=[self.pk])
+
+    def compute_content_hash(self) -> str:
+        raw = f"{self.session_id}\0{self.title}\0{self.narrative}".encode()
+        return hashlib.sha256(raw).hexdigest()[:16]
+
+    @property
+    def fetch_tokens(self) -> int:
+        """What get_observations([id]) costs the agent, roughly."""
+        text = "".join([self.title, self.subtitle, self.narrative, *map(str, self.facts)])
+        return estimate_tokens(text) + 20
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.pk,
+            "type": self.type,
+            "title": self.title,
+            "subtitle": self.subtitle,
+            "facts": self.facts,
+            "narrative": self.narrative,
+            "concepts": self.concepts,
+            "files_read": self.files_read,
+            "files_modified": self.files_modified,
+            "project": self.project,
+            "session": self.session_id,
+            "tool_name": self.tool_name,
+            "prompt_number": self.prompt_number,
+            "created_at": self.created.isoformat(),
+        }
+
+
+class ObservationFile(models.Model):
+    """One file an observation read or modified: the gate's lookup table.
+
+    claude-mem scans every observation with json_each to find a file's history (13 ms at
+    10k rows); this table turns that into one indexed range read.
+    """
+
+    class Role(models.TextChoices):
+        READ = "read"
+        MODIFIED = "modified"
+
+    observation = models.ForeignKey(Observation, on_delete=models.CASCADE, related_name="files")
+    project = models.CharField(max_length=200)
+    path = models.TextField(help_text="Project-relative when inside the project, else absolute.")
+    role = models.CharField(max_length=16, choices=Role.choices)
+    content_hash = models.CharField(max_length=64, blank=True, help_text="The file's sha256 at capture.")
+    created = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            # Used by the file-read gate: a file's observations, newest first.
+            models.Index(fields=["project", "path", "-created"], name="obsfile_project_path_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.path} ({self.role})"
+
+
+class Summary(models.Model):
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="summaries")
+    project = models.CharField(max_length=200)
+    prompt_number = models.PositiveIntegerField(null=True, blank=True)
+    request = models.TextField(blank=True)
+    investigated = models.TextField(blank=True)
+    learned = models.TextField(blank=True)
+    completed = models.TextField(blank=True)
+    next_steps = models.TextField(blank=True)
+    notes = models.TextField(blank=True)
+    compressor = models.CharField(max_length=100, blank=True)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    cache_read_tokens = models.PositiveIntegerField(default=0)
+    cache_write_tokens = models.PositiveIntegerField(default=0)
+    created = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name_plural = "summaries"
+        indexes = [
+            # Used by the SessionStart index: a project's latest summaries.
+            models.Index(fields=["project", "-created"], name="summary_project_recent_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return self.request[:80] or f"Summary {self.pk}"
+
+
+class FileView(models.Model):
+    """What the model has seen of a file in a session (seed 001's readFileState)."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="file_views")
+    path = models.TextField(help_text="Absolute path as the agent named it.")
+    content_hash = models.CharField(max_length=64, blank=True)
+    mtime = models.FloatField(null=True, blank=True)
+    size = models.BigIntegerField(null=True, blank=True)
+    offset = models.PositiveIntegerField(null=True, blank=True)
+    limit = models.PositiveIntegerField(null=True, blank=True)
+    partial = models.BooleanField(default=False)
+    denied = models.BooleanField(default=False, help_text="The gate refused a read of it once.")
+    seen = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            # The gate asks "what does this session hold of this file": one row per pair.
+            models.UniqueConstraint(fields=["session", "path"], name="fileview_session_path_uniq"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.path} ({'partial' if self.partial else 'full'})"
+
+
+class LedgerEntry(models.Model):
+    """One token-ledger line: what a gate decision, an injection or the observer cost or saved."""
+
+    class Kind(models.TextChoices):
+        GATE_DENY = "gate_deny"
+        GATE_CONTEXT = "gate_context"
+        GATE_RETRY = "gate_retry"
+        INJECTION = "injection"
+        OBSERVER = "observer"
+
+    session = models.ForeignKey(Session, on_delete=models.SET_NULL, null=True, blank=True, related_name="ledger")
+    project = models.CharField(max_length=200)
+    kind = models.CharField(max_length=32, choices=Kind.choices)
+    path = models.TextField(blank=True)
+    tokens_shown = models.IntegerField(default=0, help_text="Tokens cmem put in the model's context.")
+    tokens_avoided = models.IntegerField(default=0, help_text="Tokens of a read the agent did not make.")
+    tokens_spent = models.IntegerField(default=0, help_text="API tokens the observer spent.")
+    created = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name_plural = "ledger entries"
+        indexes = [
+            # Used by the savings report: per project and day.
+            models.Index(fields=["project", "created"], name="ledger_project_created_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.project}"
+
+
+class ContextCache(models.Model):
+    """The rendered SessionStart index of a project, until something invalidates it."""
+
+    project = models.CharField(max_length=200, unique=True)
+    text = models.TextField()
+    tokens = models.PositiveIntegerField(default=0)
+    created = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"context for {self.project}"
+
+
+class ExcludedProject(models.Model):
+    """A glob of project paths (or names) that cmem stores nothing for; edited in the admin."""
+
+    glob = models.CharField(max_length=500, unique=True)
+    note = models.CharField(max_length=200, blank=True)
+    created = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return self.glob
+
+
+class ApiToken(models.Model):
+    """Team mode: a per-user token the hook client sends to a shared worker."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="cmem_tokens")
+    name = models.CharField(max_length=100)
+    token_hash = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=12, help_text="The first characters, to recognise it.")
+    revoked = models.BooleanField(default=False)
+    last_used = models.DateTimeField(null=True, blank=True)
+    created = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"

@@ -1,0 +1,67 @@
+"""One event shape for every agent: adapters turn each platform's payload into a HookEvent,
+and turn a service's platform-neutral answer back into what that platform expects."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class HookInputError(ValueError):
+    """The hook payload cannot be used; the message says why (answered as a 400)."""
+
+
+@dataclass
+class HookEvent:
+    platform: str
+    event: str  # cmem's event name: context, session-init, observation, file-context, summarize, session-end
+    session_id: str
+    cwd: str = ""
+    hook_event_name: str = ""
+    transcript_path: str = ""
+    prompt: str = ""
+    source: str = ""  # SessionStart: startup, resume, clear, compact (codex: fork too)
+    tool_name: str = ""
+    tool_input: dict[str, Any] = field(default_factory=dict)
+    tool_response: Any = None
+    tool_use_id: str = ""
+    error: str = ""
+    is_interrupt: bool = False
+    stop_hook_active: bool = False
+    last_assistant_message: str = ""
+    reason: str = ""
+    agent_id: str = ""
+    agent_type: str = ""
+    # Facts a remote hook client adds about local files (team mode): path -> {size, mtime, sha256}.
+    file_facts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> bool:
+        return self.hook_event_name == "PostToolUseFailure" or bool(self.error)
+
+
+@dataclass
+class GateDecision:
+    """The file-read gate's answer, platform-neutral."""
+
+    decision: str = "allow"  # allow | deny
+    reason: str = ""  # shown to the model on deny
+    context: str = ""  # additionalContext on allow
+
+
+@dataclass
+class HookResult:
+    """What a service hands back to the adapter for rendering."""
+
+    context: str = ""  # additionalContext (SessionStart, PostToolUse…)
+    gate: GateDecision | None = None
+    system_message: str = ""  # shown to the user
+
+
+class Adapter(Protocol):
+    platform: str
+
+    def parse(self, event: str, data: dict[str, Any]) -> HookEvent: ...
+
+    def render(self, event: HookEvent, result: HookResult) -> dict[str, Any]: ...

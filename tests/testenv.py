@@ -1,0 +1,14 @@
+"""Loaded with `-p tests.testenv` before Django reads its settings: every test run gets its
+own data dir, runs huey tasks inline, and can never reach the real Anthropic API."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+os.environ["CLAUDE_MEM_DATA_DIR"] = tempfile.mkdtemp(prefix="cmem-test-")
+os.environ["CMEM_HUEY_IMMEDIATE"] = "1"
+for _name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN"):
+    os.environ.pop(_name, None)
+for _name in [k for k in os.environ if k.startswith("CLAUDE_MEM_") and k != "CLAUDE_MEM_DATA_DIR"]:
+    os.environ.pop(_name, None)
