@@ -9,3 +9,4 @@ from memory.api import router as memory_router
 
 api = NinjaAPI(title="cmem", version=config.VERSION, description="Persistent memory for coding agents.")
 api.add_router("/", memory_router)
+# Each capability mounts its own router below (one line each).
