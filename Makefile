@@ -20,8 +20,15 @@ run: setup
 	$(VENV)/bin/cmem ensure_admin
 	$(VENV)/bin/cmem serve
 
+# Team mode (issue 9): the backend-sensitive suites run a second time on PostgreSQL + Redis.
+TEAM_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/cmem
+TEAM_QUEUE_URL ?= redis://127.0.0.1:6379/0
+TEAM_TESTS = $(wildcard tests/memory/test_search.py tests/memory/test_gate.py tests/memory/test_capture.py tests/memory/test_tasks.py tests/test_smoke.py tests/smoke) tests/team
+
 test: setup
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest --ignore=tests/team $(PYTEST_ARGS)
+	CMEM_TEST_DATABASE_URL=$(TEAM_DATABASE_URL) CMEM_TEST_QUEUE_URL=$(TEAM_QUEUE_URL) \
+		$(PY) -m pytest $(TEAM_TESTS) $(PYTEST_ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -26,6 +26,10 @@ def main(argv: list[str] | None = None) -> int:
 
     if not args:
         args = ["help"]
+    if args[0] in {"install", "uninstall", "doctor"}:
+        # `--settings FILE` is Claude Code's settings file here; Django would take it for
+        # DJANGO_SETTINGS_MODULE, so it travels as --claude-settings.
+        args = [a.replace("--settings", "--claude-settings", 1) if a.startswith("--settings") else a for a in args]
     execute_from_command_line(["cmem", *args])
     return 0
 

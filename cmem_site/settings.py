@@ -71,6 +71,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Team mode: every /api/ call carries a valid per-user token (memory/middleware.py).
+    "memory.middleware.ApiTokenMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -144,7 +146,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = envint("CMEM_MAX_REQUEST_BYTES", str(8 * 1024 * 10
 
 _queue_url = CMEM.get("CLAUDE_MEM_QUEUE_URL", "")
 HUEY: dict[str, object] = {
-    "name": "cmem",
+    # One Redis serves many queues by name; tests and side-by-side installs pick their own.
+    "name": os.environ.get("CMEM_HUEY_NAME", "cmem"),
     "immediate": envbool("CMEM_HUEY_IMMEDIATE"),
     "consumer": {"workers": 2, "worker_type": "thread", "periodic": True},
 }
@@ -165,11 +168,12 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(process)d: %(message)s"}},
     "handlers": {
+        # Several processes write this file, so none of them may rotate it (each would keep
+        # writing to the renamed file): the supervisor rotates it (memory/worker.py), and
+        # WatchedFileHandler reopens the new file when it notices the rename.
         "file": {
-            "class": "logging.handlers.RotatingFileHandler",
+            "class": "logging.handlers.WatchedFileHandler",
             "filename": str(LOG_DIR / "cmem.log"),
-            "maxBytes": 5 * 1024 * 1024,
-            "backupCount": 3,
             "formatter": "plain",
         },
     },

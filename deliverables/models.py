@@ -11,7 +11,9 @@ class Deliverable(models.Model):
     """A file the agent wrote outside the project, copied into the data dir at Stop."""
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="deliverables")
-    prompt = models.ForeignKey(Prompt, on_delete=models.SET_NULL, null=True, blank=True, related_name="deliverables")
+    prompt = models.ForeignKey(
+        Prompt, on_delete=models.SET_NULL, null=True, blank=True, related_name="deliverables"
+    )
     project = models.CharField(max_length=200)
     original_path = models.TextField()
     stored_path = models.TextField(help_text="Relative to <data dir>/deliverables/.")
@@ -23,7 +25,9 @@ class Deliverable(models.Model):
     class Meta:
         constraints = [
             # The same bytes from the same turn are stored once, however often Stop fires.
-            models.UniqueConstraint(fields=["session", "original_path", "sha256"], name="deliverable_uniq"),
+            models.UniqueConstraint(
+                fields=["session", "original_path", "sha256"], name="deliverable_uniq"
+            ),
         ]
         indexes = [
             # Used by My Work: a project's deliverables, newest first.

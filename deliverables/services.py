@@ -1,11 +1,404 @@
-"""Deliverable capture at Stop. Placeholder until issue 7."""
+"""Deliverables: files the agent wrote outside the project's source tree, copied at Stop.
+
+The copy happens while the Stop hook is being answered, not later in a task: the temp
+folder or worktree holding the file is often deleted right after the turn. Capture never
+raises; a file it cannot copy is skipped and logged, and Stop is answered regardless.
+"""
 
 from __future__ import annotations
 
-from memory.models import Session
+import contextlib
+import hashlib
+import json
+import logging
+import mimetypes
+import os
+import re
+import stat
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import nh3
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from markdown_it import MarkdownIt
+
+from deliverables.models import Deliverable
+from memory import config
+from memory.models import Event, Prompt, Session
 from memory.platforms.base import HookEvent
+from memory.projects import project_for_cwd
+
+log = logging.getLogger(__name__)
+
+WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "apply_patch"})
+# A turn that writes hundreds of files outside the project is a build, not a deliverable.
+MAX_FILES_PER_TURN = 50
+# Bounded read of the transcript's tail: the last turn is what matters, and Stop must be fast.
+TRANSCRIPT_TAIL_BYTES = 8 * 1024 * 1024
+# Folders whose files are never copied, whatever a (possibly forged) tool use claims.
+_SECRET_DIRS = frozenset({".ssh", ".gnupg", ".aws", ".kube", ".docker"})
+_PATCH_FILE_RE = re.compile(
+    r"^\*\*\* (?:Add|Update) File: (.+)$|^\*\*\* Move to: (.+)$", re.MULTILINE
+)
+
+# Inline previews: what each kind of file is shown as on My Work.
+TEXT_PREVIEW_BYTES = 64 * 1024
+_EXTRA_TYPES = {
+    ".md": "text/markdown",
+    ".markdown": "text/markdown",
+    ".py": "text/x-python",
+    ".ts": "text/plain",
+    ".tsx": "text/plain",
+    ".rs": "text/plain",
+    ".go": "text/plain",
+    ".toml": "text/plain",
+    ".yaml": "text/yaml",
+    ".yml": "text/yaml",
+    ".log": "text/plain",
+    ".ipynb": "application/json",
+    ".csv": "text/csv",
+}
+_IMAGE_TYPES = frozenset(
+    {"image/png", "image/jpeg", "image/gif", "image/webp", "image/svg+xml", "image/avif"}
+)
 
 
-def deliverables_capture(*, session: Session, event: HookEvent) -> list[object]:
-    """Copy files the agent wrote outside the project in this turn; called while Stop is handled."""
-    return []
+def deliverables_root() -> Path:
+    return config.data_dir() / "deliverables"
+
+
+# ---------------------------------------------------------------------------------------
+# Which files did this turn write?
+
+
+def _paths_from_tool_input(tool_name: str, tool_input: Any) -> list[str]:
+    if not isinstance(tool_input, dict):
+        return []
+    if tool_name == "apply_patch":
+        patch = (
+            tool_input.get("command") or tool_input.get("patch") or tool_input.get("input") or ""
+        )
+        if not isinstance(patch, str):
+            return []
+        return [(m.group(1) or m.group(2)).strip() for m in _PATCH_FILE_RE.finditer(patch)]
+    path = tool_input.get("file_path") or tool_input.get("notebook_path") or tool_input.get("path")
+    return [path] if isinstance(path, str) and path else []
+
+
+def _paths_from_events(session: Session) -> Iterator[str]:
+    """Files written by this turn's captured tool uses (Event rows of the current prompt)."""
+    events = Event.objects.filter(
+        session=session,
+        kind=Event.Kind.OBSERVATION,
+        prompt_number=session.prompt_counter,
+        tool_name__in=WRITE_TOOLS,
+    ).order_by("created", "pk")
+    for payload in events.values_list("payload", flat=True):
+        if not isinstance(payload, dict):
+            continue
+        tool_name = payload.get("tool_name", "")
+        tool_input = payload.get("tool_input", payload)
+        yield from _paths_from_tool_input(tool_name or "", tool_input)
+
+
+def _is_prompt_line(entry: dict[str, Any]) -> bool:
+    """A user line that starts a turn (a typed prompt), not a tool result or meta line."""
+    if entry.get("type") != "user" or entry.get("isSidechain") or entry.get("isMeta"):
+        return False
+    content = (entry.get("message") or {}).get("content")
+    if isinstance(content, str):
+        return True
+    if isinstance(content, list):
+        return not any(isinstance(c, dict) and c.get("type") == "tool_result" for c in content)
+    return False
+
+
+def _transcript_tail(path: Path) -> list[str]:
+    with path.open("rb") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        start = max(0, size - TRANSCRIPT_TAIL_BYTES)
+        fh.seek(start)
+        data = fh.read()
+    lines = data.decode("utf-8", errors="replace").splitlines()
+    return lines[1:] if start else lines  # the first line of a tail read is partial
+
+
+def paths_from_transcript(transcript_path: str) -> list[str]:
+    """File paths written by Write/Edit/MultiEdit/NotebookEdit tool uses in the last turn.
+
+    PostToolUse hooks are async, so the last tool use's event may still be in flight when
+    Stop arrives; the transcript is already on disk and closes that gap.
+    """
+    if not transcript_path:
+        return []
+    try:
+        lines = _transcript_tail(Path(transcript_path).expanduser())
+    except OSError:
+        return []
+    turn: list[dict[str, Any]] = []
+    for line in reversed(lines):
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(entry, dict):
+            continue
+        if _is_prompt_line(entry):
+            break
+        turn.append(entry)
+    paths: list[str] = []
+    for entry in reversed(turn):
+        if entry.get("type") != "assistant":
+            continue
+        content = (entry.get("message") or {}).get("content")
+        if not isinstance(content, list):
+            continue
+        for block in content:
+            if (
+                isinstance(block, dict)
+                and block.get("type") == "tool_use"
+                and block.get("name") in WRITE_TOOLS
+            ):
+                paths.extend(_paths_from_tool_input(block["name"], block.get("input")))
+    return paths
+
+
+def _unique(paths: Iterable[str]) -> list[str]:
+    seen: dict[str, None] = {}
+    for p in paths:
+        seen.setdefault(p, None)
+    return list(seen)
+
+
+# ---------------------------------------------------------------------------------------
+# Is it a deliverable, and copying it.
+
+
+@dataclass(frozen=True)
+class _Copied:
+    stored_path: str  # relative to deliverables_root()
+    size: int
+    sha256: str
+
+
+def _inside(path: str, root: str) -> bool:
+    root = os.path.normpath(root)
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _outside_project(path: str, *, project_root: str) -> bool:
+    """True for a file that is not part of the project's source tree (nor cmem's own data)."""
+    if project_root and _inside(path, project_root):
+        return False
+    real = os.path.realpath(path)
+    if project_root and _inside(real, os.path.realpath(project_root)):
+        return False
+    data = os.path.realpath(config.data_dir())
+    if _inside(real, data):
+        return False
+    return not (_SECRET_DIRS & set(Path(real).parts))
+
+
+def _safe_segment(text: str, fallback: str) -> str:
+    """A single path segment: no separators, no dot-names, printable, bounded."""
+    cleaned = re.sub(r"[^\w.\- ()+,@=]", "_", text).strip(" .")
+    return cleaned[:120] or fallback
+
+
+def _copy_into(src: str, dest_dir: Path, name: str, max_bytes: int) -> _Copied | None:
+    """Copy one regular file (no symlink, no FIFO, no directory) into dest_dir.
+
+    Opened with O_NOFOLLOW and checked with fstat on the open descriptor, so a file swapped
+    for a symlink or a pipe between listing and reading is refused, and a FIFO never blocks.
+    """
+    try:
+        fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        log.info("deliverable %s skipped: %s", src, exc.strerror)
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            log.info("deliverable %s skipped: not a regular file", src)
+            return None
+        if st.st_size > max_bytes:
+            log.info(
+                "deliverable %s skipped: %d bytes > CLAUDE_MEM_DELIVERABLES_MAX_BYTES",
+                src,
+                st.st_size,
+            )
+            return None
+        dest_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        digest = hashlib.sha256()
+        size = 0
+        tmp_fd, tmp_name = tempfile.mkstemp(dir=dest_dir, prefix=".incoming-")
+        try:
+            with os.fdopen(tmp_fd, "wb") as out:
+                while chunk := fh.read(1024 * 1024):
+                    size += len(chunk)
+                    if size > max_bytes:  # grew while we read it
+                        raise OSError("file grew past the size cap while copying")
+                    digest.update(chunk)
+                    out.write(chunk)
+            sha = digest.hexdigest()
+            target = dest_dir / name
+            if target.exists() and _sha256_of(target) != sha:
+                stem, dot, ext = name.rpartition(".")
+                target = dest_dir / (
+                    f"{stem}-{sha[:8]}.{ext}" if dot and stem else f"{name}-{sha[:8]}"
+                )
+            os.replace(tmp_name, target)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp_name)
+            raise
+    return _Copied(stored_path=str(target.relative_to(deliverables_root())), size=size, sha256=sha)
+
+
+def _sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(1024 * 1024):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def content_type_for(name: str) -> str:
+    ext = os.path.splitext(name)[1].lower()
+    if ext in _EXTRA_TYPES:
+        return _EXTRA_TYPES[ext]
+    guessed, _ = mimetypes.guess_type(name, strict=False)
+    return guessed or "application/octet-stream"
+
+
+def deliverables_capture(*, session: Session, event: HookEvent) -> list[Deliverable]:
+    """Copy the files this turn wrote outside the project into the data dir.
+
+    1. Off when CLAUDE_MEM_DELIVERABLES_ENABLED is false.
+    2. Collect written paths: this prompt's Write/Edit/MultiEdit/NotebookEdit (and Codex
+       apply_patch) Event rows, plus the transcript's last turn (async PostToolUse hooks may
+       not have arrived yet).
+    3. Keep files outside Session.project_root and outside the data dir; skip missing files,
+       directories, symlinks, special files and files over CLAUDE_MEM_DELIVERABLES_MAX_BYTES.
+    4. Copy to <data dir>/deliverables/<project>/<YYYY-MM-DD>/<name> with size and sha256,
+       and attach a Deliverable to the session and the current prompt (once per content).
+    """
+    settings = config.load()
+    if not config.get_bool("CLAUDE_MEM_DELIVERABLES_ENABLED", settings):
+        return []
+    max_bytes = config.get_int("CLAUDE_MEM_DELIVERABLES_MAX_BYTES", settings)
+    cwd = event.cwd or session.cwd
+    project_root = session.project_root or (project_for_cwd(cwd).root if cwd else "")
+
+    try:
+        candidates = list(_paths_from_events(session))
+    except Exception:  # noqa: BLE001 - a bad payload row must not cost the turn its deliverables
+        log.exception("deliverables: reading events of session %s failed", session.pk)
+        candidates = []
+    candidates += paths_from_transcript(event.transcript_path or session.transcript_path)
+
+    prompt = Prompt.objects.filter(session=session, number=session.prompt_counter).first()
+    day = timezone.localdate().isoformat()
+    dest_dir = deliverables_root() / _safe_segment(session.project, "project") / day
+    made: list[Deliverable] = []
+    for raw in _unique(candidates)[:MAX_FILES_PER_TURN]:
+        path = os.path.normpath(raw if os.path.isabs(raw) else os.path.join(cwd or "/", raw))
+        if not _outside_project(path, project_root=project_root):
+            continue
+        try:
+            deliverable = _deliverable_from_file(
+                session=session, prompt=prompt, path=path, dest_dir=dest_dir, max_bytes=max_bytes
+            )
+        except Exception:  # noqa: BLE001 - Stop is answered whatever happens to one file
+            log.exception("deliverable %s could not be captured", path)
+            continue
+        if deliverable is not None:
+            made.append(deliverable)
+    return made
+
+
+def _deliverable_from_file(
+    *, session: Session, prompt: Prompt | None, path: str, dest_dir: Path, max_bytes: int
+) -> Deliverable | None:
+    name = _safe_segment(os.path.basename(path), "file")
+    copied = _copy_into(path, dest_dir, name, max_bytes)
+    if copied is None:
+        return None
+    existing = Deliverable.objects.filter(
+        session=session, original_path=path, sha256=copied.sha256
+    ).first()
+    if existing is not None:
+        return existing
+    try:
+        with transaction.atomic():
+            return Deliverable.objects.create(
+                session=session,
+                prompt=prompt,
+                project=session.project,
+                original_path=path,
+                stored_path=copied.stored_path,
+                size=copied.size,
+                sha256=copied.sha256,
+                content_type=content_type_for(name),
+            )
+    except IntegrityError:  # a concurrent Stop of the same turn stored it first
+        return Deliverable.objects.filter(
+            session=session, original_path=path, sha256=copied.sha256
+        ).first()
+
+
+# ---------------------------------------------------------------------------------------
+# Reading a stored deliverable back (downloads and previews).
+
+
+class DeliverableMissing(LookupError):
+    """The stored copy is gone or lies outside the deliverables folder."""
+
+
+def deliverable_file_path(*, deliverable: Deliverable) -> Path:
+    """The stored copy's absolute path, guaranteed to lie under the deliverables root."""
+    root = deliverables_root().resolve()
+    path = (root / deliverable.stored_path).resolve()
+    if not path.is_relative_to(root) or path == root or not path.is_file():
+        raise DeliverableMissing(deliverable.stored_path)
+    return path
+
+
+def deliverable_preview_kind(*, deliverable: Deliverable) -> str:
+    """How My Work previews it: markdown, html, image, text, or '' (download only)."""
+    ctype = (deliverable.content_type or content_type_for(deliverable.name)).split(";")[0]
+    if ctype == "text/markdown":
+        return "markdown"
+    if ctype in {"text/html", "application/xhtml+xml"}:
+        return "html"
+    if ctype in _IMAGE_TYPES:
+        return "image"
+    if ctype.startswith("text/") or ctype in {
+        "application/json",
+        "application/xml",
+        "application/javascript",
+    }:
+        return "text"
+    return ""
+
+
+def deliverable_read_text(
+    *, deliverable: Deliverable, limit: int = TEXT_PREVIEW_BYTES
+) -> tuple[str, bool]:
+    """The first `limit` bytes as text, and whether it was cut."""
+    path = deliverable_file_path(deliverable=deliverable)
+    with path.open("rb") as fh:
+        data = fh.read(limit + 1)
+    return data[:limit].decode("utf-8", errors="replace"), len(data) > limit
+
+
+def markdown_to_safe_html(text: str) -> str:
+    """Markdown rendered with raw HTML off, then sanitised by nh3 (links get rel=noopener)."""
+    html = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table").render(text)
+    return nh3.clean(
+        html, url_schemes={"http", "https", "mailto"}, link_rel="noopener noreferrer nofollow"
+    )

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest
 from ninja import Router, Schema, Status
 
@@ -12,6 +14,7 @@ from memory import config
 from memory.hooks import hook_handle
 from memory.platforms.base import HookInputError
 from memory.services import stats_compute
+from memory.spool_tasks import spool_kick
 
 router = Router(tags=["memory"])
 
@@ -39,7 +42,13 @@ class ErrorOut(Schema):
 
 @router.get("/health", response=HealthOut)
 def health(request: HttpRequest) -> dict[str, Any]:
-    return {"status": "ok", "service": "cmem", "version": config.VERSION, "protocol": config.PROTOCOL_VERSION, "pid": os.getpid()}
+    return {
+        "status": "ok",
+        "service": "cmem",
+        "version": config.VERSION,
+        "protocol": config.PROTOCOL_VERSION,
+        "pid": os.getpid(),
+    }
 
 
 @router.get("/stats", response=StatsOut)
@@ -47,10 +56,30 @@ def stats(request: HttpRequest, project: str | None = None) -> dict[str, Any]:
     return dict(stats_compute(project=project))
 
 
-@router.post("/hooks/{platform}/{event}", response={200: dict[str, Any], 400: ErrorOut})
+@router.post(
+    "/hooks/{platform}/{event}", response={200: dict[str, Any], 400: ErrorOut, 413: ErrorOut}
+)
 def hook(request: HttpRequest, platform: str, event: str) -> Status[dict[str, Any]]:
     """Run one hook event; the response body is exactly what `cmem hook` prints."""
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    size = int(request.META.get("CONTENT_LENGTH") or 0)
+    if limit is not None and size > limit:
+        return Status(
+            413,
+            {
+                "error": f"hook payload is {size:,} bytes; the limit is {limit:,} (CMEM_MAX_REQUEST_BYTES)"
+            },
+        )
     try:
-        return Status(200, hook_handle(platform=platform, event=event, body=request.body))
+        answer = hook_handle(platform=platform, event=event, body=request.body)
+    except RequestDataTooBig:
+        return Status(
+            413,
+            {
+                "error": f"hook payload exceeds the limit of {limit:,} bytes (CMEM_MAX_REQUEST_BYTES)"
+            },
+        )
     except HookInputError as exc:
         return Status(400, {"error": str(exc)})
+    spool_kick()  # a worker that answers is a worker that can drain what was spooled
+    return Status(200, answer)

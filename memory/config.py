@@ -15,6 +15,10 @@ from pathlib import Path
 
 VERSION = "0.1.0"
 PROTOCOL_VERSION = 1
+# The zone the user started cmem in. Django overwrites TZ with settings.TIME_ZONE (UTC) when
+# it loads, and children inherit that, so the first process records the original for all
+# (memory.clock shows the agent local times in it).
+os.environ.setdefault("CMEM_MACHINE_TZ", os.environ.get("TZ", ""))
 
 
 def _default_port() -> str:
@@ -28,32 +32,66 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "CLAUDE_MEM_DATA_DIR": ("~/.claude-mem", "Where everything lives (env only in practice)."),
     "CLAUDE_MEM_WORKER_HOST": ("127.0.0.1", "Address the worker binds."),
     "CLAUDE_MEM_WORKER_PORT": (_default_port(), "Port the worker binds (37700 + uid % 100)."),
-    "CLAUDE_MEM_WORKER_URL": ("", "Team mode: the shared worker's base URL the hook client talks to."),
+    "CLAUDE_MEM_WORKER_URL": (
+        "",
+        "Team mode: the shared worker's base URL the hook client talks to.",
+    ),
     "CLAUDE_MEM_API_TOKEN": ("", "Team mode: the per-user token the hook client sends."),
     "CLAUDE_MEM_LOG_LEVEL": ("INFO", "DEBUG, INFO, WARN, ERROR or SILENT."),
     "CLAUDE_MEM_MODEL": ("claude-haiku-4-5-20251001", "Model that compresses tool uses."),
     "CLAUDE_MEM_COMPRESSOR": ("auto", "auto (API when a key exists), api, or offline."),
-    "CLAUDE_MEM_DAILY_TOKEN_BUDGET": ("2000000", "API tokens a day before falling back to offline; 0 = unlimited."),
+    "CLAUDE_MEM_DAILY_TOKEN_BUDGET": (
+        "2000000",
+        "API tokens a day before falling back to offline; 0 = unlimited.",
+    ),
     "CLAUDE_MEM_API_TIMEOUT_MS": ("30000", "Timeout of one compression request."),
     "CLAUDE_MEM_BATCH_SIZE": ("20", "Tool uses compressed in one request at most."),
     "CLAUDE_MEM_FIELD_CAP": ("16000", "Characters kept of one tool input or output field."),
+    "CLAUDE_MEM_EXCERPT_CAP": (
+        "2000",
+        "Characters sent of a file read, written, or a command's output (head + tail).",
+    ),
+    "CLAUDE_MEM_API_RETRIES": ("3", "Retries of a compression request on 429, 5xx or a timeout."),
+    "CLAUDE_MEM_API_BACKOFF_MS": ("1000", "First retry delay; doubles on every retry."),
+    "CLAUDE_MEM_CLAIM_TIMEOUT_SECONDS": (
+        "300",
+        "Claimed events older than this are handed to another consumer.",
+    ),
     "CLAUDE_MEM_SKIP_TOOLS": (
         "ListMcpResourcesTool,SlashCommand,Skill,TodoWrite,AskUserQuestion",
         "Tools never observed.",
     ),
-    "CLAUDE_MEM_EXCLUDED_PROJECTS": ("", "Comma-separated globs of project paths that store nothing."),
+    "CLAUDE_MEM_EXCLUDED_PROJECTS": (
+        "",
+        "Comma-separated globs of project paths that store nothing.",
+    ),
     "CLAUDE_MEM_REDACT_SECRETS": ("true", "Redact API keys, tokens and passwords before storing."),
     "CLAUDE_MEM_CONTEXT_OBSERVATIONS": ("50", "Observations in the SessionStart index."),
-    "CLAUDE_MEM_CONTEXT_SESSION_COUNT": ("10", "Sessions (summaries) the SessionStart index covers."),
+    "CLAUDE_MEM_CONTEXT_SESSION_COUNT": (
+        "10",
+        "Sessions (summaries) the SessionStart index covers.",
+    ),
     "CLAUDE_MEM_CONTEXT_TOKENS": ("2500", "Token budget of the SessionStart index."),
     "CLAUDE_MEM_READ_GATE": ("deny", "File-read gate: deny, context or off."),
     "CLAUDE_MEM_READ_GATE_MIN_BYTES": ("1500", "Files smaller than this always pass the gate."),
     "CLAUDE_MEM_READ_GATE_LIMIT": ("15", "Rows in the gate's timeline."),
+    "CLAUDE_MEM_TIME_ZONE": (
+        "",
+        "IANA zone for the times shown to the agent; empty = the machine's local zone.",
+    ),
     "CLAUDE_MEM_DELIVERABLES_ENABLED": ("true", "Copy files written outside the project at Stop."),
     "CLAUDE_MEM_DELIVERABLES_MAX_BYTES": ("20000000", "Largest deliverable copied."),
     "CLAUDE_MEM_RETENTION_DAYS": ("30", "Days raw captured payloads are kept; 0 = forever."),
     "CLAUDE_MEM_DATABASE_URL": ("", "Team mode: postgres://… instead of the embedded SQLite."),
     "CLAUDE_MEM_QUEUE_URL": ("", "Team mode: redis://… instead of Huey's SQLite queue."),
+    "CLAUDE_MEM_REQUIRE_TOKEN": (
+        "false",
+        "Team mode: /api/ calls need a token (always on when the worker binds a non-loopback host).",
+    ),
+    "CLAUDE_MEM_PROJECT_IDENTITY": (
+        "auto",
+        "Project names: local (repository folder), remote (normalised git remote URL) or auto (remote in team mode).",
+    ),
     "CLAUDE_MEM_HOOK_TIMEOUT_MS": ("2000", "How long a hook waits for the worker."),
 }
 
@@ -101,7 +139,7 @@ def read_file() -> dict[str, str]:
         return {}
     try:
         data = json.loads(raw.decode("utf-8-sig"))
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         _problems.append(f"{path}: not valid JSON ({exc}); using defaults")
         return {}
     if isinstance(data, dict) and isinstance(data.get("env"), dict):
@@ -142,7 +180,7 @@ def get_int(key: str, settings: dict[str, str] | None = None) -> int:
     try:
         return int(raw)
     except ValueError:
-        default = SETTINGS[key][0]
+        default = SETTINGS.get(key, ("0", ""))[0]
         _problems.append(f"{key}: {raw!r} is not a whole number; using {default}")
         return int(default)
 
@@ -153,7 +191,7 @@ def get_bool(key: str, settings: dict[str, str] | None = None) -> bool:
         return True
     if raw in _BOOL_FALSE:
         return False
-    default = SETTINGS[key][0]
+    default = SETTINGS.get(key, ("false", ""))[0]
     _problems.append(f"{key}: {raw!r} is not true/false; using {default}")
     return default.lower() in _BOOL_TRUE
 
@@ -174,7 +212,7 @@ def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
-        try:
+        try:  # noqa: SIM105 - no contextlib import: the hook client loads this module
             os.unlink(tmp)
         except FileNotFoundError:
             pass
@@ -183,7 +221,10 @@ def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
 
 def save(updates: dict[str, str]) -> dict[str, str]:
     """Merge `updates` into settings.json (written atomically) and return the file's content."""
-    current = read_file() if not _problems else {}
+    current = read_file()
+    if _problems and settings_path().exists():
+        # Keep what the user wrote before replacing a broken file with a clean one.
+        os.replace(settings_path(), settings_path().with_name("settings.json.broken"))
     current.update({k: str(v) for k, v in updates.items()})
     body = json.dumps(dict(sorted(current.items())), indent=2) + "\n"
     write_atomic(settings_path(), body.encode())
@@ -196,8 +237,10 @@ def ensure_settings_file() -> None:
     if path.exists():
         return
     ensure_data_dir()
-    defaults = {key: default for key, (default, _) in SETTINGS.items() if key != "CLAUDE_MEM_DATA_DIR"}
-    try:
+    defaults = {
+        key: default for key, (default, _) in SETTINGS.items() if key != "CLAUDE_MEM_DATA_DIR"
+    }
+    try:  # noqa: SIM105 - no contextlib import: the hook client loads this module
         write_atomic(path, (json.dumps(defaults, indent=2) + "\n").encode())
     except FileExistsError:
         pass

@@ -1,8 +1,488 @@
-"""Placeholder hook client until issue 3 lands: always exits 0."""
+"""`cmem hook <platform> <event>`: the stdlib-only hook client.
 
+It runs on the agent's critical path (every tool call waits for `file-context`), so it
+pays for nothing it can avoid: no Django, no `json`, no `http.client`, not even the
+`socket` module. It forwards the raw stdin bytes to the worker with one HTTP/1.1 POST
+over the C `_socket` module (the worker parses), prints the response body, and always
+exits 0. `python -X importtime -m cmem_site.cli hook …` shows only this module and `_socket`.
+
+When the worker cannot be reached, capture events go to `<data dir>/spool/` (written
+atomically; names sort by time, so the worker ingests them in order) and the worker is
+started detached, once for a crowd of parallel hooks (an O_EXCL lock file). `context` and
+`file-context` wait briefly for a starting worker, then degrade to "no memory".
+
+Team mode (`CLAUDE_MEM_WORKER_URL` set) takes a slower path with `json` and `http.client`:
+it adds facts about local files the remote worker cannot see, and a bearer token.
+"""
+
+import os
 import sys
+import time
+
+CAPTURE_EVENTS = frozenset({"session-init", "observation", "summarize", "session-end"})
+WAITING_EVENTS = frozenset({"context", "file-context"})
+PLATFORMS = frozenset({"claude-code", "codex"})
+FILE_TOOLS = frozenset({"Read", "Edit", "MultiEdit", "Write", "NotebookEdit"})
+DEFAULT_TIMEOUT_MS = 2000
+# A starting worker (migrate + gunicorn boot) is waited for at most this long by context hooks.
+START_WAIT_S = 1.5
+# A spawn lock older than this belongs to a spawn that is over (or died): take it over.
+SPAWN_LOCK_STALE_S = 15.0
+MAX_REQUEST_BYTES = 8 * 1024 * 1024
+
+_counter = 0
 
 
-def main(argv):
-    sys.stdin.buffer.read()
+class HookFailure(Exception):
+    """Why this hook could not talk to the worker; the message ends up on stderr."""
+
+
+class WorkerDown(HookFailure):
+    """Nothing answered: the event should be spooled and the worker started."""
+
+
+# --- settings (env > settings.json > default), without importing json ------------------
+
+
+def data_dir() -> str:
+    return os.path.expanduser(os.environ.get("CLAUDE_MEM_DATA_DIR") or "~/.claude-mem")
+
+
+_file_cache: list = []
+
+
+def _settings_file() -> bytes:
+    if not _file_cache:
+        try:
+            with open(os.path.join(data_dir(), "settings.json"), "rb") as fh:
+                _file_cache.append(fh.read())
+        except OSError:
+            _file_cache.append(b"")
+    return _file_cache[0]
+
+
+def setting(key: str, default: str = "") -> str:
+    """One setting. The file is scanned for `"KEY": "value"` instead of parsed: the values
+    this client reads are plain (numbers, URLs, tokens), and `json` costs more than all of
+    this module. An escaped value falls back to a real parse."""
+    if key in os.environ:
+        return os.environ[key]
+    raw = _settings_file()
+    needle = b'"' + key.encode() + b'"'
+    at = raw.find(needle)
+    if at < 0:
+        return default
+    colon = raw.find(b":", at + len(needle))
+    start = raw.find(b'"', colon) + 1
+    end = raw.find(b'"', start)
+    if colon < 0 or start <= 0 or end < 0 or raw[colon + 1 : start - 1].strip():
+        return default
+    value = raw[start:end]
+    if b"\\" in value:
+        import json
+
+        try:
+            return str(json.loads(raw.decode("utf-8-sig")).get(key, default))
+        except (ValueError, AttributeError):
+            return default
+    return value.decode("utf-8", "replace")
+
+
+def timeout_s() -> float:
+    try:
+        return max(50, int(setting("CLAUDE_MEM_HOOK_TIMEOUT_MS", str(DEFAULT_TIMEOUT_MS)))) / 1000
+    except ValueError:
+        return DEFAULT_TIMEOUT_MS / 1000
+
+
+# --- the local worker: raw HTTP/1.1 over _socket ------------------------------------------
+
+
+def worker_address() -> tuple[str, int]:
+    try:
+        with open(os.path.join(data_dir(), "worker.port"), "rb") as fh:
+            host, port = fh.read().split()[:2]
+        return host.decode(), int(port)
+    except (OSError, ValueError) as exc:
+        raise WorkerDown("worker not running") from exc
+
+
+def post_local(path: str, body: bytes, timeout: float) -> tuple[int, bytes]:
+    import _socket
+
+    host, port = worker_address()
+    family = _socket.AF_INET6 if ":" in host else _socket.AF_INET
+    sock = _socket.socket(family, _socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        try:
+            sock.connect((host, port))
+        except OSError as exc:
+            raise WorkerDown(f"worker unreachable at {host}:{port} ({_reason(exc)})") from exc
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        ).encode()
+        chunks: list[bytes] = []
+        try:
+            sock.sendall(head + body if len(body) < 65536 else head)
+            if len(body) >= 65536:
+                sock.sendall(body)
+        except OSError:
+            # The worker may answer (413) and close before reading a large body; its answer
+            # is still in our receive buffer, so read it before giving up.
+            pass
+        try:
+            while True:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        except OSError as exc:
+            if not chunks:
+                raise HookFailure(f"worker did not answer in time ({_reason(exc)})") from exc
+    finally:
+        sock.close()
+    return _parse_response(b"".join(chunks))
+
+
+def _parse_response(raw: bytes) -> tuple[int, bytes]:
+    head, sep, body = raw.partition(b"\r\n\r\n")
+    if not sep or not head.startswith(b"HTTP/1."):
+        raise HookFailure("worker sent a malformed answer")
+    lines = head.split(b"\r\n")
+    try:
+        status = int(lines[0].split()[1])
+    except (IndexError, ValueError) as exc:
+        raise HookFailure("worker sent a malformed status line") from exc
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        headers[name.strip().lower()] = value.strip()
+    if headers.get(b"transfer-encoding", b"").lower() == b"chunked":
+        body = _dechunk(body)
+    elif b"content-length" in headers:
+        body = body[: int(headers[b"content-length"])]
+    return status, body
+
+
+def _dechunk(data: bytes) -> bytes:
+    out = []
+    while data:
+        size_line, _, rest = data.partition(b"\r\n")
+        size = int(size_line.split(b";")[0], 16)
+        if size == 0:
+            break
+        out.append(rest[:size])
+        data = rest[size + 2 :]
+    return b"".join(out)
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError) or type(exc).__name__ == "timeout":
+        return "timed out"
+    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+
+
+# --- team mode: a remote worker over http(s) ---------------------------------------------
+
+
+def _file_facts(path: str) -> dict | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    facts = {"size": st.st_size, "mtime": st.st_mtime}
+    if st.st_size <= 64 * 1024 * 1024:
+        import hashlib
+
+        digest = hashlib.sha256()
+        try:
+            with open(path, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    digest.update(block)
+            facts["sha256"] = digest.hexdigest()
+        except OSError:
+            pass
+    return facts
+
+
+def remote_payload(event: str, body: bytes) -> bytes:
+    """The remote worker cannot see our disk: add the project (`cmem_project`, computed here
+    from the git remote) and, for file tools, each file's size, mtime and sha256."""
+    import json
+
+    try:
+        data = json.loads(body.decode("utf-8", "replace"))
+    except ValueError:
+        return body
+    if not isinstance(data, dict):
+        return body
+    cwd = data.get("cwd") if isinstance(data.get("cwd"), str) else ""
+    if cwd and "cmem_project" not in data:
+        try:
+            from memory.projects import project_facts
+
+            data["cmem_project"] = project_facts(cwd)
+        except Exception:  # noqa: BLE001 - the worker falls back to its own guess
+            pass
+    tool_input = data.get("tool_input")
+    if (
+        event in {"file-context", "observation"}
+        and data.get("tool_name") in FILE_TOOLS
+        and isinstance(tool_input, dict)
+    ):
+        facts = {}
+        for key in ("file_path", "notebook_path"):
+            path = tool_input.get(key)
+            if isinstance(path, str) and path:
+                absolute = os.path.normpath(
+                    path if os.path.isabs(path) else os.path.join(cwd, path)
+                )
+                found = _file_facts(absolute)
+                if found is not None:
+                    facts[absolute] = found
+        if facts:
+            data["cmem_file_facts"] = facts
+    return json.dumps(data).encode()
+
+
+def post_remote(base_url: str, path: str, body: bytes, timeout: float) -> tuple[int, bytes]:
+    import http.client
+    from urllib.parse import urlsplit
+
+    url = urlsplit(base_url.rstrip("/") + path)
+    headers = {"Content-Type": "application/json"}
+    token = setting("CLAUDE_MEM_API_TOKEN")
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    if url.scheme == "https":
+        conn: http.client.HTTPConnection = http.client.HTTPSConnection(
+            url.hostname or "", url.port, timeout=timeout
+        )
+    elif url.scheme == "http":
+        conn = http.client.HTTPConnection(url.hostname or "", url.port, timeout=timeout)
+    else:
+        raise HookFailure(
+            f"CLAUDE_MEM_WORKER_URL must start with http:// or https://, not {base_url!r}"
+        )
+    try:
+        try:
+            conn.request("POST", url.path, body=body, headers=headers)
+            resp = conn.getresponse()
+            return resp.status, resp.read()
+        except (OSError, http.client.HTTPException) as exc:
+            raise WorkerDown(f"worker unreachable at {url.hostname} ({_reason(exc)})") from exc
+    finally:
+        conn.close()
+
+
+# --- spool and worker start ---------------------------------------------------------------
+
+
+def spool_write(platform: str, event: str, body: bytes) -> str:
+    """Write the event atomically under a name that sorts by time (then pid, then a counter),
+    `<ns>.<pid>.<n>.<platform>.<event>.hook`; the worker ingests in name order."""
+    global _counter
+    _counter += 1
+    folder = os.path.join(data_dir(), "spool")
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    name = f"{time.time_ns():020d}.{os.getpid():08d}.{_counter:04d}.{platform}.{event}.hook"
+    tmp = os.path.join(folder, "." + name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        view = memoryview(body)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, os.path.join(folder, name))
+    return name
+
+
+def _start_command() -> list[str]:
+    # `cmem start` daemonizes and manages the pid file; until it exists, `serve` (foreground,
+    # but detached by us) does the same job.
+    here = os.path.dirname(os.path.abspath(__file__))
+    verb = (
+        "start"
+        if os.path.exists(os.path.join(here, "management", "commands", "start.py"))
+        else "serve"
+    )
+    return [sys.executable, "-m", "cmem_site.cli", verb]
+
+
+def spawn_worker() -> bool:
+    """Start the worker detached unless another hook did so within SPAWN_LOCK_STALE_S."""
+    folder = data_dir()
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    lock = os.path.join(folder, "worker.spawn.lock")
+    try:
+        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        try:
+            if time.time() - os.stat(lock).st_mtime < SPAWN_LOCK_STALE_S:
+                return False
+            # Stale: rename away first so only one of several racing hooks wins the takeover.
+            os.rename(lock, f"{lock}.{os.getpid()}.stale")
+            os.unlink(f"{lock}.{os.getpid()}.stale")
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except OSError:
+            return False
+    os.write(fd, f"{os.getpid()} {time.time()}\n".encode())
+    os.close(fd)
+    argv = _start_command()
+    log_path = os.path.join(folder, "logs")
+    os.makedirs(log_path, mode=0o700, exist_ok=True)
+    pid = os.fork()
+    if pid == 0:  # child: its own session, no ties to the agent's terminal or pipes
+        try:
+            os.setsid()
+            os.chdir(folder)
+            null = os.open(os.devnull, os.O_RDWR)
+            out = os.open(
+                os.path.join(log_path, "spawn.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600
+            )
+            os.dup2(null, 0)
+            os.dup2(out, 1)
+            os.dup2(out, 2)
+            os.execv(argv[0], argv)
+        finally:
+            os._exit(127)
+    return True
+
+
+# --- the hook -----------------------------------------------------------------------------
+
+
+def _fail(reason: str) -> int:
+    sys.stderr.write(f"cmem: {reason}, continuing without memory\n")
     return 0
+
+
+def _error_text(status: int, body: bytes) -> str:
+    # Pull `"error": "..."` out without json; fall back to the status alone.
+    at = body.find(b'"error"')
+    if at >= 0:
+        start = body.find(b'"', body.find(b":", at)) + 1
+        end = body.find(b'"', start)
+        if 0 < start <= end:
+            return f"worker refused the event ({status}: {body[start:end].decode('utf-8', 'replace')[:200]})"
+    return f"worker answered {status}"
+
+
+def max_request_bytes() -> int:
+    try:
+        return int(os.environ.get("CMEM_MAX_REQUEST_BYTES") or MAX_REQUEST_BYTES)
+    except ValueError:
+        return MAX_REQUEST_BYTES
+
+
+def shrink(body: bytes, limit: int) -> bytes:
+    """Cut the longest strings of an oversized payload (head and tail kept, with a marker) so
+    the worker accepts it: a tool use with a trimmed output beats a lost tool use. The worker
+    caps every field far below this anyway. Not JSON: returned unchanged (the worker says 413)."""
+    import json
+
+    try:
+        data = json.loads(body.decode("utf-8", "replace"))
+    except ValueError:
+        return body
+    budget = max(1024, limit // 2)
+
+    def cut(value, room):  # type: ignore[no-untyped-def]
+        if isinstance(value, str) and len(value) > room:
+            half = room // 2
+            return f"{value[:half]}\n…[cmem: {len(value) - 2 * half:,} characters cut]…\n{value[-half:]}"
+        if isinstance(value, dict):
+            return {k: cut(v, room) for k, v in value.items()}
+        if isinstance(value, list):
+            return [cut(v, room) for v in value]
+        return value
+
+    room = budget
+    out = json.dumps(data).encode()
+    while len(out) > budget and room > 256:
+        out = json.dumps(cut(data, room)).encode()
+        room //= 4
+    return out
+
+
+def run(platform: str, event: str, body: bytes) -> int:
+    remote = setting("CLAUDE_MEM_WORKER_URL").strip()
+    if len(body) > max_request_bytes():
+        body = shrink(body, max_request_bytes())
+    path = f"/api/hooks/{platform}/{event}"
+    timeout = timeout_s()
+    try:
+        if remote:
+            status, answer = post_remote(remote, path, remote_payload(event, body), timeout)
+        else:
+            status, answer = _post_or_start(path, event, body, timeout)
+    except WorkerDown as exc:
+        if event in CAPTURE_EVENTS:
+            return _spool(platform, event, body, str(exc), start=not remote)
+        return _fail(str(exc))
+    except HookFailure as exc:
+        # The worker may have stored it before timing out; ingest is idempotent, so spool anyway.
+        if event in CAPTURE_EVENTS:
+            return _spool(platform, event, body, str(exc), start=False)
+        return _fail(str(exc))
+    if status == 200:
+        sys.stdout.buffer.write(answer)
+        sys.stdout.flush()
+        return 0
+    # 5xx/429: the worker is struggling; 404/405: what answers is not (this version of) cmem.
+    # Either way the event is kept for a worker that can take it.
+    if (status >= 500 or status in (404, 405, 429)) and event in CAPTURE_EVENTS:
+        return _spool(platform, event, body, f"worker answered {status}", start=False)
+    return _fail(_error_text(status, answer))
+
+
+def _post_or_start(path: str, event: str, body: bytes, timeout: float) -> tuple[int, bytes]:
+    try:
+        return post_local(path, body, timeout)
+    except WorkerDown:
+        if event not in WAITING_EVENTS:
+            raise
+    # context / file-context: start the worker and give it a moment.
+    spawn_worker()
+    deadline = time.monotonic() + min(START_WAIT_S, timeout)
+    while True:
+        time.sleep(0.05)
+        try:
+            return post_local(path, body, max(0.05, deadline - time.monotonic()))
+        except WorkerDown:
+            if time.monotonic() >= deadline:
+                raise WorkerDown("worker is starting") from None
+
+
+def _spool(platform: str, event: str, body: bytes, reason: str, *, start: bool) -> int:
+    try:
+        spool_write(platform, event, body)
+    except OSError as exc:
+        return _fail(f"{reason}; could not spool the event ({_reason(exc)})")
+    if start:
+        try:  # noqa: SIM105 - contextlib costs an import on the hook's path
+            spawn_worker()
+        except OSError:
+            pass
+    sys.stderr.write(f"cmem: {reason}; event saved to the spool, continuing without memory\n")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    try:
+        body = sys.stdin.buffer.read()
+    except (OSError, ValueError):
+        body = b""
+    if len(argv) != 2:
+        return _fail("usage is `cmem hook <platform> <event>`")
+    platform, event = argv
+    if platform not in PLATFORMS:
+        return _fail(f"unknown platform {platform!r}")
+    try:
+        return run(platform, event, body)
+    except Exception as exc:  # noqa: BLE001 - a hook must never break the agent
+        return _fail(f"hook client error ({type(exc).__name__}: {exc})")

@@ -6,7 +6,7 @@ import json
 from types import ModuleType
 from typing import Any
 
-from memory import capture, context, gate
+from memory import capture, context, gate, projects
 from memory.platforms import claude_code
 from memory.platforms.base import HookEvent, HookInputError, HookResult
 
@@ -17,7 +17,9 @@ def adapter_for(platform: str) -> ModuleType:
     try:
         return ADAPTERS[platform]
     except KeyError:
-        raise HookInputError(f"unknown platform {platform!r}; expected one of {', '.join(ADAPTERS)}") from None
+        raise HookInputError(
+            f"unknown platform {platform!r}; expected one of {', '.join(ADAPTERS)}"
+        ) from None
 
 
 def decode_body(body: bytes) -> dict[str, Any]:
@@ -51,8 +53,14 @@ def _dispatch(event: HookEvent) -> HookResult:
     raise HookInputError(f"unknown event {event.event!r}")
 
 
-def hook_handle(*, platform: str, event: str, body: bytes) -> dict[str, Any]:
-    """Run one hook event and return the JSON the hook client prints."""
+def hook_handle(*, platform: str, event: str, body: bytes, spooled: bool = False) -> dict[str, Any]:
+    """Run one hook event and return the JSON the hook client prints. `spooled`: replayed
+    from the spool, so it may have been stored once already (see memory.spool)."""
     adapter = adapter_for(platform)
-    hook_event = adapter.parse(event, decode_body(body))
-    return adapter.render(hook_event, _dispatch(hook_event))
+    data = decode_body(body)
+    hook_event = adapter.parse(event, data)
+    if spooled:
+        hook_event.raw["cmem_spooled"] = True
+    # Team mode: a remote hook client names the project (the worker cannot see its disk).
+    with projects.client_project_scope(data.get("cmem_project")):
+        return adapter.render(hook_event, _dispatch(hook_event))

@@ -29,7 +29,9 @@ class Session(models.Model):
     platform = models.CharField(max_length=32, default="claude-code")
     session_id = models.CharField(max_length=200, help_text="The agent's own session id.")
     project = models.CharField(max_length=200)
-    project_root = models.TextField(blank=True, help_text="Folder the project's paths are relative to.")
+    project_root = models.TextField(
+        blank=True, help_text="Folder the project's paths are relative to."
+    )
     cwd = models.TextField(blank=True)
     transcript_path = models.TextField(blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
@@ -42,7 +44,9 @@ class Session(models.Model):
     class Meta:
         constraints = [
             # Hooks look a session up by the agent's id; one row per (platform, id).
-            models.UniqueConstraint(fields=["platform", "session_id"], name="session_platform_sid_uniq"),
+            models.UniqueConstraint(
+                fields=["platform", "session_id"], name="session_platform_sid_uniq"
+            ),
         ]
         indexes = [
             # Used by the SessionStart index and the timeline: a project's recent sessions.
@@ -69,7 +73,9 @@ class Prompt(models.Model):
     class Meta:
         constraints = [
             # A prompt number is given once per session; a repeated hook updates, never duplicates.
-            models.UniqueConstraint(fields=["session", "number"], name="prompt_session_number_uniq"),
+            models.UniqueConstraint(
+                fields=["session", "number"], name="prompt_session_number_uniq"
+            ),
         ]
         indexes = [
             # Used by My Work and the timeline: recent prompts across projects.
@@ -167,7 +173,9 @@ class Observation(models.Model):
     files_modified = models.JSONField(default=list)
     tool_name = models.CharField(max_length=200, blank=True)
     prompt_number = models.PositiveIntegerField(null=True, blank=True)
-    compressor = models.CharField(max_length=100, blank=True, help_text="offline, or the model used.")
+    compressor = models.CharField(
+        max_length=100, blank=True, help_text="offline, or the model used."
+    )
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
     cache_read_tokens = models.PositiveIntegerField(default=0)
@@ -245,7 +253,9 @@ class ObservationFile(models.Model):
     project = models.CharField(max_length=200)
     path = models.TextField(help_text="Project-relative when inside the project, else absolute.")
     role = models.CharField(max_length=16, choices=Role.choices)
-    content_hash = models.CharField(max_length=64, blank=True, help_text="The file's sha256 at capture.")
+    content_hash = models.CharField(
+        max_length=64, blank=True, help_text="The file's sha256 at capture."
+    )
     created = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -320,12 +330,18 @@ class LedgerEntry(models.Model):
         INJECTION = "injection"
         OBSERVER = "observer"
 
-    session = models.ForeignKey(Session, on_delete=models.SET_NULL, null=True, blank=True, related_name="ledger")
+    session = models.ForeignKey(
+        Session, on_delete=models.SET_NULL, null=True, blank=True, related_name="ledger"
+    )
     project = models.CharField(max_length=200)
     kind = models.CharField(max_length=32, choices=Kind.choices)
     path = models.TextField(blank=True)
-    tokens_shown = models.IntegerField(default=0, help_text="Tokens cmem put in the model's context.")
-    tokens_avoided = models.IntegerField(default=0, help_text="Tokens of a read the agent did not make.")
+    tokens_shown = models.IntegerField(
+        default=0, help_text="Tokens cmem put in the model's context."
+    )
+    tokens_avoided = models.IntegerField(
+        default=0, help_text="Tokens of a read the agent did not make."
+    )
     tokens_spent = models.IntegerField(default=0, help_text="API tokens the observer spent.")
     created = models.DateTimeField(default=timezone.now)
 
@@ -346,6 +362,9 @@ class ContextCache(models.Model):
     project = models.CharField(max_length=200, unique=True)
     text = models.TextField()
     tokens = models.PositiveIntegerField(default=0)
+    # What the text was rendered from (newest observation and summary, settings, zone): a
+    # cheap second guard, so a missed invalidation can never serve an outdated index.
+    key = models.CharField(max_length=300, blank=True)
     created = models.DateTimeField(default=timezone.now)
 
     def __str__(self) -> str:
@@ -366,7 +385,9 @@ class ExcludedProject(models.Model):
 class ApiToken(models.Model):
     """Team mode: a per-user token the hook client sends to a shared worker."""
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="cmem_tokens")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="cmem_tokens"
+    )
     name = models.CharField(max_length=100)
     token_hash = models.CharField(max_length=64, unique=True)
     prefix = models.CharField(max_length=12, help_text="The first characters, to recognise it.")

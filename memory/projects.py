@@ -9,6 +9,9 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -49,7 +52,7 @@ def _git_common_dir(start: Path) -> Path | None:
 
 
 @lru_cache(maxsize=256)
-def _project_for(cwd: str) -> Project:
+def _project_for(cwd: str, identity: str = "local") -> Project:
     if not cwd:
         return Project(name="unknown", root="")
     path = Path(cwd)
@@ -57,8 +60,103 @@ def _project_for(cwd: str) -> Project:
     if common is not None:
         root = common.parent if common.name == ".git" else common
         worktree_root = _worktree_root(path)
-        return Project(name=root.name or "root", root=str(worktree_root or root))
+        remote = git_remote_identity(common) if identity == "remote" else None
+        return Project(name=remote or root.name or "root", root=str(worktree_root or root))
     return Project(name=path.name or "root", root=str(path))
+
+
+# Team mode: teammates' clones live in different folders (often with different names), but
+# share the remote, so the normalised remote URL is the project: `github.com/org/repo`.
+_SCP_LIKE = re.compile(r"^(?:[^@/\s]+@)?(?P<host>[^:/\s]+):(?!//)(?P<path>.+)$")
+
+
+def normalise_remote_url(url: str) -> str | None:
+    """`git@github.com:org/repo.git`, `https://u:p@github.com/org/repo/` -> `github.com/org/repo`.
+
+    Credentials, ports, the scheme and `.git` go; the host is lower-cased. Local paths and
+    file:// remotes name no shared place, so they give None.
+    """
+    url = url.strip()
+    if not url:
+        return None
+    if "://" in url:
+        scheme, rest = url.split("://", 1)
+        if scheme.lower() == "file":
+            return None
+        hostpart, _, path = rest.partition("/")
+        host = hostpart.rsplit("@", 1)[-1]
+        host = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    else:
+        match = _SCP_LIKE.match(url)
+        if not match or "/" in match.group("host") or len(match.group("host")) < 2:
+            return None  # a local path such as /srv/git/repo.git, ../repo or C:/repo
+        host, path = match.group("host"), match.group("path")
+    path = path.strip("/")
+    if path.endswith(".git"):
+        path = path[:-4]
+    path = path.strip("/")
+    if not host or not path:
+        return None
+    return f"{host.lower()}/{path}"
+
+
+def git_remote_identity(common_dir: Path) -> str | None:
+    """The normalised URL of `origin` (else the first remote) in `<common dir>/config`."""
+    try:
+        text = (common_dir / "config").read_text(errors="replace")
+    except OSError:
+        return None
+    urls: dict[str, str] = {}
+    section = ""
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            section = line.strip("[]").strip()
+            continue
+        key, sep, value = line.partition("=")
+        if sep and key.strip().lower() == "url" and section.startswith("remote "):
+            urls.setdefault(section[len("remote ") :].strip().strip('"'), value.strip().strip('"'))
+    for name in ("origin", *urls):
+        identity = normalise_remote_url(urls.get(name, ""))
+        if identity:
+            return identity
+    return None
+
+
+def identity_mode() -> str:
+    """remote in team mode (a shared database) unless settings say otherwise, else local."""
+    settings = config.load()
+    mode = config.get("CLAUDE_MEM_PROJECT_IDENTITY", settings).strip().lower()
+    if mode in {"local", "remote"}:
+        return mode
+    return "remote" if config.get("CLAUDE_MEM_DATABASE_URL", settings).strip() else "local"
+
+
+# A remote hook client computes the project on the developer's machine (the worker cannot
+# read that disk) and sends it along; the hook request runs inside this scope.
+_client_project: ContextVar[Project | None] = ContextVar("cmem_client_project", default=None)
+
+
+@contextmanager
+def client_project_scope(claim: object) -> Iterator[None]:
+    """Use the client's `{"name", "root"}` claim for cwds inside its root during one request."""
+    project = None
+    if isinstance(claim, dict) and isinstance(claim.get("name"), str) and claim["name"].strip():
+        root = claim.get("root") if isinstance(claim.get("root"), str) else ""
+        project = Project(
+            name=claim["name"].strip()[:200], root=os.path.normpath(root) if root else ""
+        )
+    token = _client_project.set(project)
+    try:
+        yield
+    finally:
+        _client_project.reset(token)
+
+
+def project_facts(cwd: str) -> dict[str, str]:
+    """What a remote hook client sends as `cmem_project` (stdlib only, no Django)."""
+    project = _project_for(os.path.normpath(cwd), "remote") if cwd else Project("unknown", "")
+    return {"name": project.name, "root": project.root}
 
 
 def _worktree_root(start: Path) -> Path | None:
@@ -69,7 +167,13 @@ def _worktree_root(start: Path) -> Path | None:
 
 
 def project_for_cwd(cwd: str) -> Project:
-    return _project_for(os.path.normpath(cwd) if cwd else "")
+    norm = os.path.normpath(cwd) if cwd else ""
+    claimed = _client_project.get()
+    if claimed is not None and (
+        not claimed.root or norm == claimed.root or norm.startswith(claimed.root + os.sep)
+    ):
+        return claimed
+    return _project_for(norm, identity_mode())
 
 
 def relative_path(path: str, root: str) -> str:

@@ -1,10 +1,59 @@
-"""Huey tasks: take ids, call one service. Placeholder until issue 4 lands."""
+"""Huey tasks: take ids, call one service.
+
+Nothing is lost when the consumer dies: events live in the database, not in the huey
+queue. The queue only says "look at this session"; the periodic sweep and the consumer's
+start hand back events whose consumer vanished and re-enqueue sessions with waiting work.
+"""
 
 from __future__ import annotations
 
-from huey.contrib.djhuey import db_task
+import logging
+import threading
+
+from huey import crontab
+from huey.contrib.djhuey import db_periodic_task, db_task, on_startup
+
+from memory.compression import service
+
+log = logging.getLogger(__name__)
 
 
 @db_task()
 def session_events_process_task(session_pk: int) -> None:
     """Compress a session's pending events (observations in batches, then summaries)."""
+    service.session_events_process(session_pk=session_pk)
+
+
+def events_sweep(*, pending_older_than_seconds: int) -> list[int]:
+    """Reclaim stale claims, then enqueue every session that has events waiting."""
+    sessions = set(service.events_reclaim_stale())
+    sessions.update(
+        service.sessions_with_pending_events(older_than_seconds=pending_older_than_seconds)
+    )
+    for session_pk in sorted(sessions):
+        session_events_process_task(session_pk)
+    return sorted(sessions)
+
+
+@db_periodic_task(crontab(minute="*"))
+def events_sweep_task() -> None:
+    # Pending events younger than a minute have their own task on the way (enqueued on commit).
+    events_sweep(pending_older_than_seconds=60)
+
+
+_started = threading.Event()
+
+
+@on_startup()
+def events_sweep_on_start() -> None:
+    # Startup hooks run once per worker thread; one sweep per process is enough.
+    if _started.is_set():
+        return
+    _started.set()
+    try:
+        sessions = events_sweep(pending_older_than_seconds=0)
+    except Exception:  # noqa: BLE001 - a sweep failure must not stop the consumer; the periodic sweep retries
+        log.exception("start-up sweep failed")
+        return
+    if sessions:
+        log.info("start-up: re-enqueued %d session(s) with waiting events", len(sessions))

@@ -12,3 +12,10 @@ for _name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN")
     os.environ.pop(_name, None)
 for _name in [k for k in os.environ if k.startswith("CLAUDE_MEM_") and k != "CLAUDE_MEM_DATA_DIR"]:
     os.environ.pop(_name, None)
+# Team-mode matrix (`make test` runs the backend-sensitive suites twice): these point the
+# run at PostgreSQL (pytest-django creates `test_<name>`) and Redis, on a queue of its own.
+if os.environ.get("CMEM_TEST_DATABASE_URL"):
+    os.environ["CLAUDE_MEM_DATABASE_URL"] = os.environ["CMEM_TEST_DATABASE_URL"]
+if os.environ.get("CMEM_TEST_QUEUE_URL"):
+    os.environ["CLAUDE_MEM_QUEUE_URL"] = os.environ["CMEM_TEST_QUEUE_URL"]
+    os.environ.setdefault("CMEM_HUEY_NAME", f"cmem-test-{os.getpid()}")

@@ -6,31 +6,62 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('memory', '0001_initial'),
+        ("memory", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Deliverable',
+            name="Deliverable",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('project', models.CharField(max_length=200)),
-                ('original_path', models.TextField()),
-                ('stored_path', models.TextField(help_text='Relative to <data dir>/deliverables/.')),
-                ('size', models.BigIntegerField()),
-                ('sha256', models.CharField(max_length=64)),
-                ('content_type', models.CharField(blank=True, max_length=200)),
-                ('created', models.DateTimeField(default=django.utils.timezone.now)),
-                ('prompt', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='deliverables', to='memory.prompt')),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='deliverables', to='memory.session')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("project", models.CharField(max_length=200)),
+                ("original_path", models.TextField()),
+                (
+                    "stored_path",
+                    models.TextField(help_text="Relative to <data dir>/deliverables/."),
+                ),
+                ("size", models.BigIntegerField()),
+                ("sha256", models.CharField(max_length=64)),
+                ("content_type", models.CharField(blank=True, max_length=200)),
+                ("created", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "prompt",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="deliverables",
+                        to="memory.prompt",
+                    ),
+                ),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="deliverables",
+                        to="memory.session",
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(fields=['project', '-created'], name='deliverable_project_recent_idx')],
-                'constraints': [models.UniqueConstraint(fields=('session', 'original_path', 'sha256'), name='deliverable_uniq')],
+                "indexes": [
+                    models.Index(
+                        fields=["project", "-created"], name="deliverable_project_recent_idx"
+                    )
+                ],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("session", "original_path", "sha256"), name="deliverable_uniq"
+                    )
+                ],
             },
         ),
     ]

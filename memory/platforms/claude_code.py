@@ -33,7 +33,9 @@ def _str(data: dict[str, Any], key: str) -> str:
 
 def parse(event: str, data: dict[str, Any]) -> HookEvent:
     if event not in EVENTS:
-        raise HookInputError(f"unknown event {event!r}; expected one of {', '.join(sorted(EVENTS))}")
+        raise HookInputError(
+            f"unknown event {event!r}; expected one of {', '.join(sorted(EVENTS))}"
+        )
     session_id = _str(data, "session_id")
     if not session_id:
         raise HookInputError("missing field 'session_id'")
@@ -71,7 +73,10 @@ def render(event: HookEvent, result: HookResult) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if event.event == "file-context" and result.gate is not None:
         gate = result.gate
-        specific: dict[str, Any] = {"hookEventName": "PreToolUse", "permissionDecision": gate.decision}
+        specific: dict[str, Any] = {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": gate.decision,
+        }
         if gate.decision == "deny":
             specific["permissionDecisionReason"] = gate.reason
         elif gate.context:

@@ -13,13 +13,17 @@ class Command(BaseCommand):
     help = "Run the cmem worker (web server + huey consumer) in the foreground."
 
     def add_arguments(self, parser: ArgumentParser) -> None:
-        parser.add_argument("--no-migrate", action="store_true", help="Skip applying migrations first.")
+        parser.add_argument(
+            "--no-migrate", action="store_true", help="Skip applying migrations first."
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         address = worker.worker_address()
         running = worker.health(address)
         if running:
-            raise CommandError(f"cmem {running.get('version')} is already running at {address.url}/ (pid {running.get('pid')})")
+            raise CommandError(
+                f"cmem {running.get('version')} is already running at {address.url}/ (pid {running.get('pid')})"
+            )
         if not worker.port_is_free(address):
             raise CommandError(
                 f"port {address.port} on {address.host} is held by another program, not cmem. "
@@ -27,4 +31,7 @@ class Command(BaseCommand):
             )
         if not options["no_migrate"]:
             call_command("migrate", interactive=False, verbosity=0)
-        worker.Supervisor(address, out=self.stdout).run()
+        try:
+            worker.Supervisor(address, out=self.stdout).run()
+        except worker.WorkerError as exc:
+            raise CommandError(str(exc)) from None

@@ -1,0 +1,156 @@
+"""`cmem bench hooks`: what a hook costs the agent, against the bare interpreter.
+
+Starts its own worker (`cmem serve` on a free port, in a temporary data dir), then runs,
+interleaved so machine noise hits all three alike: `python -c pass`, `cmem hook claude-code
+observation` (a realistic PostToolUse payload) and `cmem hook claude-code file-context`.
+Whole-process wall times, medians, printed as ratios to the bare interpreter. Then the
+worker's own ingest time per event: POSTs of fresh tool uses over one keep-alive connection.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "claude-code-2.1.332"
+
+OBSERVATION = {
+    "session_id": "bench-session",
+    "transcript_path": "/home/dev/.claude/projects/-home-dev-projects-demo/bench.jsonl",
+    "cwd": "/home/dev/projects/demo",
+    "prompt_id": "bench-prompt",
+    "permission_mode": "default",
+    "hook_event_name": "PostToolUse",
+    "tool_name": "Bash",
+    "tool_input": {"command": "pytest tests/test_models.py -q", "description": "Run the model tests"},
+    "tool_response": {
+        "stdout": "".join(f"tests/test_models.py::test_case_{i} PASSED\n" for i in range(40)) + "40 passed in 0.41s",
+        "stderr": "",
+        "interrupted": False,
+        "isImage": False,
+        "noOutputExpected": False,
+    },
+    "tool_use_id": "toolu_bench",
+    "duration_ms": 412,
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _cmem() -> str:
+    return str(Path(sys.executable).with_name("cmem"))
+
+
+def _wait_health(url: str, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url + "/api/health", timeout=0.5) as resp:
+                if resp.status == 200:
+                    return True
+        except OSError:
+            time.sleep(0.1)
+    return False
+
+
+def _time(cmd: list[str], payload: bytes, env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(cmd, input=payload, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - started
+
+
+def _observation(n: int) -> bytes:
+    return json.dumps({**OBSERVATION, "tool_use_id": f"toolu_bench_{n}_{time.time_ns()}"}).encode()
+
+
+def _ingest_times(port: int, count: int) -> list[float]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    times = []
+    try:
+        for n in range(count):
+            body = _observation(100000 + n)
+            started = time.perf_counter()
+            conn.request("POST", "/api/hooks/claude-code/observation", body=body, headers={"Content-Type": "application/json"})
+            resp = conn.getresponse()
+            resp.read()
+            times.append(time.perf_counter() - started)
+            if resp.status != 200:
+                raise RuntimeError(f"worker answered {resp.status}")
+    finally:
+        conn.close()
+    return times
+
+
+def _percentile(values: list[float], pct: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(pct / 100 * (len(ordered) - 1))))]
+
+
+def run(*, out: Any, options: dict[str, Any]) -> None:
+    runs = options.get("runs") or (10 if options.get("quick") else 30)
+    ingest_count = 50 if options.get("quick") else 300
+    with tempfile.TemporaryDirectory(prefix="cmem-bench-hooks-") as tmp:
+        data = Path(tmp) / "data"
+        data.mkdir(mode=0o700)
+        port = _free_port()
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE_MEM_", "ANTHROPIC_", "CMEM_"))}
+        env.update(CLAUDE_MEM_DATA_DIR=str(data), CLAUDE_MEM_WORKER_PORT=str(port), CLAUDE_MEM_WORKER_HOST="127.0.0.1")
+        # Real installs have bytecode caches; a dev shell with PYTHONDONTWRITEBYTECODE would
+        # make every hook recompile its modules and measure the compiler instead.
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        log = open(data / "serve.out", "ab")  # noqa: SIM115 - closed below, after the worker stops
+        worker = subprocess.Popen([_cmem(), "serve"], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            if not _wait_health(f"http://127.0.0.1:{port}", 60) or not (data / "worker.port").exists():
+                time.sleep(0.5)
+            if not (data / "worker.port").exists():
+                raise RuntimeError(f"bench worker did not start: {(data / 'serve.out').read_text()[-1000:]}")
+            _report(out, runs=runs, ingest_count=ingest_count, env=env, port=port)
+        finally:
+            try:
+                os.killpg(worker.pid, signal.SIGTERM)
+                worker.wait(timeout=20)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                os.killpg(worker.pid, signal.SIGKILL)
+            log.close()
+
+
+def _report(out: Any, *, runs: int, ingest_count: int, env: dict[str, str], port: int) -> None:
+    cmem = _cmem()
+    pre_tool_use = (FIXTURES / "PreToolUse.json").read_bytes()
+    commands = {
+        "python -c pass": ([sys.executable, "-c", "pass"], lambda n: b""),
+        "cmem hook claude-code observation": ([cmem, "hook", "claude-code", "observation"], _observation),
+        "cmem hook claude-code file-context": ([cmem, "hook", "claude-code", "file-context"], lambda n: pre_tool_use),
+    }
+    for cmd, payload in commands.values():  # warm-up: bytecode caches, the worker's first request
+        _time(cmd, payload(-1), env)
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for n in range(runs):
+        for name, (cmd, payload) in commands.items():
+            times[name].append(_time(cmd, payload(n), env))
+    base = statistics.median(times["python -c pass"])
+    out.write(f"whole-process wall time, median of {runs} interleaved runs each:")
+    for name, values in times.items():
+        median = statistics.median(values)
+        out.write(f"  {name:<36} {median * 1000:7.1f} ms   {median / base:5.2f}x")
+    ingest = _ingest_times(port, ingest_count)
+    out.write(
+        f"worker ingest per observation (HTTP POST on a keep-alive connection, {ingest_count} events): "
+        f"p50 {_percentile(ingest, 50) * 1000:.2f} ms, p99 {_percentile(ingest, 99) * 1000:.2f} ms"
+    )

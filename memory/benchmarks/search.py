@@ -1,0 +1,333 @@
+"""`cmem bench search`: search latency at 100k observations (SQLite FTS5, the default store).
+
+1. In a temporary data dir (never yours), a child `cmem bench search` migrates and seeds
+   `--size` observations (default 100,000; `--quick` 10,000) with bulk_create, plus one
+   summary per 20 and one prompt per 10 observations, over 20 projects. The text is drawn
+   from a Zipf-distributed vocabulary (a few hundred programming words are common, thousands
+   of rarer ones), so common words match tens of thousands of rows as they would in life.
+2. It runs a fixed mix of queries (common and rare words, phrases, prefixes, filters,
+   questions that need the any-word fallback) `--runs` times each through
+   `memory.search.search` and through `GET /api/search` (Django test client: routing,
+   validation and JSON included), and prints p50/p95/p99 and the slowest query.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+PROJECTS = 20
+COMMON = [
+    "cache",
+    "migration",
+    "session",
+    "token",
+    "search",
+    "index",
+    "worker",
+    "queue",
+    "redis",
+    "postgres",
+    "hook",
+    "summary",
+    "parser",
+    "config",
+    "deploy",
+    "schema",
+    "router",
+    "middleware",
+    "timeout",
+    "retry",
+    "lock",
+    "transaction",
+    "observation",
+    "prompt",
+    "context",
+    "ledger",
+    "admin",
+    "template",
+    "static",
+    "logging",
+    "metrics",
+    "auth",
+    "user",
+    "order",
+    "payment",
+    "checkout",
+    "invoice",
+    "email",
+    "webhook",
+    "cron",
+    "test",
+    "fixture",
+    "docker",
+    "build",
+    "release",
+    "version",
+    "api",
+    "endpoint",
+    "json",
+    "serializer",
+    "model",
+    "view",
+    "form",
+    "field",
+    "validation",
+    "error",
+    "exception",
+    "traceback",
+    "import",
+    "module",
+    "package",
+    "dependency",
+    "upgrade",
+    "refactor",
+    "rename",
+    "split",
+    "merge",
+    "conflict",
+    "branch",
+    "commit",
+    "review",
+    "lint",
+    "format",
+    "type",
+    "annotation",
+    "async",
+    "await",
+    "thread",
+    "process",
+    "memory",
+    "leak",
+    "pool",
+    "connection",
+    "socket",
+]
+QUERIES: list[tuple[str, dict[str, Any]]] = [
+    ("cache", {}),
+    ("connection pool", {}),
+    ("redis timeout retry", {}),
+    ('"connection pool"', {}),
+    ("migrat*", {}),
+    ("webhook", {"project": "project-3"}),
+    ("checkout payment", {"types": ("bugfix",)}),
+    ("why does the checkout webhook time out after deploy", {}),
+    ("serializer validation error", {"kinds": ("observation",)}),
+    ("leak", {"project": "project-7", "since_days": 30}),
+    ("", {"project": "project-1"}),
+    ("models.py", {}),
+]
+
+
+def add_arguments(parser: Any) -> None:  # the bench command owns the shared options
+    return None
+
+
+STOP = [
+    "the",
+    "a",
+    "to",
+    "of",
+    "and",
+    "in",
+    "is",
+    "for",
+    "that",
+    "with",
+    "on",
+    "it",
+    "was",
+    "as",
+    "by",
+    "this",
+    "from",
+    "when",
+    "not",
+    "be",
+    "an",
+    "are",
+    "or",
+    "after",
+    "now",
+    "so",
+    "its",
+    "but",
+]
+
+
+def _words(rng: random.Random) -> tuple[list[str], list[float]]:
+    """Zipf over 20,000 words: stop words lead, the programming words follow (each in ~5-20%
+    of observations, as a project's recurring topics are), then a long tail of rare ones."""
+    syllables = ["ka", "lo", "mi", "ne", "ru", "ta", "vo", "zi", "pe", "su", "da", "fi", "go", "ha"]
+    words = STOP + list(COMMON)
+    while len(words) < 20_000:
+        words.append("".join(rng.choice(syllables) for _ in range(rng.randint(2, 5))))
+    words = list(dict.fromkeys(words))
+    cumulative, total = [], 0.0
+    for rank in range(len(words)):
+        total += 1.0 / (rank + 1)
+        cumulative.append(total)
+    return words, cumulative
+
+
+def _seed(size: int, out: Any) -> None:
+    from django.core.management import call_command
+
+    from memory.models import Observation, Prompt, Session, Summary
+
+    call_command("migrate", verbosity=0)
+    rng = random.Random(6)
+    words, weights = _words(rng)
+
+    def text(n: int) -> str:
+        return " ".join(rng.choices(words, cum_weights=weights, k=n))
+
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    sessions = Session.objects.bulk_create(
+        [
+            Session(session_id=f"s{i}", project=f"project-{i % PROJECTS}", started=start)
+            for i in range(max(1, size // 200))
+        ]
+    )
+    types = ["discovery", "bugfix", "feature", "change", "refactor", "decision"]
+    began = time.perf_counter()
+    batch: list[Observation] = []
+    for i in range(size):
+        session = sessions[i % len(sessions)]
+        batch.append(
+            Observation(
+                session=session,
+                project=session.project,
+                type=types[i % len(types)],
+                title=text(7).capitalize(),
+                subtitle=text(10),
+                narrative=text(60),
+                facts=[text(8) for _ in range(3)],
+                concepts=rng.sample(COMMON[:30], 2),
+                files_modified=[
+                    f"src/{rng.choice(COMMON)}/{rng.choice(['models', 'views', 'api', 'tasks'])}.py"
+                ],
+                created=start + timedelta(minutes=i),
+            )  # fmt: skip
+        )
+        if len(batch) == 5000:
+            Observation.objects.bulk_create(batch)
+            batch = []
+    Observation.objects.bulk_create(batch)
+    Summary.objects.bulk_create(
+        [
+            Summary(
+                session=sessions[i % len(sessions)],
+                project=sessions[i % len(sessions)].project,
+                request=text(12),
+                learned=text(40),
+                completed=text(30),
+                created=start + timedelta(minutes=20 * i),
+            )
+            for i in range(size // 20)
+        ],
+        batch_size=5000,
+    )
+    Prompt.objects.bulk_create(
+        [
+            Prompt(
+                session=sessions[i % len(sessions)],
+                number=i // len(sessions) + 1,
+                text=text(25),
+                created=start + timedelta(minutes=10 * i),
+            )
+            for i in range(size // 10)
+        ],
+        batch_size=5000,
+    )
+    out.write(
+        f"seeded {size:,} observations, {size // 20:,} summaries, {size // 10:,} prompts in {time.perf_counter() - began:.1f} s"
+    )
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def _measure(runs: int, out: Any) -> None:
+    from django.db import connection
+    from django.test import Client
+
+    from memory.search import SearchQuery, search
+
+    now = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(days=60)
+    service: list[float] = []
+    per_query: dict[str, list[float]] = {}
+    for text, extra in QUERIES:
+        extra = dict(extra)
+        since_days = extra.pop("since_days", None)
+        query = SearchQuery(
+            text=text, since=now - timedelta(days=since_days) if since_days else None, **extra
+        )
+        search(query)  # warm the page cache once, as a running worker would be
+        for _ in range(runs):
+            began = time.perf_counter()
+            search(query)
+            elapsed = (time.perf_counter() - began) * 1000
+            service.append(elapsed)
+            per_query.setdefault(f"{text!r} {extra or ''}".strip(), []).append(elapsed)
+    client = Client(HTTP_HOST="127.0.0.1")  # ALLOWED_HOSTS is loopback-only outside tests
+    http: list[float] = []
+    for text, _extra in QUERIES:
+        for _ in range(max(1, runs // 2)):
+            began = time.perf_counter()
+            response = client.get("/api/search", {"q": text, "limit": 20})
+            http.append((time.perf_counter() - began) * 1000)
+            assert response.status_code == 200
+    slowest = max(per_query.items(), key=lambda item: statistics.median(item[1]))
+    out.write(f"database: {connection.vendor}, {len(QUERIES)} queries × {runs} runs")
+    out.write(
+        f"search service  p50 {_percentile(service, 0.5):.2f} ms  p95 {_percentile(service, 0.95):.2f} ms  p99 {_percentile(service, 0.99):.2f} ms"
+    )
+    out.write(
+        f"GET /api/search p50 {_percentile(http, 0.5):.2f} ms  p95 {_percentile(http, 0.95):.2f} ms  p99 {_percentile(http, 0.99):.2f} ms"
+    )
+    out.write(f"slowest query (median): {slowest[0]} {statistics.median(slowest[1]):.2f} ms")
+    for name, values in per_query.items():
+        out.write(f"  {statistics.median(values):7.2f} ms  {name}")
+
+
+def run(*, out: Any, options: dict[str, Any]) -> None:
+    size = options.get("size") or (10_000 if options.get("quick") else 100_000)
+    runs = options.get("runs") or (10 if options.get("quick") else 40)
+    if os.environ.get("CMEM_BENCH_SEARCH_CHILD") == "1":
+        _seed(size, out)
+        _measure(runs, out)
+        return
+    # The child gets a throwaway data dir, so the benchmark never touches real memory.
+    folder = tempfile.mkdtemp(prefix="cmem-bench-search-")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE_MEM_", "CMEM_"))}
+    env.update(CLAUDE_MEM_DATA_DIR=folder, CMEM_BENCH_SEARCH_CHILD="1")
+    try:
+        command = [
+            sys.executable,
+            "-m",
+            "cmem_site.cli",
+            "bench",
+            "search",
+            "--size",
+            str(size),
+            "--runs",
+            str(runs),
+        ]
+        done = subprocess.run(command, env=env, capture_output=True, text=True)
+        # The child's own "== bench search ==" header is already printed by this process.
+        out.write(done.stdout.replace("== bench search ==\n", "").rstrip())
+        if done.returncode != 0:
+            out.write(done.stderr[-3000:])
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,173 @@
+"""Parse the model's XML (claude-mem's `parseAgentXml` rules, §5.4 of the upstream notes).
+
+- One enclosing ``` fence is stripped. An empty reply means "nothing worth keeping".
+- The first root tag decides the mode; prose, or the wrong root, is invalid (`ParseError`).
+- Fields are taken with non-greedy regexes and trimmed; empty array items are dropped.
+- A missing or unknown type becomes `discovery` (claude-mem keeps unknown types as
+  emitted; every reader here expects the nine ids of the legend).
+- Concepts are cut at the first ':', lower-cased, kept only from the closed list, and never
+  equal to the type.
+- An observation with no title, narrative, facts or concepts is dropped; a summary with
+  none of request/investigated/learned/completed/next_steps is invalid.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass, field
+
+from memory.compression.prompts import CONCEPTS, TYPES
+
+_FENCE = re.compile(r"^```[a-zA-Z]*\s*\n(.*?)\n?```\s*$", re.S)
+_ROOT = re.compile(r"<(observation|summary|skip_summary)\b", re.S)
+_OBSERVATION = re.compile(r"<observation\b([^>]*)>(.*?)</observation\s*>", re.S)
+_SUMMARY = re.compile(r"<summary\b[^>]*>(.*?)</summary\s*>", re.S)
+_USES = re.compile(r"""uses\s*=\s*["']([^"']*)["']""")
+
+
+class ParseError(ValueError):
+    """The reply is not usable XML; the message says why (it goes into the repair request)."""
+
+
+@dataclass
+class ParsedObservation:
+    type: str
+    title: str
+    subtitle: str = ""
+    facts: list[str] = field(default_factory=list)
+    narrative: str = ""
+    concepts: list[str] = field(default_factory=list)
+    files_read: list[str] = field(default_factory=list)
+    files_modified: list[str] = field(default_factory=list)
+    uses: list[int] = field(default_factory=list)
+
+
+@dataclass
+class ParsedSummary:
+    request: str = ""
+    investigated: str = ""
+    learned: str = ""
+    completed: str = ""
+    next_steps: str = ""
+    notes: str = ""
+
+
+def _strip(text: str) -> str:
+    text = text.strip()
+    match = _FENCE.match(text)
+    return match.group(1).strip() if match else text
+
+
+def _field(body: str, name: str) -> str:
+    match = re.search(rf"<{name}\b[^>]*>(.*?)</{name}\s*>", body, re.S)
+    return html.unescape(" ".join(match.group(1).split())) if match else ""
+
+
+def _items(body: str, outer: str, inner: str) -> list[str]:
+    match = re.search(rf"<{outer}\b[^>]*>(.*?)</{outer}\s*>", body, re.S)
+    if not match:
+        return []
+    values = (
+        html.unescape(" ".join(m.split()))
+        for m in re.findall(rf"<{inner}\b[^>]*>(.*?)</{inner}\s*>", match.group(1), re.S)
+    )
+    return [v for v in values if v]
+
+
+def _root(text: str) -> str:
+    match = _ROOT.search(text)
+    if not match:
+        raise ParseError(
+            "the reply holds no <observation> or <summary> block (prose is not accepted)"
+        )
+    if text[: match.start()].strip():
+        raise ParseError("the reply has text before its first XML block")
+    return match.group(1)
+
+
+def parse_observations(text: str) -> list[ParsedObservation]:
+    """The observations in a reply; [] for an empty reply. Raises ParseError when invalid."""
+    text = _strip(text)
+    if not text:
+        return []
+    if _root(text) != "observation":
+        raise ParseError("expected <observation> blocks, got a different root tag")
+    blocks = _OBSERVATION.findall(text)
+    if text.count("<observation") != len(blocks):
+        raise ParseError("an <observation> block is not closed")
+    leftover = _OBSERVATION.sub("", text).strip()
+    if leftover:
+        raise ParseError("the reply has prose outside its <observation> blocks")
+    out: list[ParsedObservation] = []
+    for attrs, body in blocks:
+        obs = _observation(attrs, body)
+        if obs is not None:
+            out.append(obs)
+    return out
+
+
+def _observation(attrs: str, body: str) -> ParsedObservation | None:
+    kind = _field(body, "type").lower()
+    if kind not in TYPES:
+        kind = "discovery"
+    concepts: list[str] = []
+    for raw in _items(body, "concepts", "concept"):
+        concept = raw.split(":", 1)[0].strip().lower()
+        if concept in CONCEPTS and concept != kind and concept not in concepts:
+            concepts.append(concept)
+    uses_match = _USES.search(attrs)
+    uses = [int(n) for n in re.findall(r"\d+", uses_match.group(1))] if uses_match else []
+    obs = ParsedObservation(
+        type=kind,
+        title=_field(body, "title")[:300],
+        subtitle=_field(body, "subtitle"),
+        facts=_items(body, "facts", "fact"),
+        narrative=_field(body, "narrative"),
+        concepts=concepts,
+        files_read=_items(body, "files_read", "file"),
+        files_modified=_items(body, "files_modified", "file"),
+        uses=uses,
+    )
+    if not (obs.title or obs.narrative or obs.facts or obs.concepts):
+        return None
+    if not obs.title:
+        obs.title = (obs.subtitle or obs.narrative or obs.facts[0])[:120]
+    return obs
+
+
+def parse_summary(text: str) -> ParsedSummary | None:
+    """The summary of a reply; None for `<skip_summary/>`. Raises ParseError when invalid."""
+    text = _strip(text)
+    if not text:
+        raise ParseError("the reply is empty; a <summary> block is required")
+    root = _root(text)
+    if root == "skip_summary":
+        return None
+    if root != "summary":
+        raise ParseError("expected a <summary> block, got a different root tag")
+    match = _SUMMARY.search(text)
+    if not match:
+        raise ParseError("the <summary> block is not closed")
+    body = match.group(1)
+    summary = ParsedSummary(
+        request=_field(body, "request"),
+        investigated=_field(body, "investigated"),
+        learned=_field(body, "learned"),
+        completed=_field(body, "completed"),
+        next_steps=_field(body, "next_steps"),
+        notes=_field(body, "notes"),
+    )
+    if not any(
+        [
+            summary.request,
+            summary.investigated,
+            summary.learned,
+            summary.completed,
+            summary.next_steps,
+        ]
+    ):
+        raise ParseError(
+            "the <summary> has none of request, investigated, learned, completed, next_steps"
+        )
+    return summary

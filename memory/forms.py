@@ -1,0 +1,216 @@
+"""Forms of the web app: the feed filters, My Work filters and the settings editor."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from django import forms
+
+from memory import config
+from memory.models import Observation
+
+_DATE = forms.DateInput(attrs={"type": "date"})
+
+
+class FeedFilterForm(forms.Form):
+    project = forms.CharField(required=False, max_length=200)
+    type = forms.ChoiceField(required=False, choices=[("", "All types"), *Observation.Type.choices])
+    kind = forms.ChoiceField(
+        required=False,
+        choices=[
+            ("", "Everything"),
+            ("prompt", "Prompts"),
+            ("observation", "Observations"),
+            ("summary", "Summaries"),
+        ],
+    )
+    q = forms.CharField(required=False, max_length=200, label="Text")
+    date_from = forms.DateField(required=False, widget=_DATE, label="From")
+    date_to = forms.DateField(required=False, widget=_DATE, label="To")
+
+
+class WorkFilterForm(forms.Form):
+    project = forms.CharField(required=False, max_length=200)
+    date_from = forms.DateField(required=False, widget=_DATE, label="From")
+    date_to = forms.DateField(required=False, widget=_DATE, label="To")
+
+
+class SearchForm(forms.Form):
+    q = forms.CharField(required=False, max_length=200, label="Search")
+    project = forms.CharField(required=False, max_length=200)
+    kind = forms.ChoiceField(
+        required=False,
+        choices=[
+            ("", "Everything"),
+            ("observation", "Observations"),
+            ("summary", "Summaries"),
+            ("prompt", "Prompts"),
+        ],
+    )
+    type = forms.ChoiceField(required=False, choices=[("", "All types"), *Observation.Type.choices])
+
+
+class StatsForm(forms.Form):
+    days = forms.TypedChoiceField(
+        required=False,
+        coerce=int,
+        choices=[(7, "7 days"), (30, "30 days"), (90, "90 days")],
+        empty_value=None,
+    )
+    project = forms.CharField(required=False, max_length=200)
+
+
+# --- settings -------------------------------------------------------------------------
+
+# Whole-number settings and their allowed range (None: no upper bound).
+INT_RANGES: dict[str, tuple[int, int | None]] = {
+    "CLAUDE_MEM_WORKER_PORT": (1, 65535),
+    "CLAUDE_MEM_CONTEXT_OBSERVATIONS": (0, 500),
+    "CLAUDE_MEM_CONTEXT_SESSION_COUNT": (0, 100),
+    "CLAUDE_MEM_CONTEXT_TOKENS": (0, 200_000),
+    "CLAUDE_MEM_DAILY_TOKEN_BUDGET": (0, None),
+    "CLAUDE_MEM_API_TIMEOUT_MS": (100, 600_000),
+    "CLAUDE_MEM_BATCH_SIZE": (1, 500),
+    "CLAUDE_MEM_FIELD_CAP": (100, 10_000_000),
+    "CLAUDE_MEM_READ_GATE_MIN_BYTES": (0, None),
+    "CLAUDE_MEM_READ_GATE_LIMIT": (1, 500),
+    "CLAUDE_MEM_DELIVERABLES_MAX_BYTES": (0, None),
+    "CLAUDE_MEM_RETENTION_DAYS": (0, None),
+    "CLAUDE_MEM_HOOK_TIMEOUT_MS": (50, 120_000),
+}
+CHOICES: dict[str, list[str]] = {
+    "CLAUDE_MEM_LOG_LEVEL": ["DEBUG", "INFO", "WARN", "ERROR", "SILENT"],
+    "CLAUDE_MEM_COMPRESSOR": ["auto", "api", "offline"],
+    "CLAUDE_MEM_READ_GATE": ["deny", "context", "off"],
+    "CLAUDE_MEM_PROJECT_IDENTITY": ["auto", "local", "remote"],
+}
+# Only meaningful as an environment variable: the file lives inside the data dir.
+READ_ONLY = frozenset({"CLAUDE_MEM_DATA_DIR"})
+SECRETS = frozenset({"CLAUDE_MEM_API_TOKEN"})
+# Read once when the worker starts.
+NEEDS_RESTART = frozenset(
+    {
+        "CLAUDE_MEM_WORKER_HOST",
+        "CLAUDE_MEM_WORKER_PORT",
+        "CLAUDE_MEM_DATABASE_URL",
+        "CLAUDE_MEM_QUEUE_URL",
+        "CLAUDE_MEM_LOG_LEVEL",
+    }
+)
+_BOOL_WORDS = {"true", "false"}
+
+
+# Settings page sections, matched in order by key fragment; the rest land in "Other".
+SECTIONS: list[tuple[str, tuple[str, ...]]] = [
+    (
+        "Team mode",
+        (
+            "WORKER_URL",
+            "API_TOKEN",
+            "DATABASE_URL",
+            "QUEUE_URL",
+            "REQUIRE_TOKEN",
+            "PROJECT_IDENTITY",
+        ),
+    ),
+    ("Worker", ("DATA_DIR", "WORKER_", "LOG_LEVEL", "HOOK_")),
+    ("SessionStart context", ("CONTEXT_", "TIME_ZONE")),
+    ("File-read gate", ("READ_GATE",)),
+    ("Deliverables", ("DELIVERABLES_",)),
+    ("Privacy and retention", ("REDACT", "EXCLUDED", "RETENTION", "PRIVATE")),
+    (
+        "Compression",
+        ("MODEL", "COMPRESSOR", "TOKEN_BUDGET", "API_", "BATCH", "CAP", "CLAIM", "SKIP_TOOLS"),
+    ),
+]
+
+
+SECTION_ORDER = (
+    "Worker",
+    "SessionStart context",
+    "File-read gate",
+    "Compression",
+    "Deliverables",
+    "Privacy and retention",
+    "Team mode",
+    "Other",
+)
+
+
+def section_for(key: str) -> str:
+    for title, fragments in SECTIONS:
+        if any(fragment in key for fragment in fragments):
+            return title
+    return "Other"
+
+
+@dataclass(frozen=True)
+class SettingRow:
+    key: str
+    help: str
+    default: str
+    from_env: bool
+    read_only: bool
+    needs_restart: bool
+
+
+def _field_for(key: str, default: str, help_text: str, disabled: bool) -> forms.Field:
+    common: dict[str, Any] = {"label": key, "help_text": help_text, "disabled": disabled}
+    if key in CHOICES:
+        # The default is always valid, even if its module grew a choice this list lacks.
+        options = dict.fromkeys([*CHOICES[key], default])
+        return forms.ChoiceField(choices=[(c, c) for c in options], **common)
+    if default.lower() in _BOOL_WORDS:
+        return forms.BooleanField(required=False, **common)
+    if key in INT_RANGES or (default.isdigit() and key not in SECRETS):
+        low, high = INT_RANGES.get(key, (0, None))
+        return forms.IntegerField(min_value=low, max_value=high, **common)
+    if key in SECRETS:
+        return forms.CharField(
+            required=False, widget=forms.PasswordInput(render_value=False), **common
+        )
+    return forms.CharField(required=False, max_length=2000, **common)
+
+
+class SettingsForm(forms.Form):
+    """Every key of memory.config.SETTINGS; keys set by environment are shown, not editable."""
+
+    def __init__(self, *args: Any, current: dict[str, str], **kwargs: Any) -> None:
+        initial: dict[str, Any] = {}
+        for key, (default, _) in config.SETTINGS.items():
+            value = current.get(key, default)
+            if default.lower() in _BOOL_WORDS and key not in CHOICES:
+                initial[key] = value.strip().lower() in {"1", "true", "yes", "on"}
+            elif key in SECRETS:
+                initial[key] = ""
+            else:
+                initial[key] = value
+        kwargs["initial"] = initial
+        super().__init__(*args, **kwargs)
+        grouped: dict[str, list[SettingRow]] = {title: [] for title in SECTION_ORDER}
+        for key, (default, help_text) in config.SETTINGS.items():
+            from_env = key in os.environ
+            read_only = key in READ_ONLY
+            self.fields[key] = _field_for(key, default, help_text, disabled=from_env or read_only)
+            row = SettingRow(key, help_text, default, from_env, read_only, key in NEEDS_RESTART)
+            grouped[section_for(key)].append(row)
+        self.sections = [(title, rows) for title, rows in grouped.items() if rows]
+
+    def updates(self) -> dict[str, str]:
+        """The settings.json values to write: editable keys only; a blank secret keeps the old one."""
+        out: dict[str, str] = {}
+        for key, field in self.fields.items():
+            if field.disabled:
+                continue
+            value = self.cleaned_data.get(key)
+            if key in SECRETS and not value:
+                continue
+            if isinstance(value, bool):
+                out[key] = "true" if value else "false"
+            elif value is None:
+                out[key] = ""
+            else:
+                out[key] = str(value).strip()
+        return out

@@ -1,0 +1,214 @@
+"""`cmem install` / `cmem uninstall`: cmem's hook entries in Claude Code's settings.json.
+
+The settings file is the user's: every unrelated key and hook is kept as it was, the file is
+backed up before it changes, an unparseable file is refused untouched, and running install
+twice changes nothing the second time. cmem's own entries are recognised by their command
+(`cmem`, or a path ending in `/cmem`) and `args` starting with `hook claude-code`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from memory import config
+
+# (Claude Code event, matcher or None, cmem event, timeout in seconds, async)
+HOOKS: list[tuple[str, str | None, str, int, bool]] = [
+    ("SessionStart", "startup|clear|compact", "context", 30, False),
+    ("UserPromptSubmit", None, "session-init", 30, False),
+    ("PostToolUse", "*", "observation", 30, True),
+    ("PostToolUseFailure", "*", "observation", 30, True),
+    ("PreToolUse", "Read", "file-context", 10, False),
+    ("Stop", None, "summarize", 60, False),
+    # Without a timeout Claude Code gives SessionEnd hooks only 1.5 s.
+    ("SessionEnd", None, "session-end", 10, False),
+]
+
+
+class InstallError(Exception):
+    """The settings file cannot be changed safely; the message says why and what to do."""
+
+
+@dataclass
+class InstallReport:
+    path: Path
+    changed: bool
+    backup: Path | None = None
+    command: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def claude_settings_path() -> Path:
+    base = os.environ.get("CLAUDE_CONFIG_DIR")
+    return (Path(base).expanduser() if base else Path.home() / ".claude") / "settings.json"
+
+
+def own_executable() -> Path:
+    """This installation's `cmem` script (next to the interpreter in a venv or pipx)."""
+    candidate = Path(sys.executable).with_name("cmem")
+    if candidate.exists():
+        return candidate
+    found = shutil.which("cmem")
+    return Path(found) if found else candidate
+
+
+def hook_command(path_env: str | None = None) -> str:
+    """`cmem` when the PATH hooks see resolves it to this installation, else the absolute path."""
+    own = own_executable()
+    found = shutil.which(
+        "cmem", path=path_env if path_env is not None else os.environ.get("PATH", "")
+    )
+    if found and Path(found).resolve() == own.resolve():
+        return "cmem"
+    return str(own)
+
+
+def hook_entries(*, command: str) -> dict[str, list[dict[str, Any]]]:
+    """The matcher groups cmem adds, per Claude Code event (also used for the plugin folder)."""
+    entries: dict[str, list[dict[str, Any]]] = {}
+    for claude_event, matcher, event, timeout, is_async in HOOKS:
+        hook: dict[str, Any] = {
+            "type": "command",
+            "command": command,
+            "args": ["hook", "claude-code", event],
+            "timeout": timeout,
+        }
+        if is_async:
+            hook["async"] = True
+        group: dict[str, Any] = {"hooks": [hook]}
+        if matcher is not None:
+            group = {"matcher": matcher, **group}
+        entries.setdefault(claude_event, []).append(group)
+    return entries
+
+
+def is_cmem_hook(hook: Any) -> bool:
+    if not isinstance(hook, dict):
+        return False
+    command = str(hook.get("command") or "")
+    args = hook.get("args")
+    if isinstance(args, list):
+        return (command == "cmem" or command.endswith("/cmem")) and [str(a) for a in args[:2]] == [
+            "hook",
+            "claude-code",
+        ]
+    # Shell form, as an older install or a hand edit might have it.
+    words = command.split()
+    return (
+        len(words) >= 3
+        and (words[0] == "cmem" or words[0].endswith("/cmem"))
+        and words[1:3] == ["hook", "claude-code"]
+    )
+
+
+def _read(path: Path) -> tuple[dict[str, Any], bytes | None]:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {}, None
+    if not raw.strip():
+        return {}, raw
+    try:
+        data = json.loads(raw.decode("utf-8-sig"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InstallError(
+            f"{path} is not valid JSON ({exc}); fix or move it, then run this again. Nothing was changed."
+        ) from None
+    if not isinstance(data, dict):
+        raise InstallError(
+            f"{path} holds a JSON {type(data).__name__}, not an object; nothing was changed."
+        )
+    if "hooks" in data and not isinstance(data["hooks"], dict):
+        raise InstallError(f'{path}: "hooks" is not an object; nothing was changed.')
+    return data, raw
+
+
+def _without_cmem(hooks: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """`hooks` minus cmem's entries; groups and events that held only cmem's go too."""
+    out: dict[str, Any] = {}
+    removed = False
+    for event, groups in hooks.items():
+        if not isinstance(groups, list):
+            out[event] = groups
+            continue
+        kept_groups = []
+        for group in groups:
+            inner = group.get("hooks") if isinstance(group, dict) else None
+            if not isinstance(inner, list):
+                kept_groups.append(group)
+                continue
+            kept = [h for h in inner if not is_cmem_hook(h)]
+            if len(kept) != len(inner):
+                removed = True
+                if not kept:
+                    continue
+                group = {**group, "hooks": kept}
+            kept_groups.append(group)
+        if kept_groups or not groups:
+            out[event] = kept_groups
+        else:
+            removed = True
+    return out, removed
+
+
+def _write(path: Path, data: dict[str, Any], original: bytes | None) -> Path | None:
+    backup = None
+    if original is not None:
+        backup = path.with_name(f"{path.name}.bak.{datetime.now():%Y%m%d-%H%M%S}")
+        n = 1
+        while backup.exists():
+            backup = path.with_name(f"{path.name}.bak.{datetime.now():%Y%m%d-%H%M%S}.{n}")
+            n += 1
+        backup.write_bytes(original)
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
+    config.write_atomic(
+        path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode(), mode=mode
+    )
+    return backup
+
+
+def settings_install(*, path: Path, command: str) -> InstallReport:
+    """Add cmem's hooks to `path` (replacing any older cmem entries), keeping everything else."""
+    data, original = _read(path)
+    hooks, _ = _without_cmem(dict(data.get("hooks") or {}))
+    for event, groups in hook_entries(command=command).items():
+        hooks[event] = [*(hooks.get(event) or []), *groups]
+    new = {**data, "hooks": hooks}
+    if original is not None and new == data:
+        return InstallReport(path=path, changed=False, command=command)
+    return InstallReport(
+        path=path, changed=True, backup=_write(path, new, original), command=command
+    )
+
+
+def settings_uninstall(*, path: Path) -> InstallReport:
+    """Remove cmem's hooks from `path` and nothing else."""
+    data, original = _read(path)
+    if original is None or not isinstance(data.get("hooks"), dict):
+        return InstallReport(path=path, changed=False)
+    hooks, removed = _without_cmem(data["hooks"])
+    if not removed:
+        return InstallReport(path=path, changed=False)
+    new = {**data, "hooks": hooks}
+    if not hooks:
+        del new["hooks"]
+    return InstallReport(path=path, changed=True, backup=_write(path, new, original))
+
+
+def installed_events(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """cmem's hooks found in `path`, per Claude Code event (for doctor). Raises InstallError."""
+    data, _ = _read(path)
+    found: dict[str, list[dict[str, Any]]] = {}
+    for event, groups in (data.get("hooks") or {}).items():
+        for group in groups if isinstance(groups, list) else []:
+            for hook in group.get("hooks", []) if isinstance(group, dict) else []:
+                if is_cmem_hook(hook):
+                    found.setdefault(event, []).append(hook)
+    return found

@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+from argparse import ArgumentParser
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from memory.doctor import doctor_checks
+
+MARKS = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}
+
+
+class Command(BaseCommand):
+    help = "Check the installation (PATH, settings, hooks, worker, database, spool, API key) and say how to fix each problem."
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument(
+            "--claude-settings",
+            "--settings-file",
+            dest="claude_settings",
+            type=Path,
+            default=None,
+            help="Claude Code settings file to check.",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        checks = doctor_checks(settings_path=options["claude_settings"])
+        for check in checks:
+            self.stdout.write(f"{MARKS[check.status]}  {check.what}")
+            if check.fix and check.status != "ok":
+                self.stdout.write(f"      fix: {check.fix}")
+        failed = sum(1 for c in checks if c.status == "fail")
+        if failed:
+            raise CommandError(f"{failed} problem(s) found")
+        self.stdout.write("no problems found")

@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+from argparse import ArgumentParser
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from memory.importers.json_io import export_write, memory_export
+
+
+class Command(BaseCommand):
+    help = "Write sessions, prompts, observations, files, summaries and deliverable metadata to JSON (FILE, or - for stdout)."
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument("file", help="Where to write the export; - for stdout.")
+        parser.add_argument("--project", default="", help="Only this project.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        document = memory_export(project=options["project"])
+        export_write(document=document, path=options["file"])
+        sessions = document["sessions"]
+        counts = {
+            key: sum(len(s[key]) for s in sessions)
+            for key in ("prompts", "observations", "summaries", "deliverables")
+        }
+        summary = ", ".join(f"{n} {key}" for key, n in counts.items())
+        # With `-` the JSON owns stdout; the summary goes to stderr so the output stays valid.
+        (self.stderr if options["file"] == "-" else self.stdout).write(
+            f"exported {len(sessions)} sessions, {summary}"
+        )

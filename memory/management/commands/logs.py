@@ -1,0 +1,75 @@
+from __future__ import annotations
+
+import contextlib
+import time
+from argparse import ArgumentParser
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from memory import lifecycle, worker
+
+
+def tail_lines(path: Path, count: int) -> list[str]:
+    """The last `count` lines, reading backwards in blocks so a big log costs little."""
+    if count <= 0:
+        return []
+    with open(path, "rb") as fh:
+        fh.seek(0, 2)
+        end = fh.tell()
+        data = b""
+        while end > 0 and data.count(b"\n") <= count:
+            step = min(64 * 1024, end)
+            end -= step
+            fh.seek(end)
+            data = fh.read(step) + data
+    return data.decode(errors="replace").splitlines()[-count:]
+
+
+class Command(BaseCommand):
+    help = "Show the last lines of the worker's logs (<data dir>/logs); -f keeps following them."
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument(
+            "-n", "--lines", type=int, default=50, help="Lines per file (default 50)."
+        )
+        parser.add_argument("-f", "--follow", action="store_true", help="Keep printing new lines.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        files = lifecycle.log_files()
+        if not files:
+            self.stdout.write(f"no logs yet in {worker.log_dir()}")
+            if not options["follow"]:
+                return
+        for path in files:
+            self.stdout.write(f"==> {path} <==")
+            for line in tail_lines(path, options["lines"]):
+                self.stdout.write(line)
+        if options["follow"]:
+            with contextlib.suppress(KeyboardInterrupt):
+                self.follow()
+
+    def follow(self, poll: float = 0.5, stop_after: float | None = None) -> None:
+        """Print lines appended to any log (new files and rotations included) until interrupted."""
+        offsets = {path: path.stat().st_size for path in lifecycle.log_files()}
+        last: Path | None = None
+        started = time.monotonic()
+        while stop_after is None or time.monotonic() - started < stop_after:
+            for path in lifecycle.log_files():
+                size = path.stat().st_size
+                offset = offsets.get(path, 0)
+                if size < offset:  # rotated or truncated: start from the top
+                    offset = 0
+                if size == offset:
+                    continue
+                with open(path, "rb") as fh:
+                    fh.seek(offset)
+                    chunk = fh.read(size - offset)
+                offsets[path] = size
+                if path != last:
+                    self.stdout.write(f"==> {path} <==")
+                    last = path
+                self.stdout.write(chunk.decode(errors="replace").rstrip("\n"))
+            self.stdout.flush()
+            time.sleep(poll)

@@ -1,0 +1,16 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+
+class Command(BaseCommand):
+    help = "Run cmem's MCP server on stdio (Claude Code starts it; see `cmem install`)."
+    # stdout is the JSON-RPC channel: nothing else may be written to it, checks included.
+    requires_system_checks: list[str] = []
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        from memory.mcp_server import main
+
+        main()

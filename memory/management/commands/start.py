@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+from argparse import ArgumentParser
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from memory import lifecycle, worker
+
+
+class Command(BaseCommand):
+    help = "Start the cmem worker in the background and wait until it answers."
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument(
+            "--timeout", type=float, default=60.0, help="Seconds to wait for /api/health."
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            result = lifecycle.worker_start(timeout=options["timeout"])
+        except worker.WorkerError as exc:
+            raise CommandError(str(exc)) from None
+        for note in result.notes:
+            self.stdout.write(f"cmem: {note}")
+        state = result.state
+        version = (state.health or {}).get("version", "?")
+        if result.already_running:
+            self.stdout.write(
+                f"cmem {version} is already running: {state.address.url}/ (pid {state.pid})"
+            )
+        else:
+            self.stdout.write(f"cmem {version} started: {state.address.url}/ (pid {state.pid})")
+            self.stdout.write(f"logs: {worker.log_dir()}  (cmem logs -f)")

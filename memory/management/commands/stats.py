@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+import json
+from argparse import ArgumentParser
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from memory.ledger import LedgerLine, LedgerReport, ledger_report
+
+SECTIONS = ("day", "project", "session")
+
+
+class Command(BaseCommand):
+    help = (
+        "Net token savings of cmem per day, project and session: reads the gate avoided, minus what "
+        "cmem put into context (indexes, timelines) and what the observer spent."
+    )
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument("--project", default=None, help="Only this project.")
+        parser.add_argument("--days", type=int, default=30, help="How far back (default 30).")
+        parser.add_argument(
+            "--by", choices=[*SECTIONS, "all"], default="all", help="Which breakdown to print."
+        )
+        parser.add_argument(
+            "--sessions", type=int, default=10, help="Sessions listed, best first (default 10)."
+        )
+        parser.add_argument(
+            "--json", action="store_true", help="The same report as GET /api/ledger."
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        report = ledger_report(project=options["project"], days=max(1, options["days"]))
+        if options["json"]:
+            self.stdout.write(json.dumps(report.as_dict(), indent=2))
+            return
+        self.write_report(report, by=options["by"], sessions=options["sessions"])
+
+    def write_report(self, report: LedgerReport, *, by: str, sessions: int) -> None:
+        scope = f"project {report.project}" if report.project else "all projects"
+        total = report.total
+        self.stdout.write(
+            f"cmem token ledger, {scope}, last {report.days} days: net {total.net:+,} tokens "
+            f"(avoided {total.avoided:,}, shown {total.shown:,}, observer {total.spent:,}; "
+            f"{total.denials} reads refused, {total.retries} retried, {total.injections} indexes injected)"
+        )
+        wanted = SECTIONS if by == "all" else (by,)
+        if "day" in wanted:
+            self.write_table("per day", report.by_day)
+        if "project" in wanted:
+            self.write_table("per project", report.by_project)
+        if "session" in wanted:
+            self.write_table("per session (best first)", report.by_session[: max(0, sessions)])
+
+    def write_table(self, title: str, lines: list[LedgerLine]) -> None:
+        self.stdout.write(f"\n{title}")
+        if not lines:
+            self.stdout.write("  (nothing recorded)")
+            return
+        width = max(len(line.label or line.key) for line in lines)
+        header = f"  {'':<{width}}  {'net':>10}  {'avoided':>10}  {'shown':>9}  {'observer':>10}  {'refused':>7}  {'retried':>7}"
+        self.stdout.write(header)
+        for line in lines:
+            self.stdout.write(
+                f"  {line.label or line.key:<{width}}  {line.net:>+10,}  {line.avoided:>10,}  {line.shown:>9,}  "
+                f"{line.spent:>10,}  {line.denials:>7}  {line.retries:>7}"
+            )

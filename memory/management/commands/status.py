@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+from argparse import ArgumentParser
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from memory import config, lifecycle, worker
+
+# LSB init-script convention: 3 = "program is not running", so scripts can branch on it.
+NOT_RUNNING = 3
+
+
+def format_duration(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    if days:
+        return f"{days}d {hours}h {minutes}m"
+    if hours:
+        return f"{hours}h {minutes}m"
+    if minutes:
+        return f"{minutes}m {secs}s"
+    return f"{secs}s"
+
+
+class Command(BaseCommand):
+    help = "Say whether the cmem worker runs, with pid, URL, version, uptime and pending work."
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument("--json", action="store_true", help="Print one JSON object instead.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        worker.worker_address()  # reads settings.json, recording what is wrong with it
+        for problem in config.problems():
+            self.stderr.write(f"settings: {problem}")
+        state = lifecycle.worker_state()
+        pending = None
+        if state.running and state.health:
+            pending = (worker.stats(state.address) or {}).get("pending")
+        if options["json"]:
+            import json
+
+            self.stdout.write(
+                json.dumps(
+                    {
+                        "running": state.running,
+                        "pid": state.pid,
+                        "url": state.address.url + "/",
+                        "version": (state.health or {}).get("version"),
+                        "answering": bool(state.health),
+                        "uptime_seconds": None if state.uptime is None else round(state.uptime),
+                        "pending": pending,
+                        "stale": state.stale_reason or None,
+                    }
+                )
+            )
+        else:
+            self._write_text(state, pending)
+        if not state.running:
+            raise SystemExit(NOT_RUNNING)
+
+    def _write_text(self, state: lifecycle.WorkerState, pending: object) -> None:
+        if not state.running:
+            self.stdout.write("cmem is not running.")
+            if state.stale_reason:
+                self.stdout.write(
+                    f"  stale pid file: {state.stale_reason} (`cmem start` replaces it)"
+                )
+            return
+        health = state.health or {}
+        self.stdout.write("cmem is running.")
+        self.stdout.write(f"  pid      {state.pid}")
+        self.stdout.write(f"  url      {state.address.url}/")
+        if health:
+            self.stdout.write(f"  version  {health.get('version')}")
+        else:
+            self.stdout.write("  version  ? (the server does not answer yet; see `cmem logs`)")
+        if state.uptime is not None:
+            self.stdout.write(f"  uptime   {format_duration(state.uptime)}")
+        self.stdout.write(f"  pending  {pending if pending is not None else '?'}")
+        self.stdout.write(f"  data     {config.data_dir()}")

@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+from argparse import ArgumentParser
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from memory import installer, mcp_install
+
+
+class Command(BaseCommand):
+    help = "Remove cmem's hooks (and only them) from Claude Code's settings, and its MCP server."
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument(
+            "--claude-settings",
+            "--settings-file",
+            dest="claude_settings",
+            type=Path,
+            default=None,
+            help="Settings file (default ~/.claude/settings.json).",
+        )
+        parser.add_argument(
+            "--keep-mcp", action="store_true", help="Leave the MCP server registered."
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        path = options["claude_settings"] or installer.claude_settings_path()
+        try:
+            report = installer.settings_uninstall(path=path)
+        except installer.InstallError as exc:
+            raise CommandError(str(exc)) from None
+        if report.changed:
+            self.stdout.write(f"cmem hooks removed from {path} (backup: {report.backup})")
+        else:
+            self.stdout.write(f"no cmem hooks in {path}")
+        if not options["keep_mcp"]:
+            note = mcp_install.mcp_unregister(home=Path.home())
+            if note:
+                self.stdout.write(note)
+        self.stdout.write(f"your memory stays in {installer.config.data_dir()}")

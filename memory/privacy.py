@@ -1,0 +1,344 @@
+"""What never gets stored: private tags, secrets, and the bulk of huge fields.
+
+Applied by the capture services before anything reaches the database, in this order:
+1. strip `<private>…</private>` and the other memory/system tags (claude-mem §13.1), so a
+   user can keep a passage out of memory and cmem never re-ingests its own context;
+2. redact secrets: explicit patterns for the common providers plus the regex plugins of
+   `detect-secrets`, each replaced by `[REDACTED:<kind>]`;
+3. cap each field, keeping head and tail with a marker saying how much was cut.
+Redaction runs before the cap so a secret can never be cut in half and survive as a prefix.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from functools import lru_cache
+from typing import Any
+
+from memory import config
+
+log = logging.getLogger(__name__)
+
+STRIPPED_TAGS = (
+    "private",
+    "claude-mem-context",
+    "system_instruction",
+    "system-instruction",
+    "persisted-output",
+    "system-reminder",
+)
+_TAG_RE = re.compile(
+    r"<(" + "|".join(map(re.escape, STRIPPED_TAGS)) + r")(?:\s[^>]*)?>.*?</\1\s*>", re.DOTALL
+)
+# An unclosed <private> hides everything after it: when in doubt, keep it out.
+_UNCLOSED_PRIVATE_RE = re.compile(r"<private(?:\s[^>]*)?>.*\Z", re.DOTALL)
+_TASK_NOTIFICATION_RE = re.compile(
+    r"\A\s*<task-notification(?:\s[^>]*)?>.*</task-notification>\s*\Z", re.DOTALL
+)
+
+# Keys whose string value is a credential whatever it looks like (tool inputs, env maps).
+_SECRET_KEY_RE = re.compile(
+    r"(?:^|[_\-.])(?:password|passwd|passphrase|secret|client[_-]?secret|token|access[_-]?token|"
+    r"refresh[_-]?token|auth[_-]?token|api[_-]?key|apikey|access[_-]?key|secret[_-]?key|"
+    r"private[_-]?key|authorization|credentials?)$",
+    re.IGNORECASE,
+)
+
+# (kind, pattern, group): `group` is the part replaced (0 = the whole match).
+_EXPLICIT: list[tuple[str, str, int]] = [
+    (
+        "private-key",
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+        0,
+    ),
+    # The tail of a cut field may hold the end of a key whose BEGIN line was cut away.
+    ("private-key", r"\A.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", 0),
+    ("anthropic", r"\bsk-ant-[A-Za-z0-9_\-]{20,}", 0),
+    ("openai", r"\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{20,}", 0),
+    ("openai", r"\bsk-(?!ant-)[A-Za-z0-9]{32,}\b", 0),
+    ("aws-access-key", r"\b(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[0-9A-Z]{16}\b", 0),
+    (
+        "aws-secret-key",
+        r"(?i)\b(?:aws_?)?secret_?(?:access_?)?key\b[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])",
+        1,
+    ),
+    ("github", r"\bgh[pousr]_[A-Za-z0-9]{36,}\b", 0),
+    ("github", r"\bgithub_pat_[A-Za-z0-9_]{22,}", 0),
+    ("slack", r"\bxox[bpars]-[A-Za-z0-9\-]{10,}", 0),
+    ("google", r"\bAIza[0-9A-Za-z_\-]{35,}", 0),
+    (
+        "bearer",
+        r"(?i)\bauthorization\b[\"']?\s*[:=]\s*[\"']?(?:bearer|token|basic)\s+([A-Za-z0-9._~+/=\-]{8,})",
+        1,
+    ),
+    ("bearer", r"(?i)\bbearer\s+([A-Za-z0-9._~+/\-]{20,}=*)", 1),
+]
+# `password=…`, `"secret": "…"`, `API_TOKEN: …`: the value after a secret-sounding name.
+_ASSIGNMENT_RE = re.compile(
+    r"(?i)(password|passwd|passphrase|secret|token|api[_\-]?key|apikey|access[_\-]?key|private[_\-]?key)[A-Za-z0-9_\-]*"
+    r"([\"']?\s*(?::=|=|:)\s*)([\"']?)([^\s\"'`,;)}\]]{4,})"
+)
+_CODE_VALUE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(|\[|$)")
+_PLACEHOLDERS = {
+    "none",
+    "null",
+    "true",
+    "false",
+    "str",
+    "string",
+    "bytes",
+    "optional",
+    "undefined",
+    "required",
+    "xxxx",
+    "****",
+    "redacted",
+    "changeme",
+    "example",
+    "secret",
+    "password",
+    "token",
+}
+
+# detect-secrets plugins left out: public IPs are not secrets; the entropy and keyword plugins
+# (not regex-based, so never collected) flag every hash and `token = …` line of ordinary code.
+# The keyword-assignment plugins (IBM, Cloudant, SoftLayer) cost a millisecond each per 16 kB
+# and are covered by cmem's own `*key=`/`*password=` assignment rule.
+_SKIPPED_PLUGINS = {
+    "IPPublicDetector",
+    "IbmCloudIamDetector",
+    "IbmCosHmacDetector",
+    "CloudantDetector",
+    "SoftlayerDetector",
+}
+
+
+def strip_tags(text: str) -> str:
+    if "<" not in text:
+        return text
+    count = text.count("</")
+    if count > 100:
+        log.warning("stripping %s tags from one field", count)
+    out = _TAG_RE.sub("", text)
+    out = _UNCLOSED_PRIVATE_RE.sub("", out)
+    return out
+
+
+def is_internal_notification(text: str) -> bool:
+    """A prompt that is only a `<task-notification>` block is protocol, not the user."""
+    return len(text) <= 256 * 1024 and bool(_TASK_NOTIFICATION_RE.match(text))
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+@lru_cache(maxsize=1)
+def _patterns() -> list[tuple[str, re.Pattern[str], int]]:
+    """Explicit patterns first (precise kinds), then every regex plugin of detect-secrets."""
+    compiled = [
+        (kind, re.compile(p, re.DOTALL if kind == "private-key" else 0), g)
+        for kind, p, g in _EXPLICIT
+    ]
+    try:
+        import importlib
+        import pkgutil
+
+        import detect_secrets.plugins as plugins
+        from detect_secrets.plugins.base import RegexBasedDetector
+
+        for info in pkgutil.iter_modules(plugins.__path__):
+            module = importlib.import_module(f"detect_secrets.plugins.{info.name}")
+            for obj in vars(module).values():
+                if (
+                    isinstance(obj, type)
+                    and issubclass(obj, RegexBasedDetector)
+                    and obj is not RegexBasedDetector
+                    and obj.__module__ == module.__name__
+                    and obj.__name__ not in _SKIPPED_PLUGINS
+                ):
+                    for pattern in obj.denylist:
+                        # A group that starts after the match is the secret after a keyword
+                        # (`aws…key = "<secret>"`); otherwise the whole match is the secret.
+                        compiled.append(
+                            (_slug(obj.secret_type), pattern, -1 if pattern.groups else 0)
+                        )
+    except Exception:  # noqa: BLE001 - the explicit patterns still apply
+        log.exception("detect-secrets plugins unavailable; using cmem's own patterns only")
+    return compiled
+
+
+def _redact_assignment(match: re.Match[str]) -> str:
+    keyword, sep, quote, value = match.groups()
+    if not quote and (
+        _CODE_VALUE_RE.match(value)
+        and not value.isalnum()
+        or value.startswith(("$", "%", "{", "<"))
+    ):
+        return match.group(0)  # `token = get_token()`, `password=os.environ[...]`, `${SECRET}`
+    if value.lower().strip("*x") in _PLACEHOLDERS or value.startswith("[REDACTED"):
+        return match.group(0)
+    kind = "password" if keyword.lower().startswith("pass") else "secret"
+    whole = match.group(0)
+    return whole[: match.start(4) - match.start()] + f"[REDACTED:{kind}]"
+
+
+# A pattern only runs when one of its literals occurs in the (lower-cased) text: a substring
+# search is ~50× cheaper than a regex pass, and most fields contain none of them.
+_TRIGGERS: dict[str, tuple[str, ...]] = {
+    "private-key": ("private key",),
+    "anthropic": ("sk-ant-",),
+    "openai": ("sk-",),
+    "openai-token": ("t3blbkfj",),
+    "aws-access-key": ("akia", "asia", "abia", "acca", "a3t"),
+    "aws-secret-key": ("secret_access_key", "secretaccesskey", "secret_key", "secretkey"),
+    "github": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "github-token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    "slack": ("xox",),
+    "slack-token": ("xox", "hooks.slack.com"),
+    "google": ("aiza",),
+    "bearer": ("bearer", "authorization"),
+    "artifactory-credentials": ("akc", "ap"),
+    "azure-storage-account-access-key": ("accountkey=",),
+    "basic-auth-credentials": ("://",),
+    "gitlab-token": ("gl", "gr1348941"),
+    "json-web-token": ("eyj",),
+    "npm-tokens": ("_authtoken",),
+    "pypi-token": ("pypi-",),
+    "sendgrid-api-key": ("sg.",),
+    "square-oauth-secret": ("sq0csp-",),
+    "stripe-access-key": ("k_live_",),
+    "twilio-api-key": ("ac", "sk"),
+    "private-key-detector": ("private key", "putty"),
+}
+_ASSIGNMENT_TRIGGERS = ("pass", "secret", "token", "key")
+
+
+def redact_text(text: str) -> str:
+    """Every secret in `text` replaced by `[REDACTED:<kind>]`."""
+    if len(text) < 8:
+        return text
+    lower = text.lower()
+    for kind, pattern, group in _patterns():
+        triggers = _TRIGGERS.get(kind)
+        if triggers is not None and not any(t in lower for t in triggers):
+            continue
+        text = _sub(pattern, text, kind, group)
+    if any(t in lower for t in _ASSIGNMENT_TRIGGERS):
+        text = _ASSIGNMENT_RE.sub(_redact_assignment, text)
+    return text
+
+
+def _sub(pattern: re.Pattern[str], text: str, kind: str, group: int) -> str:
+    def replace(match: re.Match[str]) -> str:
+        g = group
+        if g < 0:
+            g = 1 if match.lastindex and match.start(1) > match.start() else 0
+        start, end = match.span(g)
+        if start < 0:
+            return match.group(0)
+        if "[REDACTED:" in match.group(g):
+            return match.group(0)
+        whole_start = match.start()
+        s = match.group(0)
+        return s[: start - whole_start] + f"[REDACTED:{kind}]" + s[end - whole_start :]
+
+    return pattern.sub(replace, text)
+
+
+def cap_text(text: str, cap: int) -> str:
+    """Head and tail of `text`, with a marker saying how much was cut."""
+    if cap <= 0 or len(text) <= cap:
+        return text
+    head = cap * 2 // 3
+    tail = cap - head
+    return f"{text[:head]}\n…[cmem: {len(text) - cap:,} of {len(text):,} characters cut]…\n{text[-tail:]}"
+
+
+_CUT_MARGIN = 1024
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def _join_cut(head: str, tail: str, cap: int, already_cut: int) -> str:
+    keep_head = cap * 2 // 3
+    keep_tail = cap - keep_head
+    total_cut = already_cut + max(0, len(head) - keep_head) + max(0, len(tail) - keep_tail)
+    original = already_cut + len(head) + len(tail)
+    return f"{head[:keep_head]}\n…[cmem: {total_cut:,} of {original:,} characters cut]…\n{tail[-keep_tail:]}"
+
+
+def _clean_string(text: str) -> str:
+    if "\x00" in text:
+        text = text.replace("\x00", "\ufffd")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates from "\ud800" escapes: not storable as UTF-8
+        text = _SURROGATE_RE.sub("\ufffd", text)
+    return text
+
+
+class Sanitizer:
+    """One pass of tag stripping, redaction and capping over a JSON value, recursively."""
+
+    def __init__(
+        self,
+        *,
+        redact: bool | None = None,
+        cap: int | None = None,
+        settings: dict[str, str] | None = None,
+    ) -> None:
+        settings = settings if settings is not None else config.load()
+        self.redact = (
+            config.get_bool("CLAUDE_MEM_REDACT_SECRETS", settings) if redact is None else redact
+        )
+        self.cap = config.get_int("CLAUDE_MEM_FIELD_CAP", settings) if cap is None else cap
+
+    def text(self, text: str, *, cap: bool = True) -> str:
+        text = strip_tags(_clean_string(text))
+        if cap and self.cap > 0 and len(text) > self.cap + 2 * _CUT_MARGIN:
+            # Redacting megabytes only to throw most away is slow: cut first, keeping a margin
+            # on each side of the cut that the final cap removes, so a secret straddling the
+            # first cut is redacted (or dropped) and never survives as a fragment.
+            head = self.cap * 2 // 3 + _CUT_MARGIN
+            tail = self.cap - self.cap * 2 // 3 + _CUT_MARGIN
+            cut = len(text) - head - tail
+            head_text, tail_text = text[:head], text[-tail:]
+            if self.redact:
+                head_text, tail_text = redact_text(head_text), redact_text(tail_text)
+            return _join_cut(head_text, tail_text, self.cap, cut)
+        if self.redact:
+            text = redact_text(text)
+        return cap_text(text, self.cap) if cap else text
+
+    def value(self, value: Any, *, key: str = "") -> Any:
+        if isinstance(value, str):
+            if (
+                self.redact
+                and key
+                and _SECRET_KEY_RE.search(key)
+                and len(value) >= 4
+                and not value.startswith("[REDACTED")
+            ):
+                return f"[REDACTED:{_slug(key)}]"
+            return self.text(value)
+        if isinstance(value, dict):
+            return {_clean_string(str(k)): self.value(v, key=str(k)) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.value(v, key=key) for v in value]
+        return value
+
+    def field(self, value: Any) -> Any:
+        """A whole tool input or output: each string capped, and the whole capped at 4× the
+        field cap (a list of ten thousand short strings is as big as one long one)."""
+        cleaned = self.value(value)
+        if self.cap > 0:
+            serialized = json.dumps(cleaned, ensure_ascii=False)
+            if len(serialized) > 4 * self.cap:
+                return cap_text(serialized, 4 * self.cap)
+        return cleaned
+
+
+def sanitize(value: Any) -> Any:
+    return Sanitizer().value(value)

@@ -1,0 +1,380 @@
+"""One search service over observations, summaries and prompts.
+
+`search(query)` is the only entry point; it dispatches on the database vendor: SQLite uses
+the FTS5 external-content tables of migration 0002 (bm25 ranking, snippet()), PostgreSQL
+uses `memory/search_postgres.py` (team mode). Both return the same `SearchHit` rows, so the
+API, the pages and the MCP server never know which backend answered.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+Kind = Literal["observation", "summary", "prompt"]
+KINDS: tuple[Kind, ...] = ("observation", "summary", "prompt")
+
+# snippet() wraps matches in these; plain text markers survive JSON, markdown and terminals.
+HIGHLIGHT_OPEN = "«"
+HIGHLIGHT_CLOSE = "»"
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    """What to look for. Empty `text` means "filters only, newest first"."""
+
+    text: str = ""
+    project: str | None = None
+    kinds: tuple[Kind, ...] = KINDS
+    # Observation types (bugfix, feature, …); summaries and prompts are dropped when set.
+    types: tuple[str, ...] = ()
+    # A concept the observation carries (exact, case-insensitive); observations only.
+    concept: str | None = None
+    # A file path or a suffix of one (`models.py`, `memory/models.py`); observations only.
+    file: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    limit: int = 20
+    offset: int = 0
+
+    def wants(self, kind: Kind) -> bool:
+        if kind not in self.kinds:
+            return False
+        # Type, concept and file filters only make sense for observations.
+        return kind == "observation" or not (self.types or self.concept or self.file)
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One result, index-first: enough to decide whether to fetch it, and what it costs."""
+
+    id: int
+    kind: Kind
+    title: str
+    project: str
+    created_at: datetime
+    # Observation type, or "summary" / "prompt".
+    type: str
+    # Higher is better, comparable across kinds of one search only.
+    score: float = 0.0
+    # The matching passage with matches between HIGHLIGHT_OPEN and HIGHLIGHT_CLOSE.
+    snippet: str = ""
+    # Roughly what fetching the full row costs the agent.
+    tokens: int = 0
+    session: int | None = None
+    files: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "title": self.title,
+            "project": self.project,
+            "created_at": self.created_at.isoformat(),
+            "type": self.type,
+            "score": round(self.score, 4),
+            "snippet": self.snippet,
+            "tokens": self.tokens,
+            "session": self.session,
+            "files": self.files,
+        }
+
+
+def search(query: SearchQuery) -> list[SearchHit]:
+    """Ranked hits for `query`, best first (newest first without text)."""
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        from memory.search_postgres import search_postgres
+
+        return search_postgres(query)
+    return search_sqlite(query)
+
+
+# --- query text ------------------------------------------------------------------------
+
+# A phrase in double quotes, or a run of anything else up to whitespace or a quote.
+STOPWORDS = frozenset(
+    ["a", "an", "and", "are", "as", "at", "be", "but", "by", "did", "do", "does", "for", "from", "had", "has", "have", "how", "i", "in", "is", "it", "its", "me", "my", "not", "of", "on", "or", "our", "so", "that", "the", "their", "then", "there", "these", "this", "to", "was", "we", "were", "what", "when", "where", "which", "who", "why", "will", "with", "you", "your"]
+)
+_TOKEN = re.compile(r'"([^"]*)"|([^\s"]+)')
+_MAX_TERMS = 32
+
+
+def fts_terms(text: str) -> list[str]:
+    """The user's text as FTS5 terms, each quoted so no character is ever an operator.
+
+    Deliberate interpretation, because any text a user types must be a valid query:
+    `"a phrase"` stays a phrase, a trailing `*` on a word is a prefix search, and everything
+    else (`- . : ( ) ^ AND OR NOT NEAR`) is literal text, which the tokenizer then splits
+    the same way it split the stored text (`foo.bar` → the phrase "foo bar").
+    """
+    # Lone surrogates cannot reach SQLite as UTF-8; HTTP cannot carry them either.
+    # FTS5 reads the query as a C string: a NUL would end it inside a quoted term.
+    text = text.encode("utf-8", "replace").decode("utf-8").replace("\0", " ")
+    terms: list[str] = []
+    for match in _TOKEN.finditer(text):
+        phrase, word = match.group(1), match.group(2)
+        raw = phrase if phrase is not None else word
+        prefix = word is not None and word.endswith("*")
+        raw = raw.strip("*") if word is not None else raw
+        # Terms without a letter or digit index nothing; keeping them only risks errors.
+        if not any(ch.isalnum() for ch in raw):
+            continue
+        quoted = '"' + raw.replace('"', '""') + '"'
+        terms.append(quoted + "*" if prefix else quoted)
+        if len(terms) == _MAX_TERMS:
+            break
+    return terms
+
+
+# --- SQLite backend ----------------------------------------------------------------------
+
+# Per FTS column (migration 0005): title subtitle narrative facts concepts files_read
+# files_modified project type; the filter-only columns weigh nothing.
+_OBS_WEIGHTS = "5.0, 2.0, 1.0, 1.0, 2.0, 1.0, 1.5, 0.0, 0.0"
+_SUMMARY_WEIGHTS = "3.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0"  # request investigated learned completed next notes project
+_OBS_TEXT = "{title subtitle narrative facts concepts files_read files_modified}"
+_SUMMARY_TEXT = "{request investigated learned completed next_steps notes}"
+# Ranking reads the newest RANK_WINDOW matches of a kind, not all of them: a word found in
+# 30,000 rows would cost ~100 ms to rank in full, and when a word is everywhere the recent
+# rows are the better answer. Words rarer than the window are ranked over every match.
+RANK_WINDOW = 2000
+_SNIPPET_TOKENS = 16
+
+
+@dataclass
+class _Sql:
+    where: list[str] = field(default_factory=list)
+    params: list[Any] = field(default_factory=list)
+
+    def add(self, clause: str, *params: Any) -> None:
+        self.where.append(clause)
+        self.params.extend(params)
+
+    @property
+    def sql(self) -> str:
+        return "".join(f" AND {clause}" for clause in self.where)
+
+
+def _common_filters(query: SearchQuery, *, project_col: str, created_col: str) -> _Sql:
+    from django.db import connection
+
+    sql = _Sql()
+    if query.project:
+        sql.add(f"{project_col} = %s", query.project)
+    if query.since:
+        sql.add(f"{created_col} >= %s", connection.ops.adapt_datetimefield_value(query.since))
+    if query.until:
+        sql.add(f"{created_col} <= %s", connection.ops.adapt_datetimefield_value(query.until))
+    return sql
+
+
+def _observation_filters(query: SearchQuery) -> _Sql:
+    sql = _common_filters(query, project_col="o.project", created_col="o.created")
+    if query.types:
+        sql.add(f"o.type IN ({', '.join(['%s'] * len(query.types))})", *query.types)
+    if query.concept:
+        sql.add(
+            "EXISTS (SELECT 1 FROM json_each(o.concepts) c WHERE lower(c.value) = lower(%s))",
+            query.concept.strip(),
+        )
+    if query.file:
+        path = query.file.strip().removeprefix("./")
+        suffix = "%/" + path.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        # A stored path matches when it is the path asked, ends with it (`models.py`), or
+        # is the project-relative tail of an absolute path asked.
+        match = "({v} = %s OR {v} LIKE %s ESCAPE '\\' OR substr(%s, -length({v}) - 1) = '/' || {v})"
+        sql.add(
+            "(EXISTS (SELECT 1 FROM memory_observationfile f WHERE f.observation_id = o.id AND "
+            + match.format(v="f.path")
+            + ") OR EXISTS (SELECT 1 FROM json_each(o.files_modified) m WHERE "
+            + match.format(v="m.value")
+            + ") OR EXISTS (SELECT 1 FROM json_each(o.files_read) r WHERE "
+            + match.format(v="r.value")
+            + "))",
+            *([path, suffix, path] * 3),
+        )
+    return sql
+
+
+_OBS_COLUMNS = (
+    "o.id, o.title, o.project, o.created, o.type, o.session_id, o.files_modified, o.files_read, "
+    "(length(o.title) + length(o.subtitle) + length(o.narrative) + length(o.facts) + 3) / 4 + 20"
+)
+_SUMMARY_TITLE = (
+    "substr(coalesce(nullif(s.request, ''), nullif(s.completed, ''), s.learned), 1, 160)"
+)
+_SUMMARY_COLUMNS = (
+    f"s.id, {_SUMMARY_TITLE}, s.project, s.created, 'summary', s.session_id, '[]', '[]', "
+    "(length(s.request) + length(s.investigated) + length(s.learned) + length(s.completed) "
+    "+ length(s.next_steps) + length(s.notes) + 3) / 4 + 20"
+)
+_PROMPT_COLUMNS = "p.id, substr(p.text, 1, 160), ss.project, p.created, 'prompt', p.session_id, '[]', '[]', (length(p.text) + 3) / 4 + 10"
+
+
+@dataclass(frozen=True)
+class _KindSql:
+    table: str
+    fts: str
+    alias: str
+    columns: str
+    weights: str
+    join: str
+    fallback_snippet: str
+    text_columns: str = ""  # FTS column filter that keeps free text off the filter columns
+
+
+_KIND_SQL: dict[Kind, _KindSql] = {
+    "observation": _KindSql(
+        "memory_observation",
+        "memory_observation_fts",
+        "o",
+        _OBS_COLUMNS,
+        _OBS_WEIGHTS,
+        "",
+        "substr(coalesce(nullif(o.subtitle, ''), o.narrative), 1, 200)",
+        _OBS_TEXT,
+    ),
+    "summary": _KindSql(
+        "memory_summary",
+        "memory_summary_fts",
+        "s",
+        _SUMMARY_COLUMNS,
+        _SUMMARY_WEIGHTS,
+        "",
+        "substr(coalesce(nullif(s.completed, ''), s.learned), 1, 200)",
+        _SUMMARY_TEXT,
+    ),
+    "prompt": _KindSql(
+        "memory_prompt",
+        "memory_prompt_fts",
+        "p",
+        _PROMPT_COLUMNS,
+        "1.0",
+        " JOIN memory_session ss ON ss.id = p.session_id",
+        "substr(p.text, 1, 200)",
+    ),
+}
+
+
+def _filters(kind: Kind, query: SearchQuery) -> _Sql:
+    if kind == "observation":
+        return _observation_filters(query)
+    if kind == "summary":
+        return _common_filters(query, project_col="s.project", created_col="s.created")
+    return _common_filters(query, project_col="ss.project", created_col="p.created")
+
+
+def _hit(kind: Kind, row: tuple[Any, ...], score: float, snippet: str) -> SearchHit:
+    return SearchHit(
+        id=row[0], kind=kind, title=row[1] or "", project=row[2], created_at=_as_datetime(row[3]), type=row[4],
+        session=row[5], files=_files(row[6], row[7]), tokens=int(row[8]), score=score, snippet=snippet or "",
+    )  # fmt: skip
+
+
+def _as_datetime(value: Any) -> datetime:
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _files(*raw: Any) -> list[str]:
+    files: list[str] = []
+    for value in raw:
+        items = json.loads(value) if isinstance(value, str) else value
+        for item in items or []:
+            if isinstance(item, str) and item not in files:
+                files.append(item)
+    return files[:3]
+
+
+def _recent(kind: Kind, query: SearchQuery) -> list[SearchHit]:
+    """No text: the newest rows that pass the filters."""
+    from django.db import connection
+
+    k, filters = _KIND_SQL[kind], _filters(kind, query)
+    sql = (
+        f"SELECT {k.columns}, {k.fallback_snippet} FROM {k.table} {k.alias}{k.join} WHERE 1 = 1{filters.sql} "
+        f"ORDER BY {k.alias}.created DESC, {k.alias}.id DESC LIMIT %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*filters.params, query.limit + query.offset])
+        return [_hit(kind, row[:9], 0.0, row[9]) for row in cursor.fetchall()]
+
+
+def _quoted(value: str) -> str | None:
+    """A filter value as one FTS5 phrase, or None when it holds nothing the tokenizer keeps."""
+    if not any(ch.isalnum() for ch in value):
+        return None
+    return '"' + value.replace("\0", " ").replace('"', '""') + '"'
+
+
+def _fts_filters(kind: Kind, query: SearchQuery) -> str:
+    """Project and type as FTS5 column filters (migration 0005): the narrowing happens in the
+    index; the exact values are still checked on the row (`_filters`)."""
+    parts = []
+    project = _quoted(query.project) if query.project and kind != "prompt" else None
+    if project:
+        parts.append(f"project : ^{project}")
+    types = [q for q in (_quoted(t) for t in query.types) if q] if kind == "observation" else []
+    if types and len(types) == len(query.types):
+        parts.append("type : (" + " OR ".join(types) + ")")
+    return "".join(f" AND {part}" for part in parts)
+
+
+def _ranked(kind: Kind, query: SearchQuery, terms: str) -> list[SearchHit]:
+    """1. rank the newest RANK_WINDOW matches by bm25 alone (doclists carry all it needs);
+    2. build columns and snippets (which re-tokenize the text) only for the page returned."""
+    from django.db import connection
+
+    k, filters = _KIND_SQL[kind], _filters(kind, query)
+    text = f"{k.text_columns} : ({terms})" if k.text_columns else terms
+    # CROSS JOIN keeps the FTS table as the outer loop, so rowid order comes from the index.
+    join = f" CROSS JOIN {k.table} {k.alias} ON {k.alias}.id = {k.fts}.rowid{k.join}" if filters.where else ""
+    rank_sql = (
+        f"SELECT rowid, score FROM (SELECT {k.fts}.rowid AS rowid, -bm25({k.fts}, {k.weights}) AS score "
+        f"FROM {k.fts}{join} WHERE {k.fts} MATCH %s{filters.sql} ORDER BY {k.fts}.rowid DESC LIMIT {RANK_WINDOW}) "
+        f"ORDER BY score DESC LIMIT %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(rank_sql, [f"({text}){_fts_filters(kind, query)}", *filters.params, query.limit + query.offset])
+        scores = dict(cursor.fetchall())
+        if not scores:
+            return []
+        snippet = f"snippet({k.fts}, -1, '{HIGHLIGHT_OPEN}', '{HIGHLIGHT_CLOSE}', '…', {_SNIPPET_TOKENS})"
+        ids = ", ".join(str(int(pk)) for pk in scores)
+        cursor.execute(
+            f"SELECT {k.columns}, {snippet} FROM {k.fts} JOIN {k.table} {k.alias} ON {k.alias}.id = {k.fts}.rowid{k.join} "
+            f"WHERE {k.fts} MATCH %s AND {k.fts}.rowid IN ({ids})",
+            [text],
+        )
+        return [_hit(kind, row[:9], float(scores[row[0]]), row[9]) for row in cursor.fetchall()]
+
+
+def _run(kind: Kind, query: SearchQuery, match: str | None) -> list[SearchHit]:
+    return _recent(kind, query) if match is None else _ranked(kind, query, match)
+
+
+def search_sqlite(query: SearchQuery) -> list[SearchHit]:
+    """FTS5 search: all terms must match; when nothing does, any term may (ranked by bm25)."""
+    kinds = [kind for kind in KINDS if query.wants(kind)]
+    terms = fts_terms(query.text)
+    if query.text.strip() and not terms:
+        return []  # only punctuation: nothing that could match
+    if not terms:
+        hits = [hit for kind in kinds for hit in _run(kind, query, None)]
+        hits.sort(key=lambda hit: (hit.created_at, hit.id), reverse=True)
+        return hits[query.offset : query.offset + query.limit]
+    hits = [hit for kind in kinds for hit in _run(kind, query, " ".join(terms))]
+    if not hits and len(terms) > 1:
+        # Natural-language questions rarely have every word in one row: widen to any word
+        # but the filler ones (which match everything); bm25 ranks rows holding more, and
+        # rarer, words first.
+        words = [term for term in terms if term.strip('"*').lower() not in STOPWORDS] or terms
+        hits = [hit for kind in kinds for hit in _run(kind, query, " OR ".join(words))]
+    hits.sort(key=lambda hit: (hit.score, hit.created_at), reverse=True)
+    return hits[query.offset : query.offset + query.limit]

@@ -1,0 +1,53 @@
+"""Huey tasks that drain the spool: at consumer start, when a hook request notices a
+backlog, and once a minute (huey's periodic resolution) as a safety net.
+
+Imported by `MemoryConfig.ready()` so the consumer knows these tasks (djhuey only
+autodiscovers `tasks.py`, which belongs to compression)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from huey import crontab
+from huey.contrib.djhuey import db_periodic_task, db_task, on_startup
+
+from memory import spool
+
+# Hook requests that see a backlog enqueue an ingest at most this often.
+KICK_INTERVAL_S = 5.0
+_last_kick = [0.0]
+# The consumer's worker threads share one process: one ingester at a time keeps the order.
+_ingesting = threading.Lock()
+
+
+@db_task()
+def spool_ingest_task() -> None:
+    if not _ingesting.acquire(blocking=False):
+        return
+    try:
+        spool.spool_ingest()
+    finally:
+        _ingesting.release()
+
+
+@on_startup()
+def spool_ingest_at_start() -> None:
+    """Each consumer start (the worker started or restarted) drains what hooks spooled."""
+    spool_ingest_task()
+
+
+@db_periodic_task(crontab(minute="*"))
+def spool_ingest_periodic_task() -> None:
+    if spool.spool_backlog():
+        spool_ingest_task()
+
+
+def spool_kick() -> None:
+    """Enqueue an ingest when something waits in the spool (cheap: one listdir, debounced)."""
+    now = time.monotonic()
+    if now - _last_kick[0] < KICK_INTERVAL_S:
+        return
+    _last_kick[0] = now
+    if spool.spool_backlog():
+        spool_ingest_task()

@@ -1,0 +1,101 @@
+"""Formatting helpers for templates: type icons, durations, token counts, short paths."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django import template
+
+register = template.Library()
+
+# One letter on a coloured disc per type (colours in cmem.css): no emoji font needed,
+# which many Linux desktops and every headless browser lack.
+TYPE_LETTERS = {
+    "bugfix": "B",
+    "feature": "F",
+    "refactor": "R",
+    "change": "C",
+    "discovery": "D",
+    "decision": "⚖",
+    "security_alert": "!",
+    "security_note": "S",
+    "sensitive": "✱",
+}
+
+
+@register.filter
+def type_icon(obs_type: str) -> str:
+    return TYPE_LETTERS.get(obs_type, "•")
+
+
+@register.filter
+def extension(name: str) -> str:
+    """`report.html` → `HTML`: the badge on a deliverable."""
+    base = str(name).rsplit("/", 1)[-1]
+    return base.rsplit(".", 1)[-1][:4].upper() if "." in base.strip(".") else "FILE"
+
+
+@register.filter
+def duration(value: timedelta | None) -> str:
+    """`42s`, `3m 05s`, `1h 12m`: compact, for request cards."""
+    if value is None:
+        return ""
+    seconds = int(value.total_seconds())
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m {seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m"
+
+
+@register.filter
+def tokens(value: int | None) -> str:
+    """12,345 → `12.3k`; millions as `1.2M`."""
+    n = int(value or 0)
+    if abs(n) >= 1_000_000:
+        return f"{n / 1_000_000:.1f}M"
+    if abs(n) >= 10_000:
+        return f"{n / 1000:.0f}k"
+    if abs(n) >= 1000:
+        return f"{n / 1000:.1f}k"
+    return str(n)
+
+
+@register.filter
+def basename(path: str) -> str:
+    return str(path).rstrip("/").rsplit("/", 1)[-1]
+
+
+@register.filter
+def as_list(value: Any) -> list[Any]:
+    """JSON list fields may hold anything a model produced; show only a list of scalars."""
+    if isinstance(value, list):
+        return [v for v in value if isinstance(v, str | int | float)]
+    return []
+
+
+@register.filter
+def get_item(mapping: dict[str, Any], key: str) -> Any:
+    return mapping.get(key)
+
+
+@register.filter
+def get_field(form: Any, name: str) -> Any:
+    """The bound field `name` of a form whose fields are built at runtime (settings)."""
+    return form[name]
+
+
+@register.simple_tag(takes_context=True)
+def query_with(context: template.Context, **changes: Any) -> str:
+    """The current query string with some parameters replaced (pagination links keep filters)."""
+    params = context["request"].GET.copy()
+    for key, value in changes.items():
+        if value in (None, ""):
+            params.pop(key, None)
+        else:
+            params[key] = value
+    encoded = params.urlencode()
+    return f"?{encoded}" if encoded else "?"

@@ -1,0 +1,19 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from memory import views
+
+urlpatterns = [
+    path("", views.timeline, name="memory-timeline"),
+    path("live/", views.live, name="memory-live"),
+    path("observations/<int:pk>/", views.observation_detail, name="memory-observation-detail"),
+    path(
+        "observations/<int:pk>/forget/", views.observation_forget, name="memory-observation-forget"
+    ),
+    path("sessions/<int:pk>/", views.session_detail, name="memory-session-detail"),
+    path("search/", views.search_page, name="memory-search"),
+    path("settings/", views.settings_page, name="memory-settings"),
+    path("settings/preview/", views.context_preview, name="memory-context-preview"),
+    path("stats/", views.stats_page, name="memory-stats"),
+]

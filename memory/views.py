@@ -1,0 +1,197 @@
+"""Pages: the timeline, observation and session details, search, settings and stats."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
+from django.views.decorators.http import require_GET, require_http_methods
+
+from deliverables.models import Deliverable
+from memory import config, web
+from memory.forget import ForgetRequest, observations_forget
+from memory.forms import FeedFilterForm, SearchForm, SettingsForm, StatsForm
+from memory.models import Observation, Prompt, Session
+from memory.search import KINDS, SearchQuery, search
+
+
+def _int_param(request: HttpRequest, name: str) -> int:
+    try:
+        return max(0, int(request.GET.get(name, "0")))
+    except ValueError:
+        return 0
+
+
+@require_GET
+def timeline(request: HttpRequest) -> HttpResponse:
+    form = FeedFilterForm(request.GET or None)
+    data = form.cleaned_data if form.is_valid() else {}
+    filters = web.FeedFilters(
+        project=data.get("project") or "",
+        type=data.get("type") or "",
+        kind=data.get("kind") or "",
+        q=data.get("q") or "",
+        date_from=data.get("date_from"),
+        date_to=data.get("date_to"),
+    )
+    feed = web.feed_page(filters=filters, page=request.GET.get("page", 1))
+    ctx = {
+        "form": form,
+        "feed": feed,
+        "filters": filters,
+        "projects": web.projects_list(),
+        # New rows can only belong at the top of an unfiltered-by-time first page.
+        "live": feed.page.number == 1
+        and not (filters.q or filters.date_to or filters.kind or filters.type),
+        "live_poll_ms": web.LIVE_POLL_MS,
+    }
+    return render(request, "memory/timeline.html", ctx)
+
+
+@require_GET
+def live(request: HttpRequest) -> JsonResponse:
+    """Polling endpoint: rows newer than the page's ids, as escaped HTML plus the new ids."""
+    update = web.feed_live(
+        after_observation=_int_param(request, "obs"),
+        after_summary=_int_param(request, "sum"),
+        after_prompt=_int_param(request, "prompt"),
+        project=request.GET.get("project", "")[:200],
+    )
+    html = (
+        render_to_string("memory/_live_items.html", {"items": update.items}, request=request)
+        if update.items
+        else ""
+    )
+    return JsonResponse(
+        {
+            "html": html,
+            "count": len(update.items),
+            "obs": update.cursor.observation,
+            "sum": update.cursor.summary,
+            "prompt": update.cursor.prompt,
+        }
+    )
+
+
+@require_GET
+def observation_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    observation = get_object_or_404(Observation.objects.select_related("session"), pk=pk)
+    prompt = None
+    if observation.prompt_number is not None:
+        prompt = Prompt.objects.filter(
+            session=observation.session, number=observation.prompt_number
+        ).first()
+    ctx = {
+        "obs": observation,
+        "prompt": prompt,
+        "files": observation.files.order_by("role", "path"),
+    }
+    return render(request, "memory/observation_detail.html", ctx)
+
+
+@require_http_methods(["GET", "POST"])
+def observation_forget(request: HttpRequest, pk: int) -> HttpResponse:
+    """GET asks for confirmation; POST (with CSRF) deletes the observation."""
+    observation = get_object_or_404(Observation, pk=pk)
+    if request.method == "POST":
+        title = observation.title
+        observations_forget(request=ForgetRequest(ids=(observation.pk,), dry_run=False))
+        messages.success(request, f"Forgot observation #{pk}: {title}")
+        return redirect("memory-timeline")
+    return render(request, "memory/observation_forget.html", {"obs": observation})
+
+
+@require_GET
+def session_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    session = get_object_or_404(Session, pk=pk)
+    prompts = list(session.prompts.order_by("number"))
+    observations = list(session.observations.order_by("created", "pk"))
+    summaries = list(session.summaries.order_by("created", "pk"))
+    deliverables = list(Deliverable.objects.filter(session=session).order_by("created"))
+    turns = []
+    for prompt in prompts:
+        turns.append(
+            {
+                "prompt": prompt,
+                "observations": [o for o in observations if o.prompt_number == prompt.number],
+                "summaries": [s for s in summaries if s.prompt_number == prompt.number],
+                "deliverables": [d for d in deliverables if d.prompt_id == prompt.pk],
+            }
+        )
+    numbers = {p.number for p in prompts}
+    loose = [o for o in observations if o.prompt_number not in numbers]
+    loose_summaries = [s for s in summaries if s.prompt_number not in numbers]
+    ctx = {"session": session, "turns": turns, "loose": loose, "loose_summaries": loose_summaries}
+    return render(request, "memory/session_detail.html", ctx)
+
+
+@require_GET
+def search_page(request: HttpRequest) -> HttpResponse:
+    form = SearchForm(request.GET or None)
+    hits = []
+    data = form.cleaned_data if form.is_valid() else {}
+    if data.get("q"):
+        kind = data.get("kind")
+        query = SearchQuery(
+            text=data["q"],
+            project=data.get("project") or None,
+            kinds=(kind,) if kind else KINDS,
+            types=(data["type"],) if data.get("type") else (),
+            limit=50,
+        )
+        hits = search(query)
+    ctx = {
+        "form": form,
+        "hits": hits,
+        "projects": web.projects_list(),
+        "searched": bool(data.get("q")),
+    }
+    return render(request, "memory/search.html", ctx)
+
+
+@require_http_methods(["GET", "POST"])
+def settings_page(request: HttpRequest) -> HttpResponse:
+    current = config.load()
+    if request.method == "POST":
+        form = SettingsForm(request.POST, current=current)
+        if form.is_valid():
+            config.save(form.updates())
+            web.context_caches_invalidate()
+            messages.success(
+                request, "Settings saved. The SessionStart index will be rebuilt with them."
+            )
+            return redirect("memory-settings")
+    else:
+        form = SettingsForm(current=current)
+    projects = web.projects_list()
+    project = request.GET.get("project") or (projects[0] if projects else "")
+    ctx = {
+        "form": form,
+        "projects": projects,
+        "preview": web.context_preview(project=project) if project else None,
+        "problems": config.problems(),
+        "settings_path": config.settings_path(),
+    }
+    return render(request, "memory/settings.html", ctx)
+
+
+@require_GET
+def context_preview(request: HttpRequest) -> JsonResponse:
+    project = request.GET.get("project", "")[:200]
+    if not project:
+        return JsonResponse({"error": "choose a project"}, status=400)
+    preview = web.context_preview(project=project)
+    return JsonResponse({"project": project, "text": preview.text})
+
+
+@require_GET
+def stats_page(request: HttpRequest) -> HttpResponse:
+    form = StatsForm(request.GET or None)
+    data = form.cleaned_data if form.is_valid() else {}
+    stats = web.stats_charts(days=data.get("days") or 30, project=data.get("project") or "")
+    return render(
+        request,
+        "memory/stats.html",
+        {"form": form, "stats": stats, "projects": web.projects_list()},
+    )

@@ -1,0 +1,266 @@
+"""The web app in a real browser (Debian's Chromium through Playwright) against a real
+`cmem serve`. Screenshots land in test-artifacts/screenshots/."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import REPO, LiveWorker
+
+CHROMIUM = Path("/usr/bin/chromium")
+SHOTS = REPO / "test-artifacts" / "screenshots"
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(), reason="/usr/bin/chromium is missing (apt-get install chromium)"
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        instance = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
+        try:
+            yield instance
+        finally:
+            instance.close()
+
+
+def _page(browser: Any, width: int = 1280, height: int = 900) -> Any:
+    context = browser.new_context(
+        viewport={"width": width, "height": height}, accept_downloads=True
+    )
+    context.set_default_timeout(15_000)
+    return context.new_page()
+
+
+def _shot(page: Any, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / name), full_page=True)
+
+
+def _seed(worker: LiveWorker, *args: str) -> dict[str, Any]:
+    """Rows written through the ORM into the worker's own database."""
+    out = subprocess.run(
+        [sys.executable, "-m", "tests.browser.seed", *args],
+        env=worker.env,
+        cwd=REPO,
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+    return json.loads(out.stdout.decode().strip().splitlines()[-1])
+
+
+def test_timeline_filter_detail_my_work_download_and_live(
+    live_worker: LiveWorker, browser: Any
+) -> None:
+    ids = _seed(live_worker, "demo")
+    page = _page(browser)
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+
+    # Timeline.
+    page.goto(live_worker.url + "/")
+    page.get_by_role("link", name="Checkout total rounded before tax").wait_for()
+    assert page.get_by_role("link", name="Login hashes the password twice").is_visible()
+    _shot(page, "timeline-1280.png")
+
+    # Filter by project.
+    page.get_by_label("Project").select_option("api-server")
+    page.get_by_role("button", name="Filter").click()
+    page.wait_for_url("**/?*project=api-server*")
+    assert page.get_by_role("link", name="Login hashes the password twice").is_visible()
+    assert page.get_by_role("link", name="Checkout total rounded before tax").count() == 0
+
+    # Open an observation.
+    page.get_by_role("link", name="Login hashes the password twice").click()
+    page.get_by_role("heading", level=1, name="Login hashes the password twice").wait_for()
+    assert page.get_by_role("link", name="Forget…").is_visible()
+
+    # My Work: the request card and its deliverables.
+    page.get_by_role("link", name="My Work").click()
+    card = page.locator(f"#request-{ids['prompts'][0]}")
+    card.get_by_text("Fix the checkout rounding bug").wait_for()
+    assert card.get_by_text("Rounding happens after tax now.").is_visible()
+    card.locator(f"#deliverable-{ids['deliverables']['md']} summary").click()
+    assert card.locator(".markdown strong").inner_text() == "Rounding"
+    card.locator(f"#deliverable-{ids['deliverables']['html']} summary").click()
+    frame = page.frame_locator(f"#deliverable-{ids['deliverables']['html']} iframe")
+    assert frame.locator("h1").inner_text() == "Report"
+    _shot(page, "my-work-1280.png")
+
+    # Download and compare bytes.
+    with page.expect_download() as info:
+        card.get_by_role("link", name="Download notes.txt").click()
+    download = info.value
+    assert download.suggested_filename == "notes.txt"
+    assert Path(download.path()).read_bytes() == b"plain notes\nline two\n"
+
+    # Live: a new observation appears on the open timeline without a reload.
+    page.goto(live_worker.url + "/")
+    page.evaluate("window.__notReloaded = true")
+    page.locator("#live-status").get_by_text("Live").wait_for()
+    _seed(live_worker, "observation", "Cart total cached per session")
+    page.locator("#live-items").get_by_role("link", name="Cart total cached per session").wait_for(
+        timeout=20_000
+    )
+    assert page.evaluate("window.__notReloaded") is True
+    _shot(page, "timeline-live-1280.png")
+    assert errors == []
+    page.context.close()
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_pages_fit_the_screen(live_worker: LiveWorker, browser: Any, width: int) -> None:
+    _seed(live_worker, "demo")
+    page = _page(browser, width=width, height=844)
+    for path, name in (
+        ("/", "timeline"),
+        ("/work/", "my-work"),
+        ("/settings/", "settings"),
+        ("/stats/", "stats"),
+        ("/search/?q=rounding", "search"),
+    ):
+        page.goto(live_worker.url + path)
+        page.locator("main h1").first.wait_for()
+        scroll_width = page.evaluate("document.documentElement.scrollWidth")
+        assert scroll_width <= width, f"{path} is {scroll_width}px wide at a {width}px viewport"
+        _shot(page, f"{name}-{width}.png")
+    page.context.close()
+
+
+def _hook(worker: LiveWorker, event: str, payload: dict[str, Any]) -> None:
+    done = worker.run_hook(event, json.dumps(payload).encode())
+    assert done.returncode == 0, done.stderr
+
+
+def test_acceptance_prompt_edit_write_stop(
+    live_worker: LiveWorker, browser: Any, tmp_path: Path
+) -> None:
+    """A prompt, an Edit inside the project and a Write outside it, then Stop: `/` shows the
+    observation, /work/ the request card with the deliverable, whose download is the bytes."""
+    project = tmp_path / "shop"
+    (project / ".git").mkdir(parents=True)
+    source = project / "app.py"
+    source.write_text("def total(x):\n    return round(x)\n")
+    outside = tmp_path / "handoff" / "release-notes.md"
+    outside.parent.mkdir()
+    base = {
+        "session_id": "acc-session-1",
+        "transcript_path": "",
+        "cwd": str(project),
+        "prompt_id": "acc-prompt-1",
+        "permission_mode": "default",
+    }
+
+    _hook(
+        live_worker,
+        "session-init",
+        {
+            **base,
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": "Fix rounding in app.py and write release notes",
+        },
+    )
+    source.write_text("def total(x):\n    return round(x, 2)\n")
+    _hook(
+        live_worker,
+        "observation",
+        {
+            **base,
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Edit",
+            "tool_use_id": "toolu_acc_1",
+            "tool_input": {
+                "file_path": str(source),
+                "old_string": "round(x)",
+                "new_string": "round(x, 2)",
+                "replace_all": False,
+            },
+            "tool_response": {
+                "filePath": str(source),
+                "oldString": "round(x)",
+                "newString": "round(x, 2)",
+                "structuredPatch": [],
+            },
+        },
+    )
+    written = b"# Release notes\n\n- Totals keep two decimals.\n\xe2\x9c\x93\n"
+    outside.write_bytes(written)
+    _hook(
+        live_worker,
+        "observation",
+        {
+            **base,
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Write",
+            "tool_use_id": "toolu_acc_2",
+            "tool_input": {"file_path": str(outside), "content": written.decode()},
+            "tool_response": {"type": "create", "filePath": str(outside)},
+        },
+    )
+    _hook(
+        live_worker,
+        "summarize",
+        {
+            **base,
+            "hook_event_name": "Stop",
+            "stop_hook_active": False,
+            "last_assistant_message": "Fixed and wrote notes.",
+        },
+    )
+    outside.unlink()  # temp folders vanish after the turn; the copy was made at Stop
+
+    # The observation appears once the worker's consumer has compressed the tool uses.
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(live_worker.url + "/api/stats") as resp:
+            if json.loads(resp.read())["observations"] >= 1:
+                break
+        time.sleep(0.5)
+    page = _page(browser)
+    page.goto(live_worker.url + "/?project=shop")
+    page.locator("article.item-obs").first.wait_for()
+    assert (
+        page.locator("article.item-prompt")
+        .get_by_text("Fix rounding in app.py and write release notes")
+        .is_visible()
+    )
+    _shot(page, "acceptance-timeline.png")
+
+    page.goto(live_worker.url + "/work/")
+    card = page.locator("article.card").filter(
+        has_text="Fix rounding in app.py and write release notes"
+    )
+    card.wait_for()
+    assert card.get_by_text("release-notes.md").first.is_visible()
+    with page.expect_download() as info:
+        card.get_by_role("link", name="Download release-notes.md").click()
+    assert Path(info.value.path()).read_bytes() == written
+    _shot(page, "acceptance-my-work.png")
+    page.context.close()

@@ -1,0 +1,128 @@
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from io import StringIO
+from pathlib import Path
+
+import pytest
+import time_machine
+from django.core.management import call_command
+
+from memory.ledger import ledger_record_observer, ledger_report
+from memory.models import LedgerEntry, Session
+from tests.memory.gate_helpers import (
+    SID,
+    make_obs,
+    make_project,
+    make_session,
+    post_context,
+    post_gate,
+    reason,
+    sha,
+    write_file,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return make_project(tmp_path)
+
+
+def gated_file(root: Path, size: int = 8000) -> Path:
+    target = write_file(root, "src/big.py", size=size)
+    make_obs(
+        make_session(root, "past"),
+        "Big file notes",
+        "src/big.py",
+        created=datetime(2026, 1, 1, tzinfo=UTC),
+        content_hash=sha(target),
+    )
+    return target
+
+
+def test_a_refusal_saves_the_file_minus_the_timeline(client, root) -> None:
+    target = gated_file(root)
+    shown = (len(reason(post_gate(client, root, target))) + 3) // 4
+    total = ledger_report().total
+    assert (total.avoided, total.shown, total.net, total.denials) == (2000, shown, 2000 - shown, 1)
+
+
+def test_a_retried_refusal_is_pure_overhead(client, root) -> None:
+    target = gated_file(root)
+    shown = (len(reason(post_gate(client, root, target))) + 3) // 4
+    post_gate(client, root, target)  # the retry passes
+    total = ledger_report().total
+    assert (total.avoided, total.net, total.retries) == (0, -shown, 1)
+    assert list(LedgerEntry.objects.order_by("pk").values_list("kind", "tokens_avoided")) == [
+        ("gate_deny", 2000),
+        ("gate_retry", -2000),
+    ]
+
+
+def test_observer_spend_is_subtracted(client, root) -> None:
+    target = gated_file(root)
+    post_gate(client, root, target)
+    session = Session.objects.get(session_id=SID)
+    ledger_record_observer(session=session, project="proj", tokens=500)
+    ledger_record_observer(
+        session=session, project="proj", tokens=0
+    )  # nothing spent, nothing booked
+    report = ledger_report()
+    assert report.total.spent == 500
+    assert report.total.net == report.total.avoided - report.total.shown - 500
+    assert LedgerEntry.objects.filter(kind=LedgerEntry.Kind.OBSERVER).count() == 1
+
+
+def test_savings_per_session_project_and_local_day(client, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("CLAUDE_MEM_TIME_ZONE", "America/Los_Angeles")
+    one, two = make_project(tmp_path, "one"), make_project(tmp_path, "two")
+    target = gated_file(one)
+    with time_machine.travel(
+        datetime(2026, 4, 8, 3, 0, tzinfo=UTC), tick=False
+    ):  # Apr 7, 8pm in LA
+        post_gate(client, one, target, session_id="a")
+        post_context(client, two, session_id="b")
+    with time_machine.travel(datetime(2026, 4, 8, 18, 0, tzinfo=UTC), tick=False):
+        post_gate(client, one, target, session_id="c")
+        report = ledger_report()
+        body = client.get("/api/ledger").json()
+    assert [line.key for line in report.by_day] == ["2026-04-07", "2026-04-08"]
+    assert {line.key: line.denials for line in report.by_project} == {"one": 2, "two": 0}
+    assert {line.label.split()[0] for line in report.by_session} == {"one", "two"}
+    assert body["total"]["net"] == report.total.net and [d["key"] for d in body["by_day"]] == [
+        "2026-04-07",
+        "2026-04-08",
+    ]
+    assert report.by_session[0].net >= report.by_session[-1].net
+    monkeypatch.setenv("CLAUDE_MEM_TIME_ZONE", "UTC")
+    with time_machine.travel(datetime(2026, 4, 8, 18, 0, tzinfo=UTC), tick=False):
+        assert [line.key for line in ledger_report().by_day] == ["2026-04-08"]
+
+
+def test_the_endpoint_filters_by_project_and_window(client, root) -> None:
+    target = gated_file(root)
+    with time_machine.travel(datetime.now(UTC) - timedelta(days=40)):
+        post_gate(client, root, target, session_id="old")
+    post_gate(client, root, target, session_id="new")
+    assert client.get("/api/ledger", {"days": 30}).json()["total"]["denials"] == 1
+    assert client.get("/api/ledger", {"days": 60}).json()["total"]["denials"] == 2
+    assert client.get("/api/ledger", {"project": "nope"}).json()["total"]["denials"] == 0
+    assert client.get("/api/ledger", {"days": 0}).status_code in {400, 422}
+
+
+def test_cmem_stats_prints_net_savings(client, root) -> None:
+    target = gated_file(root)
+    post_gate(client, root, target)
+    out = StringIO()
+    call_command("stats", stdout=out)
+    text = out.getvalue()
+    net = ledger_report().total.net
+    assert text.startswith(f"cmem token ledger, all projects, last 30 days: net {net:+,} tokens")
+    assert "per day" in text and "per project" in text and "per session" in text
+    assert "proj" in text
+    out = StringIO()
+    call_command("stats", "--json", "--project", "proj", stdout=out)
+    assert json.loads(out.getvalue())["total"]["net"] == net

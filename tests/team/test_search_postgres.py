@@ -1,0 +1,133 @@
+"""PostgreSQL full-text search behind memory.search.search (team mode)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from memory.models import Observation, ObservationFile, Prompt, Session, Summary
+from memory.search import HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, SearchQuery, search
+from memory.search_postgres import tsquery_terms
+
+pytestmark = [pytest.mark.django_db, pytest.mark.team, pytest.mark.usefixtures("pg_backend")]
+
+
+def _session(project: str = "github.com/acme/app", sid: str = "s1") -> Session:
+    return Session.objects.create(session_id=sid, project=project)
+
+
+def _obs(session: Session, title: str, **fields: object) -> Observation:
+    return Observation.objects.create(session=session, project=session.project, title=title, **fields)
+
+
+def test_finds_observations_by_stemmed_words_best_match_first() -> None:
+    s = _session()
+    narrative_only = _obs(s, "Tidy the settings page", narrative="The migrations were reordered.")
+    in_title = _obs(s, "Squash migrations before release", narrative="Fewer files.")
+    _obs(s, "Unrelated change", narrative="Nothing to see.")
+
+    hits = search(SearchQuery(text="migration"))
+
+    assert [h.id for h in hits] == [in_title.pk, narrative_only.pk]
+    assert hits[0].kind == "observation"
+    assert hits[0].score > hits[1].score > 0
+    assert hits[0].project == "github.com/acme/app"
+    assert hits[0].session == s.pk
+    assert HIGHLIGHT_OPEN in hits[0].snippet and HIGHLIGHT_CLOSE in hits[0].snippet
+
+
+def test_path_words_and_identifiers_match_like_fts5() -> None:
+    s = _session()
+    hit = _obs(s, "Gate reads the index", files_read=["memory/search_postgres.py"], facts=["calls session_init"])
+    hits = search(SearchQuery(text="search_postgres.py"))
+    assert [h.id for h in hits] == [hit.pk]
+    assert hits[0].files == ["memory/search_postgres.py"]
+    assert [h.id for h in search(SearchQuery(text="session init"))] == [hit.pk]
+
+
+def test_summaries_and_prompts_are_found_and_kinds_filter() -> None:
+    s = _session()
+    summary = Summary.objects.create(session=s, project=s.project, request="Port the worker to PostgreSQL", learned="tsvector")
+    prompt = Prompt.objects.create(session=s, number=1, text="please move the worker onto postgresql")
+    obs = _obs(s, "PostgreSQL settings", narrative="DATABASES switch")
+
+    kinds = {(h.kind, h.id) for h in search(SearchQuery(text="postgresql"))}
+    assert kinds == {("summary", summary.pk), ("prompt", prompt.pk), ("observation", obs.pk)}
+    only = search(SearchQuery(text="postgresql", kinds=("prompt",)))
+    assert [(h.kind, h.id, h.type, h.project) for h in only] == [("prompt", prompt.pk, "prompt", s.project)]
+
+
+def test_filters_project_type_concept_file_and_dates() -> None:
+    a, b = _session("github.com/acme/a", "sa"), _session("github.com/acme/b", "sb")
+    old = _obs(a, "Cache fix", type="bugfix", concepts=["Caching"], created=timezone.now() - timedelta(days=10))
+    new = _obs(a, "Cache feature", type="feature", concepts=["gotcha"])
+    other = _obs(b, "Cache elsewhere", type="bugfix")
+    ObservationFile.objects.create(observation=new, project=a.project, path="memory/cache.py", role="modified")
+    Summary.objects.create(session=a, project=a.project, request="cache work")
+
+    def ids(**kw: object) -> set[int]:
+        return {h.id for h in search(SearchQuery(text="cache", **kw)) if h.kind == "observation"}
+
+    assert ids(project="github.com/acme/b") == {other.pk}
+    assert ids(types=("bugfix",)) == {old.pk, other.pk}
+    assert ids(concept="caching") == {old.pk}
+    assert ids(file="cache.py") == {new.pk}
+    assert ids(file="memory/cache.py") == {new.pk}
+    assert ids(file="ache.py") == set()
+    assert ids(since=timezone.now() - timedelta(days=1)) == {new.pk, other.pk}
+    assert ids(until=timezone.now() - timedelta(days=1)) == {old.pk}
+    # Type filters drop summaries and prompts, as on SQLite.
+    assert {h.kind for h in search(SearchQuery(text="cache", types=("bugfix",)))} == {"observation"}
+
+
+def test_no_text_lists_newest_first_with_limit_and_offset() -> None:
+    s = _session()
+    now = timezone.now()
+    made = [_obs(s, f"Row {i}", created=now - timedelta(minutes=i)) for i in range(5)]
+    page = search(SearchQuery(kinds=("observation",), limit=2, offset=1))
+    assert [h.id for h in page] == [made[1].pk, made[2].pk]
+    assert page[0].snippet == ""
+
+
+def test_phrases_prefixes_and_punctuation_read_like_fts5() -> None:
+    s = _session()
+    init = _obs(s, "session init hook", narrative="x")
+    reversed_words = _obs(s, "init the session", narrative="y")
+    compression = _obs(s, "Compression of events", narrative="")
+
+    assert {h.id for h in search(SearchQuery(text='"session init"'))} == {init.pk}
+    assert {h.id for h in search(SearchQuery(text="session init"))} == {init.pk, reversed_words.pk}
+    assert [h.id for h in search(SearchQuery(text="compr*"))] == [compression.pk]
+    assert search(SearchQuery(text="compr")) == []
+    # Operators are literal text; `-` and `OR` are not syntax, as on SQLite.
+    assert tsquery_terms("a OR -b") == ["('a')", "('or')", "('b')"]
+    assert tsquery_terms("foo.bar pool*") == ["('foo' <-> 'bar')", "('pool':*)"]
+    assert search(SearchQuery(text="!!! --- \x00")) == []
+
+
+def test_all_words_first_then_any_word() -> None:
+    s = _session()
+    both = _obs(s, "retry with backoff", narrative="")
+    one = _obs(s, "retry once", narrative="")
+    assert [h.id for h in search(SearchQuery(text="retry backoff"))] == [both.pk]
+    assert {h.id for h in search(SearchQuery(text="retry flamingo"))} == {both.pk, one.pk}
+
+
+def test_search_uses_the_gin_index() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute(
+            "EXPLAIN SELECT id FROM memory_observation WHERE search_vector @@ to_tsquery('english', 'cache')"
+        )
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "memory_observation_search_gin" in plan
+
+
+def test_tokens_estimate_what_fetching_costs() -> None:
+    s = _session()
+    obs = _obs(s, "Token estimate", narrative="n" * 400, facts=["f" * 40])
+    [hit] = search(SearchQuery(text="token estimate"))
+    assert abs(hit.tokens - obs.fetch_tokens) <= 3

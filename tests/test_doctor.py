@@ -1,0 +1,60 @@
+"""`cmem doctor`: each problem found, with its fix, and a nonzero exit."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from memory import hookclient, installer
+
+pytestmark = pytest.mark.django_db
+
+
+def _doctor(settings_path: Path) -> tuple[str, bool]:
+    out = io.StringIO()
+    try:
+        call_command("doctor", claude_settings=settings_path, stdout=out)
+    except CommandError:
+        return out.getvalue(), False
+    return out.getvalue(), True
+
+
+def test_a_healthy_install_passes(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    installer.settings_install(path=path, command=str(installer.own_executable()))
+    text, ok = _doctor(path)
+    assert ok, text
+    assert "hooks installed for all" in text and "migrations applied" in text and "spool empty" in text
+    assert "worker not running" in text and "fix: " in text  # a warning, with its fix
+
+
+def test_missing_hooks_fail_with_the_fix(tmp_path: Path) -> None:
+    text, ok = _doctor(tmp_path / "absent.json")
+    assert not ok
+    assert "cmem hooks are not installed" in text and "fix: run `cmem install`" in text
+
+
+def test_broken_settings_json_and_refused_spool_files_fail(tmp_path: Path, data_dir: Path) -> None:
+    path = tmp_path / "settings.json"
+    installer.settings_install(path=path, command=str(installer.own_executable()))
+    (data_dir / "settings.json").write_text("{oops")
+    failed = data_dir / "spool" / "failed"
+    failed.mkdir(parents=True)
+    (failed / "x.hook").write_bytes(b"{")
+    hookclient.spool_write("claude-code", "observation", b"{}")
+    text, ok = _doctor(path)
+    assert not ok
+    assert "not valid JSON" in text and f"fix: edit {data_dir / 'settings.json'}" in text
+    assert "1 spooled event(s) were refused" in text
+    assert "1 event(s) wait in the spool" in text
+
+
+def test_the_api_key_is_never_printed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-api03-doctor-must-not-print-this-0123456789")
+    text, _ = _doctor(tmp_path / "s.json")
+    assert "ANTHROPIC_API_KEY is set" in text
+    assert "doctor-must-not-print" not in text

@@ -1,0 +1,238 @@
+"""The real `cmem hook` entry point against a real worker (and against none)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CLAUDE_FIXTURES, CMEM, REPO, LiveWorker, free_port, make_worker_env
+
+EVENT_FOR_FIXTURE = {
+    "SessionStart.json": "context",
+    "UserPromptSubmit.json": "session-init",
+    "PreToolUse.json": "file-context",
+    "PostToolUse.json": "observation",
+    "PostToolUse.bash.json": "observation",
+    "PostToolUse.read_offset_limit.json": "observation",
+    "PostToolUseFailure.json": "observation",
+    "Stop.json": "summarize",
+    "SessionEnd.json": "session-end",
+}
+
+
+@pytest.fixture(scope="module")
+def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveWorker]:
+    """One real worker for the module: starting one costs seconds, the tests use distinct ids."""
+    data = tmp_path_factory.mktemp("hook-cli") / "worker-data"
+    data.mkdir(mode=0o700)
+    port = free_port()
+    live = LiveWorker(data_dir=data, port=port, env=make_worker_env(data, port))
+    live.start()
+    try:
+        yield live
+    finally:
+        live.stop()
+
+
+def _db_count(data_dir: Path, sql: str) -> int:
+    con = sqlite3.connect(data_dir / "cmem.sqlite3", timeout=10)
+    try:
+        return int(con.execute(sql).fetchone()[0])
+    finally:
+        con.close()
+
+
+def _observation(tool_use_id: str, session_id: str = "sess-cli", command: str = "echo hi") -> bytes:
+    data = json.loads((CLAUDE_FIXTURES / "PostToolUse.bash.json").read_text())
+    data.update(tool_use_id=tool_use_id, session_id=session_id)
+    data["tool_input"]["command"] = command
+    return json.dumps(data).encode()
+
+
+@pytest.mark.slow
+def test_every_fixture_through_the_real_entry_point_exits_0_with_valid_output(worker: LiveWorker) -> None:
+    for name, event in EVENT_FOR_FIXTURE.items():
+        result = worker.run_hook(event, (CLAUDE_FIXTURES / name).read_bytes())
+        assert result.returncode == 0, (name, result.stderr)
+        assert result.stderr == b"", (name, result.stderr)
+        answer = json.loads(result.stdout)
+        assert isinstance(answer, dict), name
+        if "hookSpecificOutput" in answer:
+            assert answer["hookSpecificOutput"]["hookEventName"] in {"SessionStart", "PreToolUse", "UserPromptSubmit", "PostToolUse"}
+    fixture_sessions = "select id from memory_session where session_id not like 'sess-%'"
+    assert _db_count(worker.data_dir, f"select count(*) from memory_prompt where session_id in ({fixture_sessions})") == 1
+    # The four PostToolUse* fixtures come from four sessions (same tool_use_id): four events.
+    assert _db_count(worker.data_dir, f"select count(*) from memory_event where kind='observation' and session_id in ({fixture_sessions})") == 4
+    assert _db_count(worker.data_dir, f"select count(*) from memory_event where kind='summary' and session_id in ({fixture_sessions})") == 1
+    # Delivered again, nothing new: tool uses by tool_use_id, the summary by its prompt id.
+    for name, event in EVENT_FOR_FIXTURE.items():
+        if event in {"observation", "summarize"}:
+            assert worker.run_hook(event, (CLAUDE_FIXTURES / name).read_bytes()).returncode == 0
+    assert _db_count(worker.data_dir, f"select count(*) from memory_event where session_id in ({fixture_sessions})") == 5
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "payload",
+    [b"", b"{nope", b"[1, 2]", b"\xff\xfe\x00binary\x80\x81", b"x" * (5 * 1024 * 1024)],
+    ids=["empty", "malformed", "not-an-object", "binary", "5MB-garbage"],
+)
+def test_bad_inputs_exit_0_with_nothing_on_stdout_and_one_stderr_line(worker: LiveWorker, payload: bytes) -> None:
+    result = worker.run_hook("observation", payload)
+    assert result.returncode == 0
+    assert result.stdout == b""
+    lines = result.stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("cmem: ") and lines[0].endswith("continuing without memory")
+
+
+@pytest.mark.slow
+def test_a_5mb_tool_output_is_stored_capped_and_binary_bytes_survive(worker: LiveWorker) -> None:
+    data = json.loads(_observation("toolu_big"))
+    data["tool_response"]["stdout"] = "A" * (5 * 1024 * 1024)
+    body = json.dumps(data).encode()
+    result = worker.run_hook("observation", body)
+    assert result.returncode == 0 and result.stdout == b"{}", result.stderr
+    raw = _observation("toolu_bin").replace(b"echo hi", b"echo \xff\xfe caf\xc3\xa9")
+    result = worker.run_hook("observation", raw)
+    assert result.returncode == 0 and result.stdout == b"{}", result.stderr
+    con = sqlite3.connect(worker.data_dir / "cmem.sqlite3")
+    payload = json.loads(con.execute("select payload from memory_event where tool_use_id='toolu_big'").fetchone()[0])
+    stdout = payload["tool_response"]["stdout"]
+    assert len(stdout) < 20000 and "characters cut" in stdout
+    command = json.loads(con.execute("select payload from memory_event where tool_use_id='toolu_bin'").fetchone()[0])["tool_input"]["command"]
+    assert command.endswith("café") and "\ufffd" in command
+
+
+@pytest.mark.slow
+def test_an_oversized_request_is_shrunk_by_the_client_not_lost(worker: LiveWorker) -> None:
+    data = json.loads(_observation("toolu_huge"))
+    data["tool_response"]["stdout"] = "B" * (9 * 1024 * 1024)
+    result = worker.run_hook("observation", json.dumps(data).encode())
+    assert result.returncode == 0 and result.stdout == b"{}", result.stderr
+    assert _db_count(worker.data_dir, "select count(*) from memory_event where tool_use_id='toolu_huge'") == 1
+
+
+@pytest.mark.slow
+def test_eight_processes_times_25_events_store_exactly_200_and_a_replay_stores_nothing(worker: LiveWorker) -> None:
+    payloads = [_observation(f"toolu_c{p}_{i}", session_id=f"sess-c{p}") for p in range(8) for i in range(25)]
+
+    def send_all(proc: int) -> list[int]:
+        # One process per batch of 25 events, 8 of them at once: `cmem hook` is one process per event,
+        # so each worker thread runs its 25 hooks back to back.
+        codes = []
+        for body in payloads[proc * 25 : (proc + 1) * 25]:
+            codes.append(worker.run_hook("observation", body, timeout=30).returncode)
+        return codes
+
+    for _ in range(2):
+        with ThreadPoolExecutor(8) as pool:
+            codes = [c for batch in pool.map(send_all, range(8)) for c in batch]
+        assert codes == [0] * 200
+        assert _db_count(worker.data_dir, "select count(*) from memory_event where tool_use_id like 'toolu_c%'") == 200
+    assert not list((worker.data_dir / "spool").glob("*.hook"))
+
+
+def test_the_hook_client_imports_nothing_heavy() -> None:
+    code = (
+        "import sys; import cmem_site.cli, memory.hookclient; "
+        "heavy = [m for m in sys.modules if m.split('.')[0] in {'django', 'anthropic', 'huey', 'ninja', 'pydantic', "
+        "'json', 'http', 'urllib', 'socket', 'subprocess'}]; print(','.join(heavy))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
+    assert result.stdout.strip() == ""
+
+
+@pytest.mark.slow
+def test_worker_stopped_an_observation_spools_fast_and_is_stored_once_after_start(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    port = free_port()
+    env = make_worker_env(data, port)
+    # A worker that is not running: no port file; the hook must spool and start one.
+    started = time.monotonic()
+    result = subprocess.run([CMEM, "hook", "claude-code", "observation"], input=_observation("toolu_spooled"), env=env, capture_output=True, timeout=10)
+    elapsed = time.monotonic() - started
+    assert result.returncode == 0 and result.stdout == b""
+    assert b"saved to the spool" in result.stderr
+    assert elapsed < 0.8, elapsed
+    try:
+        # The hook started the worker detached; it ingests the spool when its consumer starts.
+        deadline = time.monotonic() + 60
+        stored = 0
+        while time.monotonic() < deadline:
+            if (data / "cmem.sqlite3").exists():
+                try:
+                    stored = _db_count(data, "select count(*) from memory_event where tool_use_id='toolu_spooled'")
+                except sqlite3.OperationalError:
+                    stored = 0
+                if stored:
+                    break
+            time.sleep(0.2)
+        assert stored == 1
+        # Delivered again live (a retry of the same tool use): still exactly one row.
+        again = subprocess.run([CMEM, "hook", "claude-code", "observation"], input=_observation("toolu_spooled"), env=env, capture_output=True, timeout=10)
+        assert again.returncode == 0 and again.stdout == b"{}", again.stderr
+        assert _db_count(data, "select count(*) from memory_event where tool_use_id='toolu_spooled'") == 1
+        assert not list((data / "spool").glob("*.hook"))
+    finally:
+        subprocess.run([CMEM, "stop"], env=env, capture_output=True, timeout=60)
+
+
+@pytest.mark.slow
+def test_context_hook_with_no_worker_degrades_within_the_bound(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    env = make_worker_env(data, free_port(), CLAUDE_MEM_HOOK_TIMEOUT_MS="500")
+    # A stale spawn lock (fresh mtime) stands for "another hook is starting it": no spawn here.
+    (data / "worker.spawn.lock").write_text("1 0\n")
+    started = time.monotonic()
+    result = subprocess.run([CMEM, "hook", "claude-code", "file-context"], input=(CLAUDE_FIXTURES / "PreToolUse.json").read_bytes(), env=env, capture_output=True, timeout=10)
+    assert result.returncode == 0 and result.stdout == b""
+    assert time.monotonic() - started < 1.5
+    assert result.stderr.decode().startswith("cmem: ") and b"continuing without memory" in result.stderr
+    assert not (data / "spool").exists()
+
+
+def test_settings_are_read_env_first_then_the_file_without_json(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memory import hookclient
+
+    (data_dir / "settings.json").write_text(json.dumps({"CLAUDE_MEM_HOOK_TIMEOUT_MS": "750", "CLAUDE_MEM_WORKER_URL": "", "CLAUDE_MEM_API_TOKEN": 'a"b'}, indent=2))
+    hookclient._file_cache.clear()
+    assert hookclient.timeout_s() == 0.75
+    assert hookclient.setting("CLAUDE_MEM_WORKER_URL") == ""
+    assert hookclient.setting("CLAUDE_MEM_API_TOKEN") == 'a"b'  # escaped: parsed for real
+    monkeypatch.setenv("CLAUDE_MEM_HOOK_TIMEOUT_MS", "1500")
+    assert hookclient.timeout_s() == 1.5
+    hookclient._file_cache.clear()
+
+
+def test_team_mode_payload_carries_file_facts_and_the_project(tmp_path: Path) -> None:
+    from memory import hookclient
+
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".git" / "config").write_text('[remote "origin"]\n\turl = git@github.com:acme/widgets.git\n')
+    target = repo / "a.py"
+    target.write_text("print(1)\n")
+    body = json.dumps({"session_id": "s", "cwd": str(repo), "tool_name": "Read", "tool_input": {"file_path": str(target)}}).encode()
+    sent = json.loads(hookclient.remote_payload("file-context", body))
+    facts = sent["cmem_file_facts"][str(target)]
+    assert facts["size"] == 9 and len(facts["sha256"]) == 64
+    assert sent["cmem_project"]["name"] == "github.com/acme/widgets"
+
+
+@pytest.mark.slow
+def test_team_mode_client_talks_http_to_the_worker_url(worker: LiveWorker, tmp_path: Path) -> None:
+    env = {k: v for k, v in worker.env.items() if k != "CLAUDE_MEM_DATA_DIR"}
+    env.update(CLAUDE_MEM_DATA_DIR=str(tmp_path / "client-data"), CLAUDE_MEM_WORKER_URL=worker.url, CLAUDE_MEM_API_TOKEN="t0ken")
+    result = subprocess.run([CMEM, "hook", "claude-code", "observation"], input=_observation("toolu_team", session_id="sess-team"), env=env, capture_output=True, timeout=10)
+    assert result.returncode == 0 and result.stdout == b"{}", result.stderr
+    assert _db_count(worker.data_dir, "select count(*) from memory_event where tool_use_id='toolu_team'") == 1
