@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ninja import NinjaAPI
 
+from deliverables.api import router as deliverables_router
 from memory import config
 from memory.api import router as memory_router
 from memory.insights_api import router as insights_router
@@ -14,3 +15,4 @@ api.add_router("/", memory_router)
 # Each capability mounts its own router below (one line each).
 api.add_router("/", retrieval_router)
 api.add_router("/", insights_router)
+api.add_router("/", deliverables_router)

@@ -185,10 +185,11 @@ def files_facts(*, event: HookEvent, project: Project) -> list[dict[str, Any]]:
     """`cmem_files` of a file tool's event: which file, read or modified, and its state on disk
     (or as the remote hook client reported it, in team mode)."""
     role = FILE_TOOLS.get(event.tool_name)
-    if role is None:
-        return []
+    pairs = [(path, role) for path in _tool_paths(event)] if role else []
+    # Adapters name the files of tools without a `file_path` (Codex apply_patch, shell reads).
+    pairs += [(os.path.join(event.cwd or "/", p), r) for p, r in event.tool_files]
     out = []
-    for path in _tool_paths(event):
+    for path, file_role in pairs:
         norm = os.path.normpath(path)
         reported = event.file_facts.get(path) or event.file_facts.get(norm)
         facts = dict(reported) if isinstance(reported, dict) else _file_facts(norm)
@@ -196,7 +197,7 @@ def files_facts(*, event: HookEvent, project: Project) -> list[dict[str, Any]]:
             {
                 "path": relative_path(norm, project.root),
                 "abs": norm,
-                "role": role,
+                "role": file_role,
                 "size": facts.get("size"),
                 "mtime": facts.get("mtime"),
                 "sha256": facts.get("sha256", ""),

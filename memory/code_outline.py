@@ -24,7 +24,7 @@ MAX_FILE_BYTES = 1024 * 1024
 SEARCH_MAX_FILE_BYTES = 512 * 1024
 SEARCH_MAX_FILES = 5000
 SIGNATURE_CHARS = 160
-DOC_CHARS = 80
+DOC_CHARS = 60
 
 # Folders never worth walking for symbols (claude-mem skips the same ones).
 SKIP_DIRS = frozenset(
@@ -70,6 +70,7 @@ ICONS = {
     "property": "○",
     "macro": "●",
 }
+_CONSTRUCTORS = frozenset({"__init__", "__new__", "__call__", "__init_subclass__"})
 _CONTAINERS = frozenset({"class", "struct", "record", "interface", "trait", "impl", "enum"})
 _FUNCTIONS = frozenset({"function", "method"})
 _BODY_TYPES = frozenset(
@@ -341,7 +342,8 @@ class Outline:
         if self.has_errors:
             out.append("⚠ the file has syntax errors; the outline may be incomplete")
         if self.imports:
-            shown = ", ".join(self.imports[:10]) + (" …" if len(self.imports) > 10 else "")
+            # Only the first few: the full list is in as_dict(), and unfold of the top shows them.
+            shown = ", ".join(self.imports[:3]) + (", …" if len(self.imports) > 3 else "")
             out.append(f"📦 {len(self.imports)} imports: {shown}")
         for symbol in self.symbols:
             self._render_symbol(symbol, 0, out)
@@ -350,12 +352,22 @@ class Outline:
         return "\n".join(out)
 
     def _render_symbol(self, symbol: Symbol, depth: int, out: list[str]) -> None:
-        doc = f"  — {symbol.doc}" if symbol.doc else ""
-        out.append(
-            f"{'  ' * depth}{ICONS.get(symbol.kind, '•')} {symbol.signature}  L{symbol.start_line}-{symbol.end_line}{doc}"
-        )
-        for child in symbol.children:
-            self._render_symbol(child, depth + 1, out)
+        # First doc lines of types and top-level functions only: methods are many, their names
+        # say most, and their docs would double the outline (they stay in as_dict and unfold).
+        doc = f" — {symbol.doc}" if symbol.doc and symbol.kind != "method" else ""
+        signature = symbol.signature
+        if symbol.kind == "method" and symbol.name.startswith("_") and symbol.name not in _CONSTRUCTORS and self.language == "python":
+            # Private and dunder methods: the name and where it is; the API gets full signatures.
+            signature = ("async " if signature.startswith("async ") else "") + symbol.name
+        nested = symbol.kind in _FUNCTIONS and symbol.children
+        if nested:
+            # Helpers defined inside a function are its implementation, not the file's
+            # structure; smart_unfold of the function shows them.
+            doc += f" (+{sum(1 for _ in symbol.walk()) - 1} nested)"
+        out.append(f"{'  ' * depth}{ICONS.get(symbol.kind, '•')} {signature} L{symbol.start_line}-{symbol.end_line}{doc}")
+        if not nested:
+            for child in symbol.children:
+                self._render_symbol(child, depth + 1, out)
 
     @property
     def tokens(self) -> int:
@@ -504,6 +516,15 @@ def _signature(source: bytes, start: int, node: ts.Node, language: str) -> str:
     end = _body_start(node)
     if end is None or end <= start:
         end = node.end_byte
+    # Stop after the last header token, so a comment between it and the body stays out.
+    header_end = start
+    for child in node.children:
+        if child.start_byte >= end:
+            break
+        if "comment" not in child.type:
+            header_end = max(header_end, child.end_byte)
+    if start < header_end < end:
+        end = header_end
     text = source[start:end].decode("utf-8", "replace")
     if end == node.end_byte:
         # No body node (Go interfaces, TS object types): stop where the braces open.
@@ -514,7 +535,19 @@ def _signature(source: bytes, start: int, node: ts.Node, language: str) -> str:
     text = re.sub(
         r"([(\[]) | ([)\]])|, ([)\]])", lambda m: m.group(1) or m.group(2) or m.group(3), text
     )
+    if language == "python":
+        # The icon already says def or class, and every method takes self: spend no tokens on them.
+        text = _PY_KEYWORD.sub(r"\1", text)
+        text = _PY_SELF.sub("(", text)
+    # Long default values (`=GET_ITERATOR_CHUNK_SIZE`, `=frozenset({...})`) become `=…`: the
+    # parameter's name is the structure; unfold shows the value.
+    text = _LONG_DEFAULT.sub("=…", text)
     return text if len(text) <= SIGNATURE_CHARS else text[: SIGNATURE_CHARS - 1] + "…"
+
+
+_PY_KEYWORD = re.compile(r"^(async )?(?:def|class) ")
+_LONG_DEFAULT = re.compile(r"(?<=[\w\]])\s?=\s?(?!=|>)(?:[^,()\[\]{}<>]|\([^()]*\)|\[[^\[\]]*\]|\{[^{}]*\}){13,}?(?=\s*[,)])")
+_PY_SELF = re.compile(r"\((?:self|cls)(?:, |(?=\)))")
 
 
 _COMMENT_MARKS = re.compile(r"^\s*(?:/\*\*?|\*/|\*|///?|//!|#+|--)\s?")
@@ -612,6 +645,18 @@ def _import_label(text: str) -> str:
 
 
 def _read_source(path: Path, max_bytes: int) -> bytes:
+    _check_file(path, max_bytes)
+    try:
+        source = path.read_bytes()
+    except OSError as exc:
+        raise OutlineError(f"{path}: cannot read ({exc.strerror})") from exc
+    if b"\0" in source[:8192]:
+        raise OutlineError(f"{path}: a binary file has no outline")
+    return source
+
+
+def _check_file(path: Path, max_bytes: int) -> None:
+    """Refuse before reading: missing, not a regular file (fifo, device, folder), too big."""
     try:
         info = path.stat()
     except FileNotFoundError as exc:
@@ -624,13 +669,6 @@ def _read_source(path: Path, max_bytes: int) -> bytes:
         raise OutlineError(
             f"{path}: {info.st_size} bytes is over the {max_bytes}-byte limit; read a range of it instead"
         )
-    try:
-        source = path.read_bytes()
-    except OSError as exc:
-        raise OutlineError(f"{path}: cannot read ({exc.strerror})") from exc
-    if b"\0" in source[:8192]:
-        raise OutlineError(f"{path}: a binary file has no outline")
-    return source
 
 
 def outline_source(source: bytes, *, language: str, path: str = "") -> Outline:
@@ -651,7 +689,9 @@ def outline_source(source: bytes, *, language: str, path: str = "") -> Outline:
                 stack.pop()
             # Imports inside functions are detail; the file's dependencies are the top-level ones.
             if not any(open_symbol.kind in _FUNCTIONS for open_symbol in stack):
-                imports.append(_import_label(_text(node)))
+                label = _import_label(_text(node))
+                if label not in imports:
+                    imports.append(label)
             continue
         found = _kind_and_name(language, node, spec.defs[node.type])
         if found is None:
@@ -703,6 +743,7 @@ def smart_outline(
     path: Path, *, display: str | None = None, max_bytes: int = MAX_FILE_BYTES
 ) -> Outline:
     """The outline of one file; raises OutlineError for files cmem cannot outline."""
+    _check_file(path, max_bytes)
     language = language_for(path)
     if language is None:
         supported = ", ".join(sorted(set(EXTENSIONS)))
@@ -770,6 +811,7 @@ def smart_unfold(
     path: Path, symbol: str, *, display: str | None = None, max_bytes: int = MAX_FILE_BYTES
 ) -> Unfolded:
     """The exact source of one symbol, with its line numbers; OutlineError if it is not there."""
+    _check_file(path, max_bytes)
     language = language_for(path)
     if language is None:
         raise OutlineError(

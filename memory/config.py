@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
 
 VERSION = "0.1.0"
@@ -73,6 +74,10 @@ SETTINGS: dict[str, tuple[str, str]] = {
     ),
     "CLAUDE_MEM_CONTEXT_TOKENS": ("2500", "Token budget of the SessionStart index."),
     "CLAUDE_MEM_READ_GATE": ("deny", "File-read gate: deny, context or off."),
+    "CLAUDE_MEM_CODEX_SHELL_READ_GATE": (
+        "context",
+        "Codex read-only shell commands (cat, head, sed -n…): context, deny or off.",
+    ),
     "CLAUDE_MEM_READ_GATE_MIN_BYTES": ("1500", "Files smaller than this always pass the gate."),
     "CLAUDE_MEM_READ_GATE_LIMIT": ("15", "Rows in the gate's timeline."),
     "CLAUDE_MEM_TIME_ZONE": (
@@ -126,8 +131,33 @@ def problems() -> list[str]:
     return list(_problems)
 
 
+# Parsed settings.json per path, keyed by (inode, mtime, size): every hook request reads the
+# settings several times, and re-parsing an unchanged file cost ~0.15 ms each time.
+# write_atomic renames a new file in, so a change always changes the inode.
+_parsed: dict[str, tuple[tuple[int, int, int], dict[str, str], list[str]]] = {}
+
+
 def read_file() -> dict[str, str]:
     """The settings file as a dict of strings; {} (and a recorded problem) when broken."""
+    path = settings_path()
+    try:
+        st = path.stat()
+    except OSError:
+        return _read_file_uncached()
+    key = (st.st_ino, st.st_mtime_ns, st.st_size)
+    cached = _parsed.get(str(path))
+    # File times tick coarsely (a few ms): a file changed in place within the last two
+    # seconds could look unchanged, so it is always re-read.
+    settled = time.time_ns() - st.st_mtime_ns > 2_000_000_000
+    if cached is not None and cached[0] == key and settled:
+        _problems[:] = cached[2]
+        return dict(cached[1])
+    values = _read_file_uncached()
+    _parsed[str(path)] = (key, dict(values), list(_problems))
+    return values
+
+
+def _read_file_uncached() -> dict[str, str]:
     _problems.clear()
     path = settings_path()
     try:

@@ -124,7 +124,13 @@ def _database_checks() -> list[Check]:
     name = str(connection.settings_dict.get("NAME") or "")
     in_memory = name.startswith(("file:", ":memory:"))
     if connection.vendor == "sqlite" and name and not in_memory and not Path(name).exists():
-        return [Check("warn", f"database {name} not created yet", "the worker creates it when it starts: `cmem start`")]
+        return [
+            Check(
+                "warn",
+                f"database {name} not created yet",
+                "the worker creates it when it starts: `cmem start`",
+            )
+        ]
     try:
         executor = MigrationExecutor(connection)
         pending = executor.migration_plan(executor.loader.graph.leaf_nodes())

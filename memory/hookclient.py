@@ -277,6 +277,52 @@ def post_remote(base_url: str, path: str, body: bytes, timeout: float) -> tuple[
         conn.close()
 
 
+def flush_remote_spool(base_url: str, timeout: float, limit: int = 20) -> int:
+    """Team mode has no local worker to drain the spool: after a request succeeds, this hook
+    forwards up to `limit` spooled events, oldest first, claimed by rename like the worker
+    does. Returns how many were delivered."""
+    folder = os.path.join(data_dir(), "spool")
+    try:
+        names = sorted(
+            n for n in os.listdir(folder) if n.endswith(".hook") and not n.startswith(".")
+        )
+    except OSError:
+        return 0
+    claimed_dir = os.path.join(folder, "claimed")
+    os.makedirs(claimed_dir, mode=0o700, exist_ok=True)
+    delivered = 0
+    for name in names[:limit]:
+        parts = name[: -len(".hook")].split(".")
+        source, claimed = os.path.join(folder, name), os.path.join(claimed_dir, name)
+        try:
+            os.rename(source, claimed)
+        except OSError:
+            continue  # another hook took it
+        try:
+            with open(claimed, "rb") as fh:
+                body = fh.read()
+            status, _ = post_remote(
+                base_url,
+                f"/api/hooks/{parts[3]}/{parts[4]}",
+                remote_payload(parts[4], body),
+                timeout,
+            )
+        except (HookFailure, OSError, IndexError):
+            os.replace(claimed, source)
+            break
+        if status >= 500 or status in (401, 403, 404, 405, 429):
+            os.replace(claimed, source)  # not now; keep the order for a later hook
+            break
+        if status != 200:
+            failed = os.path.join(folder, "failed")
+            os.makedirs(failed, mode=0o700, exist_ok=True)
+            os.replace(claimed, os.path.join(failed, name))
+            continue
+        os.unlink(claimed)
+        delivered += 1
+    return delivered
+
+
 # --- spool and worker start ---------------------------------------------------------------
 
 
@@ -432,6 +478,11 @@ def run(platform: str, event: str, body: bytes) -> int:
     if status == 200:
         sys.stdout.buffer.write(answer)
         sys.stdout.flush()
+        if remote and os.path.isdir(os.path.join(data_dir(), "spool")):
+            try:  # noqa: SIM105 - the answer is out; this is best effort
+                flush_remote_spool(remote, timeout)
+            except Exception:  # noqa: BLE001
+                pass
         return 0
     # 5xx/429: the worker is struggling; 404/405: what answers is not (this version of) cmem.
     # Either way the event is kept for a worker that can take it.
@@ -459,6 +510,8 @@ def _post_or_start(path: str, event: str, body: bytes, timeout: float) -> tuple[
 
 
 def _spool(platform: str, event: str, body: bytes, reason: str, *, start: bool) -> int:
+    if body.lstrip()[:1] != b"{":
+        return _fail(f"{reason}; the payload is not a JSON object, so it is not kept")
     try:
         spool_write(platform, event, body)
     except OSError as exc:

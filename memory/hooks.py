@@ -7,10 +7,10 @@ from types import ModuleType
 from typing import Any
 
 from memory import capture, context, gate, projects
-from memory.platforms import claude_code
+from memory.platforms import claude_code, codex
 from memory.platforms.base import HookEvent, HookInputError, HookResult
 
-ADAPTERS: dict[str, ModuleType] = {"claude-code": claude_code}
+ADAPTERS: dict[str, ModuleType] = {"claude-code": claude_code, "codex": codex}
 
 
 def adapter_for(platform: str) -> ModuleType:
@@ -38,6 +38,14 @@ def decode_body(body: bytes) -> dict[str, Any]:
 
 
 def _dispatch(event: HookEvent) -> HookResult:
+    if event.platform == codex.platform:
+        # Codex-only events (SubagentStart, PostCompact) and Codex rules (shell reads,
+        # compaction marks) first; the rest is the shared path below.
+        from memory.codex_services import codex_dispatch
+
+        answer = codex_dispatch(event=event)
+        if answer is not None:
+            return answer
     if event.event == "session-init":
         return capture.session_init(event=event)
     if event.event == "observation":

@@ -22,6 +22,7 @@ from memory import config
 from memory.worker import (
     Address,
     WorkerError,
+    belongs_here,
     group_alive,
     health,
     log_dir,
@@ -65,7 +66,7 @@ class WorkerState:
 def worker_state(*, with_health: bool = True) -> WorkerState:
     """Read the pid file and tell a running supervisor from a stale file.
 
-    1. No pid file: not running (unless the lock says a supervisor is still starting up).
+    1. No pid file: not running.
     2. A pid that is dead, or alive but not a `cmem serve` (the pid was reused), or a free
        lock: stale, with the reason.
     3. Otherwise running; the address comes from worker.port (what it really bound).
@@ -103,7 +104,9 @@ def _kill_leftover_children(children: dict[str, int]) -> list[int]:
     """SIGKILL the process groups of recorded children that are still cmem; return their pids."""
     killed = []
     for pid in children.values():
-        if group_alive(pid) and (looks_like_cmem(process_cmdline(pid)) or not pid_alive(pid)):
+        # A dead leader with a live group is gunicorn's orphaned worker: the group id
+        # cannot be reused while the group exists, so it is still ours.
+        if group_alive(pid) and (belongs_here(pid) or not pid_alive(pid)):
             signal_group(pid, signal.SIGKILL)
             killed.append(pid)
     for pid in killed:
@@ -195,7 +198,13 @@ def _check_port(address: Address) -> None:
 def _spawn_detached() -> subprocess.Popen[bytes]:
     log_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
     rotate_log(out_path())
-    env = dict(os.environ, DJANGO_SETTINGS_MODULE="cmem_site.settings", PYTHONUNBUFFERED="1")
+    env = dict(
+        os.environ,
+        DJANGO_SETTINGS_MODULE="cmem_site.settings",
+        PYTHONUNBUFFERED="1",
+        # Absolute: the supervisor runs in the data dir, where a relative path means nothing.
+        CLAUDE_MEM_DATA_DIR=str(config.data_dir().resolve()),
+    )
     with open(out_path(), "ab") as out:
         os.chmod(out_path(), 0o600)
         # A new session: the worker outlives the terminal or hook that started it, and no
@@ -207,7 +216,7 @@ def _spawn_detached() -> subprocess.Popen[bytes]:
             stderr=subprocess.STDOUT,
             env=env,
             start_new_session=True,
-            cwd=str(config.data_dir()),
+            cwd=str(config.data_dir().resolve()),
         )
 
 

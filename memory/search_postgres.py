@@ -26,6 +26,9 @@ _WORD = re.compile(r"\w+")
 # the same proportions as the FTS5 path's bm25 column weights.
 RANK_WEIGHTS = "{0.3, 0.2, 0.4, 1.0}"
 _RANK = f"ts_rank('{RANK_WEIGHTS}', o.search_vector, q.q)"
+# Broad queries rank their newest matches only (see _select): recent work is what an agent
+# asks about, and it keeps a common word at 1M rows in tens of milliseconds.
+RANK_WINDOW = 2000
 HEADLINE_OPTIONS = f'StartSel={HIGHLIGHT_OPEN}, StopSel={HIGHLIGHT_CLOSE}, MaxWords=24, MinWords=8, MaxFragments=2, FragmentDelimiter=" … "'
 
 
@@ -151,13 +154,20 @@ def _select(query: SearchQuery, kind: Kind, tsquery: str, window: int) -> tuple[
     where, params = _filters(query, kind, spec)
     columns = f"o.id, {spec.title}, {spec.project}, o.created, {spec.type}, {{score}}, {spec.tokens}, {spec.session}, {spec.files}"
     if tsquery:
+        # Rank only the newest RANK_WINDOW matches: ts_rank reads each match's tsvector, and a
+        # common word in a million rows would cost a million of those; the inner query is the
+        # GIN index plus a top-N sort by date (or a backwards date scan, when the planner's
+        # lexeme statistics say matches are everywhere).
+        matches = (
+            f"SELECT o.id FROM {spec.table} {spec.join} WHERE o.search_vector @@ to_tsquery('english', %s)"
+            f"{''.join(' AND ' + w for w in where)} ORDER BY o.created DESC LIMIT {RANK_WINDOW}"
+        )
         sql = (
             f"SELECT {columns.format(score=_RANK)}, '' "
             f"FROM {spec.table} {spec.join} CROSS JOIN to_tsquery('english', %s) AS q(q) "
-            f"WHERE o.search_vector @@ q.q{''.join(' AND ' + w for w in where)} "
-            "ORDER BY 6 DESC, o.created DESC, o.id DESC LIMIT %s"
+            f"WHERE o.id IN ({matches}) ORDER BY 6 DESC, o.created DESC, o.id DESC LIMIT %s"
         )
-        return sql, [tsquery, *params, window]
+        return sql, [tsquery, tsquery, *params, window]
     sql = (
         f"SELECT {columns.format(score='0.0')}, {spec.fallback_snippet} FROM {spec.table} {spec.join} "
         f"{'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY o.created DESC, o.id DESC LIMIT %s"

@@ -82,11 +82,7 @@ def observation_detail(request: HttpRequest, pk: int) -> HttpResponse:
         prompt = Prompt.objects.filter(
             session=observation.session, number=observation.prompt_number
         ).first()
-    ctx = {
-        "obs": observation,
-        "prompt": prompt,
-        "files": observation.files.order_by("role", "path"),
-    }
+    ctx = {"obs": observation, "prompt": prompt}
     return render(request, "memory/observation_detail.html", ctx)
 
 

@@ -237,6 +237,22 @@ def looks_like_cmem(cmdline: list[str] | None, *, supervisor: bool = False) -> b
     return ours and (not supervisor or "serve" in cmdline)
 
 
+def belongs_here(pid: int) -> bool:
+    """Whether `pid` is a cmem process of this data dir. Children get CLAUDE_MEM_DATA_DIR in
+    their environment, so a recycled pid that is another user's or another data dir's
+    cmem is never taken for ours (where /proc is missing, the command line has to do)."""
+    if not looks_like_cmem(process_cmdline(pid)):
+        return False
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except FileNotFoundError:
+        return not Path("/proc/self").exists()
+    except OSError:
+        return False
+    here = {str(config.data_dir()), str(config.data_dir().resolve())}
+    return any(f"CLAUDE_MEM_DATA_DIR={path}".encode() in environ for path in here)
+
+
 def remove_state_files() -> None:
     for path in (port_path(), children_path(), pid_path()):
         path.unlink(missing_ok=True)
@@ -357,7 +373,12 @@ class Supervisor:
         cmd = _server_command(self.address) if name == "server" else _consumer_command()
         if name == "server":
             rotate_log(log_dir() / "server.log")
-        env = dict(os.environ, DJANGO_SETTINGS_MODULE="cmem_site.settings", CMEM_WORKER_ROLE=name)
+        env = dict(
+            os.environ,
+            DJANGO_SETTINGS_MODULE="cmem_site.settings",
+            CMEM_WORKER_ROLE=name,
+            CLAUDE_MEM_DATA_DIR=str(config.data_dir()),  # also marks the process as ours
+        )
         # Own process group per child so stop can take the whole subtree (gunicorn's worker too).
         self.children[name] = subprocess.Popen(
             cmd,

@@ -28,7 +28,9 @@ def test_a_healthy_install_passes(tmp_path: Path) -> None:
     installer.settings_install(path=path, command=str(installer.own_executable()))
     text, ok = _doctor(path)
     assert ok, text
-    assert "hooks installed for all" in text and "migrations applied" in text and "spool empty" in text
+    assert (
+        "hooks installed for all" in text and "migrations applied" in text and "spool empty" in text
+    )
     assert "worker not running" in text and "fix: " in text  # a warning, with its fix
 
 

@@ -25,6 +25,8 @@ EVENT_FOR_FIXTURE = {
     "PostToolUseFailure.json": "observation",
     "Stop.json": "summarize",
     "SessionEnd.json": "session-end",
+    # Not an event cmem registers for; if it were routed to observation it must be a no-op.
+    "PostToolBatch.json": "observation",
 }
 
 
@@ -58,7 +60,9 @@ def _observation(tool_use_id: str, session_id: str = "sess-cli", command: str = 
 
 
 @pytest.mark.slow
-def test_every_fixture_through_the_real_entry_point_exits_0_with_valid_output(worker: LiveWorker) -> None:
+def test_every_fixture_through_the_real_entry_point_exits_0_with_valid_output(
+    worker: LiveWorker,
+) -> None:
     for name, event in EVENT_FOR_FIXTURE.items():
         result = worker.run_hook(event, (CLAUDE_FIXTURES / name).read_bytes())
         assert result.returncode == 0, (name, result.stderr)
@@ -66,31 +70,73 @@ def test_every_fixture_through_the_real_entry_point_exits_0_with_valid_output(wo
         answer = json.loads(result.stdout)
         assert isinstance(answer, dict), name
         if "hookSpecificOutput" in answer:
-            assert answer["hookSpecificOutput"]["hookEventName"] in {"SessionStart", "PreToolUse", "UserPromptSubmit", "PostToolUse"}
+            assert answer["hookSpecificOutput"]["hookEventName"] in {
+                "SessionStart",
+                "PreToolUse",
+                "UserPromptSubmit",
+                "PostToolUse",
+            }
     fixture_sessions = "select id from memory_session where session_id not like 'sess-%'"
-    assert _db_count(worker.data_dir, f"select count(*) from memory_prompt where session_id in ({fixture_sessions})") == 1
+    assert (
+        _db_count(
+            worker.data_dir,
+            f"select count(*) from memory_prompt where session_id in ({fixture_sessions})",
+        )
+        == 1
+    )
     # The four PostToolUse* fixtures come from four sessions (same tool_use_id): four events.
-    assert _db_count(worker.data_dir, f"select count(*) from memory_event where kind='observation' and session_id in ({fixture_sessions})") == 4
-    assert _db_count(worker.data_dir, f"select count(*) from memory_event where kind='summary' and session_id in ({fixture_sessions})") == 1
+    assert (
+        _db_count(
+            worker.data_dir,
+            f"select count(*) from memory_event where kind='observation' and session_id in ({fixture_sessions})",
+        )
+        == 4
+    )
+    assert (
+        _db_count(
+            worker.data_dir,
+            f"select count(*) from memory_event where kind='summary' and session_id in ({fixture_sessions})",
+        )
+        == 1
+    )
     # Delivered again, nothing new: tool uses by tool_use_id, the summary by its prompt id.
     for name, event in EVENT_FOR_FIXTURE.items():
         if event in {"observation", "summarize"}:
             assert worker.run_hook(event, (CLAUDE_FIXTURES / name).read_bytes()).returncode == 0
-    assert _db_count(worker.data_dir, f"select count(*) from memory_event where session_id in ({fixture_sessions})") == 5
+    assert (
+        _db_count(
+            worker.data_dir,
+            f"select count(*) from memory_event where session_id in ({fixture_sessions})",
+        )
+        == 5
+    )
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "payload",
-    [b"", b"{nope", b"[1, 2]", b"\xff\xfe\x00binary\x80\x81", b"x" * (5 * 1024 * 1024)],
-    ids=["empty", "malformed", "not-an-object", "binary", "5MB-garbage"],
+    [
+        b"",
+        b"{nope",
+        b"[1, 2]",
+        b"\xff\xfe\x00binary\x80\x81",
+        b"x" * (5 * 1024 * 1024),
+        b"y" * (9 * 1024 * 1024),
+    ],
+    ids=["empty", "malformed", "not-an-object", "binary", "5MB-garbage", "9MB-over-the-limit"],
 )
-def test_bad_inputs_exit_0_with_nothing_on_stdout_and_one_stderr_line(worker: LiveWorker, payload: bytes) -> None:
+def test_bad_inputs_exit_0_with_nothing_on_stdout_and_one_stderr_line(
+    worker: LiveWorker, payload: bytes
+) -> None:
     result = worker.run_hook("observation", payload)
     assert result.returncode == 0
     assert result.stdout == b""
     lines = result.stderr.decode().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("cmem: ") and lines[0].endswith("continuing without memory")
+    assert (
+        len(lines) == 1
+        and lines[0].startswith("cmem: ")
+        and lines[0].endswith("continuing without memory")
+    )
 
 
 @pytest.mark.slow
@@ -104,10 +150,14 @@ def test_a_5mb_tool_output_is_stored_capped_and_binary_bytes_survive(worker: Liv
     result = worker.run_hook("observation", raw)
     assert result.returncode == 0 and result.stdout == b"{}", result.stderr
     con = sqlite3.connect(worker.data_dir / "cmem.sqlite3")
-    payload = json.loads(con.execute("select payload from memory_event where tool_use_id='toolu_big'").fetchone()[0])
+    payload = json.loads(
+        con.execute("select payload from memory_event where tool_use_id='toolu_big'").fetchone()[0]
+    )
     stdout = payload["tool_response"]["stdout"]
     assert len(stdout) < 20000 and "characters cut" in stdout
-    command = json.loads(con.execute("select payload from memory_event where tool_use_id='toolu_bin'").fetchone()[0])["tool_input"]["command"]
+    command = json.loads(
+        con.execute("select payload from memory_event where tool_use_id='toolu_bin'").fetchone()[0]
+    )["tool_input"]["command"]
     assert command.endswith("café") and "\ufffd" in command
 
 
@@ -117,12 +167,23 @@ def test_an_oversized_request_is_shrunk_by_the_client_not_lost(worker: LiveWorke
     data["tool_response"]["stdout"] = "B" * (9 * 1024 * 1024)
     result = worker.run_hook("observation", json.dumps(data).encode())
     assert result.returncode == 0 and result.stdout == b"{}", result.stderr
-    assert _db_count(worker.data_dir, "select count(*) from memory_event where tool_use_id='toolu_huge'") == 1
+    assert (
+        _db_count(
+            worker.data_dir, "select count(*) from memory_event where tool_use_id='toolu_huge'"
+        )
+        == 1
+    )
 
 
 @pytest.mark.slow
-def test_eight_processes_times_25_events_store_exactly_200_and_a_replay_stores_nothing(worker: LiveWorker) -> None:
-    payloads = [_observation(f"toolu_c{p}_{i}", session_id=f"sess-c{p}") for p in range(8) for i in range(25)]
+def test_eight_processes_times_25_events_store_exactly_200_and_a_replay_stores_nothing(
+    worker: LiveWorker,
+) -> None:
+    payloads = [
+        _observation(f"toolu_c{p}_{i}", session_id=f"sess-c{p}")
+        for p in range(8)
+        for i in range(25)
+    ]
 
     def send_all(proc: int) -> list[int]:
         # One process per batch of 25 events, 8 of them at once: `cmem hook` is one process per event,
@@ -136,7 +197,13 @@ def test_eight_processes_times_25_events_store_exactly_200_and_a_replay_stores_n
         with ThreadPoolExecutor(8) as pool:
             codes = [c for batch in pool.map(send_all, range(8)) for c in batch]
         assert codes == [0] * 200
-        assert _db_count(worker.data_dir, "select count(*) from memory_event where tool_use_id like 'toolu_c%'") == 200
+        assert (
+            _db_count(
+                worker.data_dir,
+                "select count(*) from memory_event where tool_use_id like 'toolu_c%'",
+            )
+            == 200
+        )
     assert not list((worker.data_dir / "spool").glob("*.hook"))
 
 
@@ -146,19 +213,29 @@ def test_the_hook_client_imports_nothing_heavy() -> None:
         "heavy = [m for m in sys.modules if m.split('.')[0] in {'django', 'anthropic', 'huey', 'ninja', 'pydantic', "
         "'json', 'http', 'urllib', 'socket', 'subprocess'}]; print(','.join(heavy))"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True
+    )
     assert result.stdout.strip() == ""
 
 
 @pytest.mark.slow
-def test_worker_stopped_an_observation_spools_fast_and_is_stored_once_after_start(tmp_path: Path) -> None:
+def test_worker_stopped_an_observation_spools_fast_and_is_stored_once_after_start(
+    tmp_path: Path,
+) -> None:
     data = tmp_path / "data"
     data.mkdir()
     port = free_port()
     env = make_worker_env(data, port)
     # A worker that is not running: no port file; the hook must spool and start one.
     started = time.monotonic()
-    result = subprocess.run([CMEM, "hook", "claude-code", "observation"], input=_observation("toolu_spooled"), env=env, capture_output=True, timeout=10)
+    result = subprocess.run(
+        [CMEM, "hook", "claude-code", "observation"],
+        input=_observation("toolu_spooled"),
+        env=env,
+        capture_output=True,
+        timeout=10,
+    )
     elapsed = time.monotonic() - started
     assert result.returncode == 0 and result.stdout == b""
     assert b"saved to the spool" in result.stderr
@@ -170,7 +247,9 @@ def test_worker_stopped_an_observation_spools_fast_and_is_stored_once_after_star
         while time.monotonic() < deadline:
             if (data / "cmem.sqlite3").exists():
                 try:
-                    stored = _db_count(data, "select count(*) from memory_event where tool_use_id='toolu_spooled'")
+                    stored = _db_count(
+                        data, "select count(*) from memory_event where tool_use_id='toolu_spooled'"
+                    )
                 except sqlite3.OperationalError:
                     stored = 0
                 if stored:
@@ -178,9 +257,18 @@ def test_worker_stopped_an_observation_spools_fast_and_is_stored_once_after_star
             time.sleep(0.2)
         assert stored == 1
         # Delivered again live (a retry of the same tool use): still exactly one row.
-        again = subprocess.run([CMEM, "hook", "claude-code", "observation"], input=_observation("toolu_spooled"), env=env, capture_output=True, timeout=10)
+        again = subprocess.run(
+            [CMEM, "hook", "claude-code", "observation"],
+            input=_observation("toolu_spooled"),
+            env=env,
+            capture_output=True,
+            timeout=10,
+        )
         assert again.returncode == 0 and again.stdout == b"{}", again.stderr
-        assert _db_count(data, "select count(*) from memory_event where tool_use_id='toolu_spooled'") == 1
+        assert (
+            _db_count(data, "select count(*) from memory_event where tool_use_id='toolu_spooled'")
+            == 1
+        )
         assert not list((data / "spool").glob("*.hook"))
     finally:
         subprocess.run([CMEM, "stop"], env=env, capture_output=True, timeout=60)
@@ -194,17 +282,37 @@ def test_context_hook_with_no_worker_degrades_within_the_bound(tmp_path: Path) -
     # A stale spawn lock (fresh mtime) stands for "another hook is starting it": no spawn here.
     (data / "worker.spawn.lock").write_text("1 0\n")
     started = time.monotonic()
-    result = subprocess.run([CMEM, "hook", "claude-code", "file-context"], input=(CLAUDE_FIXTURES / "PreToolUse.json").read_bytes(), env=env, capture_output=True, timeout=10)
+    result = subprocess.run(
+        [CMEM, "hook", "claude-code", "file-context"],
+        input=(CLAUDE_FIXTURES / "PreToolUse.json").read_bytes(),
+        env=env,
+        capture_output=True,
+        timeout=10,
+    )
     assert result.returncode == 0 and result.stdout == b""
     assert time.monotonic() - started < 1.5
-    assert result.stderr.decode().startswith("cmem: ") and b"continuing without memory" in result.stderr
+    assert (
+        result.stderr.decode().startswith("cmem: ")
+        and b"continuing without memory" in result.stderr
+    )
     assert not (data / "spool").exists()
 
 
-def test_settings_are_read_env_first_then_the_file_without_json(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_settings_are_read_env_first_then_the_file_without_json(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from memory import hookclient
 
-    (data_dir / "settings.json").write_text(json.dumps({"CLAUDE_MEM_HOOK_TIMEOUT_MS": "750", "CLAUDE_MEM_WORKER_URL": "", "CLAUDE_MEM_API_TOKEN": 'a"b'}, indent=2))
+    (data_dir / "settings.json").write_text(
+        json.dumps(
+            {
+                "CLAUDE_MEM_HOOK_TIMEOUT_MS": "750",
+                "CLAUDE_MEM_WORKER_URL": "",
+                "CLAUDE_MEM_API_TOKEN": 'a"b',
+            },
+            indent=2,
+        )
+    )
     hookclient._file_cache.clear()
     assert hookclient.timeout_s() == 0.75
     assert hookclient.setting("CLAUDE_MEM_WORKER_URL") == ""
@@ -219,10 +327,19 @@ def test_team_mode_payload_carries_file_facts_and_the_project(tmp_path: Path) ->
 
     repo = tmp_path / "repo"
     (repo / ".git").mkdir(parents=True)
-    (repo / ".git" / "config").write_text('[remote "origin"]\n\turl = git@github.com:acme/widgets.git\n')
+    (repo / ".git" / "config").write_text(
+        '[remote "origin"]\n\turl = git@github.com:acme/widgets.git\n'
+    )
     target = repo / "a.py"
     target.write_text("print(1)\n")
-    body = json.dumps({"session_id": "s", "cwd": str(repo), "tool_name": "Read", "tool_input": {"file_path": str(target)}}).encode()
+    body = json.dumps(
+        {
+            "session_id": "s",
+            "cwd": str(repo),
+            "tool_name": "Read",
+            "tool_input": {"file_path": str(target)},
+        }
+    ).encode()
     sent = json.loads(hookclient.remote_payload("file-context", body))
     facts = sent["cmem_file_facts"][str(target)]
     assert facts["size"] == 9 and len(facts["sha256"]) == 64
@@ -230,9 +347,29 @@ def test_team_mode_payload_carries_file_facts_and_the_project(tmp_path: Path) ->
 
 
 @pytest.mark.slow
-def test_team_mode_client_talks_http_to_the_worker_url(worker: LiveWorker, tmp_path: Path) -> None:
+def test_team_mode_client_talks_http_to_the_worker_url_and_drains_its_spool(
+    worker: LiveWorker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory import hookclient
+
+    client_data = tmp_path / "client-data"
+    monkeypatch.setenv("CLAUDE_MEM_DATA_DIR", str(client_data))
+    # Spooled while the shared worker was unreachable.
+    hookclient.spool_write("claude-code", "observation", _observation("toolu_team_spooled", session_id="sess-team"))
     env = {k: v for k, v in worker.env.items() if k != "CLAUDE_MEM_DATA_DIR"}
-    env.update(CLAUDE_MEM_DATA_DIR=str(tmp_path / "client-data"), CLAUDE_MEM_WORKER_URL=worker.url, CLAUDE_MEM_API_TOKEN="t0ken")
-    result = subprocess.run([CMEM, "hook", "claude-code", "observation"], input=_observation("toolu_team", session_id="sess-team"), env=env, capture_output=True, timeout=10)
+    env.update(
+        CLAUDE_MEM_DATA_DIR=str(client_data),
+        CLAUDE_MEM_WORKER_URL=worker.url,
+        CLAUDE_MEM_API_TOKEN="t0ken",
+    )
+    result = subprocess.run(
+        [CMEM, "hook", "claude-code", "observation"],
+        input=_observation("toolu_team", session_id="sess-team"),
+        env=env,
+        capture_output=True,
+        timeout=10,
+    )
     assert result.returncode == 0 and result.stdout == b"{}", result.stderr
-    assert _db_count(worker.data_dir, "select count(*) from memory_event where tool_use_id='toolu_team'") == 1
+    count = "select count(*) from memory_event where tool_use_id in ('toolu_team', 'toolu_team_spooled')"
+    assert _db_count(worker.data_dir, count) == 2
+    assert not list((client_data / "spool").glob("*.hook"))

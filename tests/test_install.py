@@ -13,7 +13,12 @@ from memory import installer
 from tests.conftest import CMEM
 
 OTHER_HOOKS = {
-    "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "/usr/local/bin/guard.sh", "timeout": 5}]}],
+    "PreToolUse": [
+        {
+            "matcher": "Bash",
+            "hooks": [{"type": "command", "command": "/usr/local/bin/guard.sh", "timeout": 5}],
+        }
+    ],
     "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
 }
 
@@ -29,11 +34,17 @@ def _cmem(*args: str, home: Path, path_env: str | None = None) -> subprocess.Com
 @pytest.fixture
 def settings_file(tmp_path: Path) -> Path:
     path = tmp_path / "settings.json"
-    path.write_text(json.dumps({"model": "opus", "permissions": {"allow": ["Read"]}, "hooks": OTHER_HOOKS}, indent=4))
+    path.write_text(
+        json.dumps(
+            {"model": "opus", "permissions": {"allow": ["Read"]}, "hooks": OTHER_HOOKS}, indent=4
+        )
+    )
     return path
 
 
-def test_install_uninstall_round_trip_leaves_other_hooks_untouched(tmp_path: Path, settings_file: Path) -> None:
+def test_install_uninstall_round_trip_leaves_other_hooks_untouched(
+    tmp_path: Path, settings_file: Path
+) -> None:
     original = json.loads(settings_file.read_text())
     result = _cmem("install", "--settings", str(settings_file), home=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -50,7 +61,10 @@ def test_install_uninstall_round_trip_leaves_other_hooks_untouched(tmp_path: Pat
 def test_install_writes_the_six_entries_in_exec_form(tmp_path: Path, settings_file: Path) -> None:
     _cmem("install", "--settings", str(settings_file), home=tmp_path, path_env="/usr/bin:/bin")
     hooks = json.loads(settings_file.read_text())["hooks"]
-    ours = {event: [h for g in groups for h in g["hooks"] if installer.is_cmem_hook(h)] for event, groups in hooks.items()}
+    ours = {
+        event: [h for g in groups for h in g["hooks"] if installer.is_cmem_hook(h)]
+        for event, groups in hooks.items()
+    }
     assert {e: [h["args"][2] for h in hs] for e, hs in ours.items() if hs} == {
         "SessionStart": ["context"],
         "UserPromptSubmit": ["session-init"],
@@ -70,9 +84,20 @@ def test_install_writes_the_six_entries_in_exec_form(tmp_path: Path, settings_fi
 
 def test_install_uses_the_bare_name_when_path_resolves_it(tmp_path: Path) -> None:
     path = tmp_path / "s.json"
-    _cmem("install", "--settings", str(path), home=tmp_path, path_env=f"{Path(CMEM).parent}:/usr/bin:/bin")
+    _cmem(
+        "install",
+        "--settings",
+        str(path),
+        home=tmp_path,
+        path_env=f"{Path(CMEM).parent}:/usr/bin:/bin",
+    )
     hook = json.loads(path.read_text())["hooks"]["Stop"][0]["hooks"][0]
-    assert hook == {"type": "command", "command": "cmem", "args": ["hook", "claude-code", "summarize"], "timeout": 60}
+    assert hook == {
+        "type": "command",
+        "command": "cmem",
+        "args": ["hook", "claude-code", "summarize"],
+        "timeout": 60,
+    }
 
 
 def test_install_is_idempotent(tmp_path: Path, settings_file: Path) -> None:
@@ -97,7 +122,9 @@ def test_an_unparseable_settings_file_is_refused_unchanged(tmp_path: Path) -> No
 
 def test_install_registers_the_mcp_server_and_uninstall_removes_it(tmp_path: Path) -> None:
     path = tmp_path / "s.json"
-    (tmp_path / ".claude.json").write_text(json.dumps({"projects": {"/x": {}}, "mcpServers": {"other": {"command": "o"}}}))
+    (tmp_path / ".claude.json").write_text(
+        json.dumps({"projects": {"/x": {}}, "mcpServers": {"other": {"command": "o"}}})
+    )
     _cmem("install", "--settings", str(path), home=tmp_path)
     servers = json.loads((tmp_path / ".claude.json").read_text())["mcpServers"]
     assert set(servers) == {"other", "cmem"}
@@ -108,7 +135,15 @@ def test_install_registers_the_mcp_server_and_uninstall_removes_it(tmp_path: Pat
 
 def test_plugin_dir_gets_the_same_hooks(tmp_path: Path) -> None:
     plugin = tmp_path / "plugin"
-    result = _cmem("install", "--settings", str(tmp_path / "s.json"), "--plugin-dir", str(plugin), "--no-mcp", home=tmp_path)
+    result = _cmem(
+        "install",
+        "--settings",
+        str(tmp_path / "s.json"),
+        "--plugin-dir",
+        str(plugin),
+        "--no-mcp",
+        home=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     hooks = json.loads((plugin / "hooks" / "hooks.json").read_text())["hooks"]
     assert hooks["PreToolUse"][0]["hooks"][0]["args"] == ["hook", "claude-code", "file-context"]

@@ -137,6 +137,10 @@ def test_start_status_stop_leaves_nothing_running(worker: Worker) -> None:
     assert "cmem is running" in status.stdout and str(worker.pid()) in status.stdout
     assert "0.1.0" in status.stdout and "pending  0" in status.stdout and "uptime" in status.stdout
 
+    as_json = json.loads(worker.cmem("status", "--json").stdout)
+    assert as_json["running"] and as_json["answering"] and as_json["pid"] == worker.pid()
+    assert as_json["url"] == f"{worker.url}/" and as_json["pending"] == 0
+
     again = worker.cmem("start")  # starting twice reports the running worker
     assert again.returncode == 0
     assert "already running" in again.stdout and f"pid {worker.pid()}" in again.stdout and "0.1.0" in again.stdout
@@ -240,27 +244,3 @@ def test_crashes_are_recovered_from(worker: Worker) -> None:
     assert "stale pid file replaced" in recovered.stdout
     assert worker.pid() != supervisor and worker.health() is not None
 
-
-def test_logs_rotate_in_generations_and_writers_follow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import logging.handlers
-
-    from memory import worker as worker_module
-
-    monkeypatch.setattr(worker_module, "LOG_ROTATE_BYTES", 10)
-    path = tmp_path / "cmem.log"
-    handler = logging.handlers.WatchedFileHandler(path)
-    logger = logging.getLogger("cmem-rotation-test")
-    logger.addHandler(handler)
-    try:
-        for generation in range(5):
-            logger.warning("line %s is long enough", generation)
-            assert worker_module.rotate_log(path)
-        logger.warning("after rotation")
-    finally:
-        logger.removeHandler(handler)
-        handler.close()
-    assert path.read_text() == "after rotation\n"  # the writer reopened the new file
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["cmem.log", "cmem.log.1", "cmem.log.2", "cmem.log.3"]
-    assert "line 4" in (tmp_path / "cmem.log.1").read_text()
-    assert "line 2" in (tmp_path / "cmem.log.3").read_text()
-    assert not worker_module.rotate_log(path)  # small enough: left alone

@@ -74,7 +74,7 @@ def test_every_tool_over_stdio(live_worker: LiveWorker) -> None:
     assert f"→ #{obs[2]} " in out["timeline"] and "🎯 summary" in out["timeline"]
     assert out["get"].index("Chose Redis") < out["get"].index("Fixed connection pool leak")
     assert "Files" not in out["get"] and "Modified: shop/checkout.py" in out["get"]
-    assert "class Warehouse  L27-61" in out["outline"]
+    assert "◆ Warehouse L27-61" in out["outline"]
     assert out["unfold"].startswith("📍 inventory.py L42-54 method Warehouse.reserve") and "raise OutOfStock(sku)" in out["unfold"]
     assert "rate_limiter.rb" in out["symbols"] and "RateLimiter" in out["symbols"]
     assert "Would delete 1" in out["preview"] and "dry_run=false" in out["preview"]

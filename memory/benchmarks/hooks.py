@@ -33,9 +33,13 @@ OBSERVATION = {
     "permission_mode": "default",
     "hook_event_name": "PostToolUse",
     "tool_name": "Bash",
-    "tool_input": {"command": "pytest tests/test_models.py -q", "description": "Run the model tests"},
+    "tool_input": {
+        "command": "pytest tests/test_models.py -q",
+        "description": "Run the model tests",
+    },
     "tool_response": {
-        "stdout": "".join(f"tests/test_models.py::test_case_{i} PASSED\n" for i in range(40)) + "40 passed in 0.41s",
+        "stdout": "".join(f"tests/test_models.py::test_case_{i} PASSED\n" for i in range(40))
+        + "40 passed in 0.41s",
         "stderr": "",
         "interrupted": False,
         "isImage": False,
@@ -70,7 +74,14 @@ def _wait_health(url: str, timeout: float) -> bool:
 
 def _time(cmd: list[str], payload: bytes, env: dict[str, str]) -> float:
     started = time.perf_counter()
-    subprocess.run(cmd, input=payload, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    subprocess.run(
+        cmd,
+        input=payload,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=False,
+    )
     return time.perf_counter() - started
 
 
@@ -78,14 +89,21 @@ def _observation(n: int) -> bytes:
     return json.dumps({**OBSERVATION, "tool_use_id": f"toolu_bench_{n}_{time.time_ns()}"}).encode()
 
 
-def _ingest_times(port: int, count: int) -> list[float]:
+def _ingest_times(port: int, count: int, *, pause: float = 0.0, start: int = 100000) -> list[float]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     times = []
     try:
-        for n in range(count):
-            body = _observation(100000 + n)
+        for n in range(start, start + count):
+            if pause:
+                time.sleep(pause)
+            body = _observation(n)
             started = time.perf_counter()
-            conn.request("POST", "/api/hooks/claude-code/observation", body=body, headers={"Content-Type": "application/json"})
+            conn.request(
+                "POST",
+                "/api/hooks/claude-code/observation",
+                body=body,
+                headers={"Content-Type": "application/json"},
+            )
             resp = conn.getresponse()
             resp.read()
             times.append(time.perf_counter() - started)
@@ -103,23 +121,42 @@ def _percentile(values: list[float], pct: float) -> float:
 
 def run(*, out: Any, options: dict[str, Any]) -> None:
     runs = options.get("runs") or (10 if options.get("quick") else 30)
-    ingest_count = 50 if options.get("quick") else 300
+    ingest_count = 50 if options.get("quick") else 200
     with tempfile.TemporaryDirectory(prefix="cmem-bench-hooks-") as tmp:
         data = Path(tmp) / "data"
         data.mkdir(mode=0o700)
         port = _free_port()
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE_MEM_", "ANTHROPIC_", "CMEM_"))}
-        env.update(CLAUDE_MEM_DATA_DIR=str(data), CLAUDE_MEM_WORKER_PORT=str(port), CLAUDE_MEM_WORKER_HOST="127.0.0.1")
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("CLAUDE_MEM_", "ANTHROPIC_", "CMEM_"))
+        }
+        env.update(
+            CLAUDE_MEM_DATA_DIR=str(data),
+            CLAUDE_MEM_WORKER_PORT=str(port),
+            CLAUDE_MEM_WORKER_HOST="127.0.0.1",
+        )
         # Real installs have bytecode caches; a dev shell with PYTHONDONTWRITEBYTECODE would
         # make every hook recompile its modules and measure the compiler instead.
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         log = open(data / "serve.out", "ab")  # noqa: SIM115 - closed below, after the worker stops
-        worker = subprocess.Popen([_cmem(), "serve"], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        worker = subprocess.Popen(
+            [_cmem(), "serve"],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         try:
-            if not _wait_health(f"http://127.0.0.1:{port}", 60) or not (data / "worker.port").exists():
+            if (
+                not _wait_health(f"http://127.0.0.1:{port}", 60)
+                or not (data / "worker.port").exists()
+            ):
                 time.sleep(0.5)
             if not (data / "worker.port").exists():
-                raise RuntimeError(f"bench worker did not start: {(data / 'serve.out').read_text()[-1000:]}")
+                raise RuntimeError(
+                    f"bench worker did not start: {(data / 'serve.out').read_text()[-1000:]}"
+                )
             _report(out, runs=runs, ingest_count=ingest_count, env=env, port=port)
         finally:
             try:
@@ -135,8 +172,14 @@ def _report(out: Any, *, runs: int, ingest_count: int, env: dict[str, str], port
     pre_tool_use = (FIXTURES / "PreToolUse.json").read_bytes()
     commands = {
         "python -c pass": ([sys.executable, "-c", "pass"], lambda n: b""),
-        "cmem hook claude-code observation": ([cmem, "hook", "claude-code", "observation"], _observation),
-        "cmem hook claude-code file-context": ([cmem, "hook", "claude-code", "file-context"], lambda n: pre_tool_use),
+        "cmem hook claude-code observation": (
+            [cmem, "hook", "claude-code", "observation"],
+            _observation,
+        ),
+        "cmem hook claude-code file-context": (
+            [cmem, "hook", "claude-code", "file-context"],
+            lambda n: pre_tool_use,
+        ),
     }
     for cmd, payload in commands.values():  # warm-up: bytecode caches, the worker's first request
         _time(cmd, payload(-1), env)
@@ -149,8 +192,14 @@ def _report(out: Any, *, runs: int, ingest_count: int, env: dict[str, str], port
     for name, values in times.items():
         median = statistics.median(values)
         out.write(f"  {name:<36} {median * 1000:7.1f} ms   {median / base:5.2f}x")
-    ingest = _ingest_times(port, ingest_count)
-    out.write(
-        f"worker ingest per observation (HTTP POST on a keep-alive connection, {ingest_count} events): "
-        f"p50 {_percentile(ingest, 50) * 1000:.2f} ms, p99 {_percentile(ingest, 99) * 1000:.2f} ms"
-    )
+    # Paced like a busy agent (a tool call every 50 ms), and as a burst where the consumer's
+    # compression of earlier events competes for the CPU and the SQLite write lock.
+    for label, pause, start in (
+        ("paced, one every 50 ms", 0.05, 100000),
+        ("burst, back to back", 0.0, 200000),
+    ):
+        ingest = _ingest_times(port, ingest_count, pause=pause, start=start)
+        out.write(
+            f"worker ingest per observation ({label}; HTTP POST on a keep-alive connection, {ingest_count} events): "
+            f"p50 {_percentile(ingest, 50) * 1000:.2f} ms, p99 {_percentile(ingest, 99) * 1000:.2f} ms"
+        )

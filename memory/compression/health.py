@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, date, datetime
@@ -20,6 +21,9 @@ from typing import Any
 from memory import config
 
 FAILURES_BEFORE_DEGRADED = 3
+# Once degraded, batches go offline for this long before one batch tries the API again: an
+# outage must not make every batch sit through the whole retry backoff.
+PAUSE_SECONDS = 60.0
 _lock = threading.Lock()
 
 
@@ -67,6 +71,7 @@ def observer_record_failure(*, error: str, tokens: int = 0) -> None:
             state["failing_since"] = datetime.now(UTC).isoformat(timespec="seconds")
         state["consecutive_failures"] = int(state.get("consecutive_failures", 0)) + 1
         state["last_error"] = error[:300]
+        state["last_failure"] = time.time()
         _add_usage(state, tokens)
 
 
@@ -80,6 +85,14 @@ def _add_usage(state: dict[str, Any], tokens: int) -> None:
         state["usage_day"] = _today()
         state["usage_tokens"] = 0
     state["usage_tokens"] = int(state.get("usage_tokens", 0)) + max(0, tokens)
+
+
+def api_paused() -> bool:
+    """Degraded, and the last failure is recent: skip the API for now (see PAUSE_SECONDS)."""
+    state = _read()
+    if int(state.get("consecutive_failures", 0)) < FAILURES_BEFORE_DEGRADED:
+        return False
+    return time.time() - float(state.get("last_failure", 0)) < PAUSE_SECONDS
 
 
 def tokens_used_today() -> int:
@@ -104,6 +117,7 @@ def observer_status() -> dict[str, Any]:
         "daily_budget": config.get_int("CLAUDE_MEM_DAILY_TOKEN_BUDGET"),
         "budget_spent": budget_spent(),
         "degraded": int(state.get("consecutive_failures", 0)) >= FAILURES_BEFORE_DEGRADED,
+        "api_paused": api_paused(),
     }
 
 
@@ -122,6 +136,15 @@ def observer_health_line(*, project: str | None = None) -> str:
             f"{f' (since {since} UTC)' if since else ''}: {error}. Observations are being written "
             "by the offline compressor; tell the user at the start of your reply."
         )
+    if config.get("CLAUDE_MEM_COMPRESSOR").strip().lower() == "api":
+        from memory.compression.llm import api_key
+
+        if not api_key():
+            return (
+                "⚠ cmem memory is degraded: CLAUDE_MEM_COMPRESSOR=api but no Anthropic API key was "
+                "found (ANTHROPIC_API_KEY, ~/.anthropic/api_key or the data dir's .env); the offline "
+                "compressor writes observations."
+            )
     if budget_spent():
         budget = config.get_int("CLAUDE_MEM_DAILY_TOKEN_BUDGET")
         return (

@@ -48,6 +48,7 @@ class LLMReply:
     text: str
     usage: Usage
     model: str
+    stop_reason: str = ""  # "max_tokens" when the answer was cut off
 
 
 class LLMError(Exception):
@@ -201,7 +202,9 @@ def complete(*, system: str, messages: list[dict[str, Any]], max_tokens: int) ->
             )
             time.sleep(delay)
             attempt += 1
-    text = "".join(block.text for block in message.content if getattr(block, "type", "") == "text")
+    text = "".join(
+        str(getattr(block, "text", "")) for block in message.content if block.type == "text"
+    )
     usage = message.usage
     return LLMReply(
         text=text,
@@ -212,4 +215,5 @@ def complete(*, system: str, messages: list[dict[str, Any]], max_tokens: int) ->
             cache_write=getattr(usage, "cache_creation_input_tokens", 0) or 0,
         ),
         model=message.model or model,
+        stop_reason=str(message.stop_reason or ""),
     )

@@ -10,7 +10,8 @@ comment, the first changed line), the facts from paths, commands, exit codes and
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from memory.compression.parse import ParsedObservation, ParsedSummary
 from memory.compression.tooluse import ToolUse, sanitize
@@ -223,7 +224,11 @@ def _command_observation(use: ToolUse) -> ParsedObservation | None:
     if not command:
         return _generic_observation(use)
     short_cmd = _short(command.splitlines()[0], 80)
-    facts = [f"`{short_cmd}` exited {code if code is not None else 'interrupted'}."]
+    facts = [
+        f"`{short_cmd}` exited {code}."
+        if code is not None
+        else f"`{short_cmd}` {'was interrupted' if use.interrupted else 'ran'}."
+    ]
     if use.failed:
         error = _first_error(use.error + "\n" + output)
         title = (
@@ -251,7 +256,7 @@ def _command_observation(use: ToolUse) -> ParsedObservation | None:
             return None  # a silent success (cd, mkdir, touch…) teaches nothing
         last = _short(output.splitlines()[-1], 120) if output else ""
         title = f"Ran `{short_cmd}`" + (f": {last}" if last else "")
-        if _TEST_CMD.search(command):
+        if _TEST_CMD.search(command) and code == 0:
             title = f"Tests passed: `{short_cmd}`" + (f" ({last})" if last else "")
         kind = (
             "change" if _COMMIT_CMD.search(command) or _INSTALL_CMD.search(command) else "discovery"
@@ -259,7 +264,7 @@ def _command_observation(use: ToolUse) -> ParsedObservation | None:
         concepts = ["what-changed"] if kind == "change" else ["how-it-works"]
         if last:
             facts.append(f"Output ends: {last}")
-        narrative = f"Ran `{short_cmd}` (exit {code})."
+        narrative = f"Ran `{short_cmd}`" + (f" (exit {code})." if code is not None else ".")
     description = use.tool_input.get("description")
     subtitle = (
         description if isinstance(description, str) and description else f"Command run: {short_cmd}"
@@ -362,8 +367,12 @@ def observations_for_batch(
     return out
 
 
+def _strings(value: object) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
 def summary_for(
-    *, request: str, observations: Sequence[dict[str, object]], last_message: str
+    *, request: str, observations: Sequence[Mapping[str, Any]], last_message: str
 ) -> ParsedSummary:
     """A summary from the prompt, the session's observations (dicts with type/title/files)
     and the agent's last message."""
@@ -372,8 +381,8 @@ def summary_for(
     read: list[str] = []
     modified: list[str] = []
     for o in observations:
-        read += [str(f) for f in o.get("files_read") or [] if str(f) not in read]  # type: ignore[union-attr]
-        modified += [str(f) for f in o.get("files_modified") or [] if str(f) not in modified]  # type: ignore[union-attr]
+        read += [str(f) for f in _strings(o.get("files_read")) if f not in read]
+        modified += [str(f) for f in _strings(o.get("files_modified")) if f not in modified]
     failures = [str(o["title"]) for o in observations if "failed" in str(o.get("title", ""))]
     investigated = "; ".join(discoveries[:6])
     if read:

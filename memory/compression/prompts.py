@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memory import config
-from memory.compression.tooluse import EDIT_TOOLS, ToolUse, elide, sanitize
+from memory.compression.tooluse import EDIT_TOOLS, ToolUse, elide, read_digest, sanitize
 
 OBSERVATION_MAX_TOKENS = 4096
 SUMMARY_MAX_TOKENS = 1500
@@ -465,6 +465,19 @@ def render_tool_use(use: ToolUse, caps: Caps) -> str:
         parts.append(f"<parameters>{elide(use.command, caps.excerpt // 2)}</parameters>")
         if isinstance(desc, str) and desc:
             parts.append(f"<purpose>{elide(desc, 200)}</purpose>")
+    elif name in {"Grep", "Glob"}:
+        where = use.tool_input.get("path")
+        extra = [
+            f"{k}={use.tool_input[k]}"
+            for k in ("glob", "type", "output_mode", "-i")
+            if use.tool_input.get(k)
+        ]
+        params = f'pattern "{use.tool_input.get("pattern", "")}"' + (
+            f" in {use.rel(str(where))}" if where else ""
+        )
+        parts.append(
+            f"<parameters>{elide(params + (' (' + ', '.join(extra) + ')' if extra else ''), 500)}</parameters>"
+        )
     else:
         compact = {k: v for k, v in use.tool_input.items() if v not in (None, "", [], {})}
         parts.append(f"<parameters>{elide(_compact_json(compact), caps.excerpt)}</parameters>")
@@ -486,15 +499,29 @@ def _outcome(use: ToolUse, caps: Caps) -> str:
         return ""  # the diff is the news; Claude Code's response repeats the whole file
     if name in {"Bash", "shell", "exec_command"}:
         code = use.exit_code
-        head = f"exit {code}" if code is not None else "interrupted"
+        head = (
+            f"exit {code}"
+            if code is not None
+            else ("interrupted" if use.interrupted else "exit code not reported")
+        )
         text = use.output.strip()
         return f"{head}\n{elide(text, caps.excerpt)}" if text else head
     if name in {"Grep", "Glob"} and isinstance(use.response, dict):
         count = use.response.get("numFiles", use.response.get("numMatches"))
-        text = use.output.strip()
-        lead = f"{count} matches" if count is not None else ""
+        lead = f"{count} files" if count is not None else ""
+        filenames = use.response.get("filenames")
+        if isinstance(filenames, list) and not use.response.get("content"):
+            text = "\n".join(use.rel(str(f)) for f in filenames)
+        else:
+            text = _relativize(use.output.strip(), use.root)
         return f"{lead}\n{elide(text, caps.excerpt // 2)}".strip()
+    if name in {"Read", "NotebookRead", "read_file"}:
+        return read_digest(use.output, caps.excerpt)
     return elide(use.output.strip(), caps.excerpt)
+
+
+def _relativize(text: str, root: str) -> str:
+    return text.replace(root.rstrip("/") + "/", "") if root and len(root) > 1 else text
 
 
 def _compact_json(value: object) -> str:

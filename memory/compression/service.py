@@ -15,12 +15,12 @@ Exactly once, whatever dies when:
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -71,7 +71,8 @@ class MalformedReply(Exception):
 
 # -- mode -------------------------------------------------------------------------------------
 def compressor_mode() -> tuple[str, str]:
-    """('api' | 'offline', why). Offline when asked, with no key, or with the budget spent."""
+    """('api' | 'offline', why). Offline when asked, with no key, with the budget spent, or
+    for a minute after the API failed repeatedly."""
     setting = config.get("CLAUDE_MEM_COMPRESSOR").strip().lower()
     if setting == OFFLINE:
         return OFFLINE, "CLAUDE_MEM_COMPRESSOR=offline"
@@ -79,6 +80,8 @@ def compressor_mode() -> tuple[str, str]:
         return OFFLINE, "no API key"
     if health.budget_spent():
         return OFFLINE, "daily token budget spent"
+    if health.api_paused():
+        return OFFLINE, "the API keeps failing; pausing before the next try"
     return "api", ""
 
 
@@ -258,7 +261,7 @@ def _observations_via_api(
         system=prompts.SYSTEM_PROMPT, messages=messages, max_tokens=prompts.OBSERVATION_MAX_TOKENS
     )
     try:
-        return parse_observations(reply.text), reply.usage, reply.model
+        return parse_observations(_complete_blocks(reply)), reply.usage, reply.model
     except ParseError as exc:
         reason = str(exc)
     messages += [
@@ -275,9 +278,17 @@ def _observations_via_api(
         raise MalformedReply(f"{reason}; the repair request failed: {exc}", reply.usage) from None
     usage = _sum_usage(reply.usage, second.usage)
     try:
-        return parse_observations(second.text), usage, second.model
+        return parse_observations(_complete_blocks(second)), usage, second.model
     except ParseError as exc:
         raise MalformedReply(str(exc), usage) from None
+
+
+def _complete_blocks(reply: llm.LLMReply) -> str:
+    """An answer cut off at max_tokens keeps its finished observations; the torn one goes."""
+    if reply.stop_reason != "max_tokens":
+        return reply.text
+    end = reply.text.rfind("</observation>")
+    return reply.text[: end + len("</observation>")] if end >= 0 else reply.text
 
 
 def _sum_usage(a: llm.Usage, b: llm.Usage) -> llm.Usage:
@@ -388,7 +399,11 @@ def _store_observations(
             ):
                 continue
             seen_hashes.add(row.content_hash)
-            row.save()
+            try:
+                with transaction.atomic():  # a savepoint: another consumer may have just stored it
+                    row.save()
+            except IntegrityError:
+                continue
             hashes: dict[str, str] = {}
             for use in covered:
                 hashes.update(use.file_hashes())
@@ -515,7 +530,7 @@ def _summary_prompt(session: Session, event: Event) -> str:
 
 
 def _summary_via_api(
-    session: Session, prompt: str, rows: list[dict[str, Any]], last_message: str
+    session: Session, prompt: str, rows: Sequence[Mapping[str, Any]], last_message: str
 ) -> tuple[ParsedSummary | None, llm.Usage, str]:
     lines = [
         f"[{r['type']}] {r['title']}"

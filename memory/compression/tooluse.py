@@ -32,6 +32,11 @@ _PATH_KEYS = ("file_path", "filePath", "notebook_path", "path")
 _PATCH_HEADER = re.compile(
     r"^(?:\*\*\* (?:Update|Add|Delete) File: |\*\*\* Move to: |\+\+\+ b/)(.+?)\s*$", re.M
 )
+SHELL_TOOLS = {"Bash", "shell", "exec_command", "BashOutput"}
+_FAILURE_OUTPUT = re.compile(
+    r"(?i)(no such file or directory|command not found|permission denied|traceback \(most recent call last\)|^\w*error:|^fatal:|\bfailed\b)",
+    re.M,
+)
 _EXIT_CODE = re.compile(r"(?i)exit code:?\s*(-?\d+)")
 
 # Tags removed with their content before anything reaches a request (capture strips them
@@ -82,12 +87,42 @@ def _privacy_pass(text: str) -> str:
 
 
 def elide(text: str, cap: int) -> str:
-    """Keep the first 60% and the last 30% of `cap`, with claude-mem's elision marker between."""
+    """Keep the first 60% and the last 30% of `cap`, with claude-mem's elision marker between.
+    Cuts move to a line break when one is near, so no line is torn in two."""
     if cap <= 0 or len(text) <= cap:
         return text
     head, tail = int(cap * 0.6), int(cap * 0.3)
-    cut = len(text) - head - tail
-    return f'{text[:head]}\n… <elided chars="{cut}" original_size_chars="{len(text)}" /> …\n{text[len(text) - tail :]}'
+    head_end = text.rfind("\n", int(head * 0.8), head)
+    head_end = head_end + 1 if head_end >= 0 else head
+    tail_start = text.find("\n", len(text) - tail, len(text) - int(tail * 0.8))
+    tail_start = tail_start + 1 if tail_start >= 0 else len(text) - tail
+    cut = tail_start - head_end
+    return f'{text[:head_end]}… <elided chars="{cut}" original_size_chars="{len(text)}" /> …\n{text[tail_start:]}'
+
+
+_OUTLINE = re.compile(
+    r"^\s*(?:export\s+)?(?:async\s+def|def|class|function|func|fn|interface|struct|impl|module)\s+\w+"
+)
+
+
+def read_digest(content: str, cap: int) -> str:
+    """A file's content for the model: whole when small; else its head and an outline of its
+    definitions (with line numbers), which say more per character than its tail."""
+    if cap <= 0 or len(content) <= cap:
+        return content
+    lines = content.splitlines()
+    outline = [f"{i + 1}: {line.strip()}" for i, line in enumerate(lines) if _OUTLINE.match(line)]
+    if not outline:
+        return elide(content, cap)
+    outline_text = elide("\n".join(outline), int(cap * 0.4))
+    head_cap = cap - len(outline_text)
+    head_end = content.rfind("\n", int(head_cap * 0.8), head_cap)
+    head_end = head_end + 1 if head_end >= 0 else head_cap
+    rest = len(content) - head_end
+    return (
+        f'{content[:head_end]}… <elided chars="{rest}" original_size_chars="{len(content)}" /> …\n'
+        f"<outline>\n{outline_text}\n</outline>"
+    )
 
 
 def unified_diff(old: str, new: str, path: str) -> str:
@@ -142,6 +177,10 @@ class ToolUse:
         if self.error:
             return True
         code = self.exit_code
+        if code is None and self.name in SHELL_TOOLS and not self.interrupted:
+            # No exit code reported: judge by the output's last lines.
+            tail = "\n".join(self.output.strip().splitlines()[-5:])
+            return bool(_FAILURE_OUTPUT.search(tail))
         return code is not None and code != 0
 
     def rel(self, path: str) -> str:
@@ -225,19 +264,26 @@ class ToolUse:
 
     @property
     def exit_code(self) -> int | None:
-        if self.name not in {"Bash", "shell", "exec_command", "BashOutput"}:
+        """The command's exit code; None when interrupted or not reported (Codex sends
+        only the output of a command)."""
+        if self.name not in SHELL_TOOLS:
             return None
         for text in (self.error, self.response if isinstance(self.response, str) else ""):
             match = _EXIT_CODE.search(text or "")
             if match:
                 return int(match.group(1))
+        if self.error:
+            return 1
         if isinstance(self.response, dict):
             for key in ("exit_code", "exitCode", "returncode"):
                 if isinstance(self.response.get(key), int):
                     return int(self.response[key])
-            if self.response.get("interrupted"):
-                return None
-        return 1 if self.error else 0
+            return None if self.response.get("interrupted") else 0
+        return None
+
+    @property
+    def interrupted(self) -> bool:
+        return isinstance(self.response, dict) and bool(self.response.get("interrupted"))
 
     @property
     def output(self) -> str:

@@ -34,6 +34,9 @@ class HookEvent:
     agent_type: str = ""
     # Facts a remote hook client adds about local files (team mode): path -> {size, mtime, sha256}.
     file_facts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Files a tool touched that its input does not name in `file_path` (Codex: apply_patch
+    # headers, paths of a read-only shell command): (path as written, "read" | "modified").
+    tool_files: list[tuple[str, str]] = field(default_factory=list)
     raw: dict[str, Any] = field(default_factory=dict)
 
     @property

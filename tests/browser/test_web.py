@@ -100,7 +100,12 @@ def test_timeline_filter_detail_my_work_download_and_live(
     # Open an observation.
     page.get_by_role("link", name="Login hashes the password twice").click()
     page.get_by_role("heading", level=1, name="Login hashes the password twice").wait_for()
-    assert page.get_by_role("link", name="Forget…").is_visible()
+    # Forget it, after a confirmation step (a CSRF-protected POST).
+    page.get_by_role("link", name="Forget…").click()
+    page.get_by_role("heading", name="Forget this observation?").wait_for()
+    page.get_by_role("button", name="Forget it").click()
+    page.get_by_text("Forgot observation").wait_for()
+    assert page.get_by_role("link", name="Login hashes the password twice").count() == 0
 
     # My Work: the request card and its deliverables.
     page.get_by_role("link", name="My Work").click()

@@ -119,7 +119,9 @@ def _blocks_in_order(body: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 class FakeAnthropic:
-    def __init__(self, *, default: Reply | None = None, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, *, default: Reply | None = None, host: str = "127.0.0.1", port: int = 0
+    ) -> None:
         self.default = default if default is not None else Reply(text="")
         self.queue: deque[Reply] = deque()
         self.requests: list[Recorded] = []
@@ -137,7 +139,9 @@ class FakeAnthropic:
         return f"http://{host}:{port}"
 
     def start(self) -> FakeAnthropic:
-        self._thread = threading.Thread(target=self.server.serve_forever, name="fake-anthropic", daemon=True)
+        self._thread = threading.Thread(
+            target=self.server.serve_forever, name="fake-anthropic", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -179,13 +183,17 @@ class FakeAnthropic:
     def usage_for(self, body: dict[str, Any], output_text_chars: int) -> dict[str, int]:
         blocks = _blocks_in_order(body)
         total = sum(_chars(b) for b in blocks)
-        last_breakpoint = max((i for i, b in enumerate(blocks) if b.get("cache_control")), default=-1)
+        last_breakpoint = max(
+            (i for i, b in enumerate(blocks) if b.get("cache_control")), default=-1
+        )
         prefix_chars = sum(_chars(b) for b in blocks[: last_breakpoint + 1])
         prefix_tokens = prefix_chars // 4
         cache_read = cache_write = 0
         if last_breakpoint >= 0 and prefix_tokens >= min_cache_tokens(str(body.get("model", ""))):
             key = hashlib.sha256(
-                json.dumps([body.get("model"), blocks[: last_breakpoint + 1]], sort_keys=True).encode()
+                json.dumps(
+                    [body.get("model"), blocks[: last_breakpoint + 1]], sort_keys=True
+                ).encode()
             ).hexdigest()
             now = time.monotonic()
             with self._lock:
@@ -217,11 +225,21 @@ def _handler_for(api: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
             try:
                 body = json.loads(raw or b"{}")
             except ValueError:
-                return self._json(400, {"type": "error", "error": {"type": "invalid_request_error", "message": "bad json"}})
+                return self._json(
+                    400,
+                    {
+                        "type": "error",
+                        "error": {"type": "invalid_request_error", "message": "bad json"},
+                    },
+                )
             if path.endswith("/v1/messages/count_tokens"):
-                return self._json(200, {"input_tokens": sum(_chars(b) for b in _blocks_in_order(body)) // 4})
+                return self._json(
+                    200, {"input_tokens": sum(_chars(b) for b in _blocks_in_order(body)) // 4}
+                )
             if not path.endswith("/v1/messages"):
-                return self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": path}})
+                return self._json(
+                    404, {"type": "error", "error": {"type": "not_found_error", "message": path}}
+                )
             headers = {k.lower(): v for k, v in self.headers.items()}
             record = Recorded(body=body, headers=headers)
             with api._lock:
@@ -231,7 +249,10 @@ def _handler_for(api: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
                 return  # the server is stopping
             record.status = reply.status
             if reply.status != 200:
-                error = {"type": ERROR_TYPES.get(reply.status, "api_error"), "message": reply.error_message}
+                error = {
+                    "type": ERROR_TYPES.get(reply.status, "api_error"),
+                    "message": reply.error_message,
+                }
                 return self._json(reply.status, {"type": "error", "error": error}, reply.headers)
             blocks = reply.blocks()
             out_chars = sum(_chars(b) for b in blocks)
@@ -251,7 +272,9 @@ def _handler_for(api: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
                 return self._stream(message, reply.headers)
             return self._json(200, message, reply.headers)
 
-        def _json(self, status: int, data: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        def _json(
+            self, status: int, data: dict[str, Any], headers: dict[str, str] | None = None
+        ) -> None:
             payload = json.dumps(data).encode()
             self.send_response(status)
             self.send_header("content-type", "application/json")
@@ -278,17 +301,29 @@ def _handler_for(api: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
             for index, block in enumerate(message["content"]):
                 if block["type"] == "tool_use":
                     opening = dict(block, input={})
-                    self._event("content_block_start", {"type": "content_block_start", "index": index, "content_block": opening})
+                    self._event(
+                        "content_block_start",
+                        {"type": "content_block_start", "index": index, "content_block": opening},
+                    )
                     partial = json.dumps(block.get("input", {}))
                     delta = {"type": "input_json_delta", "partial_json": partial}
-                    self._event("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
+                    self._event(
+                        "content_block_delta",
+                        {"type": "content_block_delta", "index": index, "delta": delta},
+                    )
                 else:
                     opening = {"type": "text", "text": ""}
-                    self._event("content_block_start", {"type": "content_block_start", "index": index, "content_block": opening})
+                    self._event(
+                        "content_block_start",
+                        {"type": "content_block_start", "index": index, "content_block": opening},
+                    )
                     text = block.get("text", "")
                     for pos in range(0, len(text), 200):
                         delta = {"type": "text_delta", "text": text[pos : pos + 200]}
-                        self._event("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
+                        self._event(
+                            "content_block_delta",
+                            {"type": "content_block_delta", "index": index, "delta": delta},
+                        )
                 self._event("content_block_stop", {"type": "content_block_stop", "index": index})
             self._event(
                 "message_delta",

@@ -223,3 +223,38 @@ def test_prune_page_without_a_selection_prunes_every_project(admin_client, aging
 def test_prune_page_needs_staff(client) -> None:  # type: ignore[no-untyped-def]
     resp = client.get(reverse("admin:memory_observation_prune"))
     assert resp.status_code == 302 and "/admin/login/" in resp.url
+
+
+def test_ensure_admin_creates_a_local_login_once(data_dir, client) -> None:  # type: ignore[no-untyped-def]
+    import io
+    import stat
+
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    call_command("ensure_admin", stdout=out)
+    password_file = data_dir / "admin-password"
+    assert "Created the admin login" in out.getvalue() and str(password_file) in out.getvalue()
+    assert stat.S_IMODE(password_file.stat().st_mode) == 0o600
+    password = password_file.read_text().strip()
+    assert len(password) >= 16
+    assert client.login(username="admin", password=password)
+    assert client.get(reverse("admin:index")).status_code == 200
+
+    again = io.StringIO()
+    call_command("ensure_admin", stdout=again)
+    assert "password in" in again.getvalue() and "cmem changepassword admin" in again.getvalue()
+    assert password_file.read_text().strip() == password  # not reset behind the user's back
+    assert get_user_model().objects.count() == 1
+
+
+def test_ensure_admin_leaves_an_existing_superuser_alone(data_dir, admin_user) -> None:  # type: ignore[no-untyped-def]
+    import io
+
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    call_command("ensure_admin", stdout=out)
+    assert f"cmem changepassword {admin_user.username}" in out.getvalue()
+    assert not (data_dir / "admin-password").exists()

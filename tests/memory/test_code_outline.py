@@ -70,9 +70,14 @@ def test_python_details(tmp_path: Path) -> None:
     outline = smart_outline(SAMPLES / "inventory.py")
     names = {s.qualified_name: s for s in outline.walk()}
     assert names["Warehouse.reserve"].kind == "method"
-    assert names["Warehouse.reserve"].signature == "def reserve(self, sku: str, quantity: int, *, ttl: timedelta = RESERVATION_TTL) -> Reservation"
+    # The icon says def, self is implied and long defaults are elided: none of it costs tokens.
+    assert names["Warehouse.reserve"].signature == "reserve(sku: str, quantity: int, *, ttl: timedelta=…) -> Reservation"
+    assert names["refresh_forever"].signature == "async refresh_forever(warehouse: Warehouse) -> None"
     assert names["Warehouse.reserve"].doc == "Hold stock for a checkout; raises OutOfStock."
     assert names["total_available.one"].kind == "function"
+    # Helpers inside a function are counted, not listed; unfold still finds them.
+    assert "ƒ total_available(warehouses: list[Warehouse], sku: str) -> int L64-68 (+1 nested)" in outline.render()
+    assert smart_unfold(SAMPLES / "inventory.py", "total_available.one").symbol.start_line == 65
     # Decorators belong to the symbol's range.
     assert (names["Reservation"].start_line, names["Reservation.expired"].start_line) == (16, 22)
     assert outline.imports == ["__future__", "dataclasses", "collections", "datetime"]
@@ -143,3 +148,63 @@ def test_outline_speed_is_reasonable() -> None:
     started = time.perf_counter()
     outline_source(source, language="python")
     assert time.perf_counter() - started < 2.0
+
+
+def test_python_private_methods_are_named_not_spelled_out() -> None:
+    source = b"class A:\n    def __init__(self, x):\n        self.x = x\n\n    def _helper(self, a, b=1):\n        return a\n\n    def __repr__(self):\n        return 'A'\n\n    def public(self, y: int) -> int:\n        return y\n"
+    text = outline_source(source, language="python", path="a.py").render()
+    assert "ƒ __init__(x) L2-3" in text
+    assert "ƒ _helper L5-6" in text and "ƒ __repr__ L8-9" in text
+    assert "ƒ public(y: int) -> int L11-12" in text
+
+
+# --- the HTTP endpoints: they read local files, so they refuse what they should not read ---
+
+
+@pytest.mark.django_db
+def test_outline_endpoint_reads_an_absolute_path(client) -> None:
+    response = client.get("/api/outline", {"path": str(SAMPLES / "cache.go")})
+    assert response.status_code == 200
+    body = response.json()
+    assert body["language"] == "go" and "Cache.Get" in [c["qualified_name"] for s in body["symbols"] for c in [s, *s["children"]]] or "func (c *Cache[V]) Get" in body["text"]
+    assert body["tokens"] < body["source_tokens"]
+
+
+@pytest.mark.django_db
+def test_outline_endpoints_refuse_what_they_should_not_read(client, tmp_path: Path, data_dir: Path) -> None:
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "ok.py").write_text("def ok():\n    return 1\n")
+    (tmp_path / "secret.py").write_text("def secret():\n    return 1\n")
+    (tmp_path / "proj" / "link.py").symlink_to(tmp_path / "secret.py")
+    (data_dir / "cmem.py").write_text("def inside_data_dir(): pass\n")
+    root = str(tmp_path / "proj")
+    assert client.get("/api/outline", {"path": "ok.py", "root": root}).status_code == 200
+    relative = client.get("/api/outline", {"path": "ok.py"})
+    assert relative.status_code == 400 and "relative" in relative.json()["error"]
+    assert client.get("/api/outline", {"path": "../secret.py", "root": root}).status_code == 403
+    assert client.get("/api/outline", {"path": "link.py", "root": root}).status_code == 403
+    assert client.get("/api/outline", {"path": str(data_dir / "cmem.py")}).status_code == 403
+    folder = client.get("/api/outline", {"path": root})
+    assert folder.status_code == 422 and "not a regular file" in folder.json()["error"]
+    assert client.get("/api/outline", {"path": str(tmp_path / "proj" / "absent.py")}).status_code == 422
+    missing = client.get("/api/outline/unfold", {"path": "ok.py", "root": root, "symbol": "nope"})
+    assert missing.status_code == 422 and "no symbol 'nope'" in missing.json()["error"]
+    unfold = client.get("/api/outline/unfold", {"path": "ok.py", "root": root, "symbol": "ok"}).json()
+    assert unfold["source"] == "def ok():\n    return 1" and unfold["start_line"] == 1
+
+
+@pytest.mark.django_db
+def test_symbol_search_endpoint(client) -> None:
+    body = client.get("/api/outline/search", {"q": "rate limiter", "root": str(SAMPLES)}).json()
+    assert body["matches"][0]["symbol"] == "Throttle.RateLimiter"
+    assert client.get("/api/outline/search", {"q": "x", "root": str(SAMPLES / "cache.go")}).status_code == 422
+
+
+def test_a_shared_worker_serves_no_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Over HTTP a shared worker first demands a token (team mode); even with one, no files.
+    from memory.retrieval_api import _local_path
+
+    assert _local_path(str(SAMPLES / "cache.go"), None) == SAMPLES / "cache.go"
+    monkeypatch.setenv("CLAUDE_MEM_WORKER_HOST", "0.0.0.0")
+    with pytest.raises(PermissionError, match="shared worker"):
+        _local_path(str(SAMPLES / "cache.go"), None)

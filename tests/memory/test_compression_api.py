@@ -79,10 +79,18 @@ def _edit(session, project: Path) -> Event:
     return add_event(session, payload)
 
 
-def test_edit_becomes_observation_with_contract_fields_and_usage(api: FakeAnthropic, project: Path) -> None:
+def test_edit_becomes_observation_with_contract_fields_and_usage(
+    api: FakeAnthropic, project: Path
+) -> None:
     session = make_session(project)
     event = _edit(session, project)
-    api.script(Reply(text=obs_xml("Gate ranks exact paths first", files_modified="<file>not/touched.py</file>")))
+    api.script(
+        Reply(
+            text=obs_xml(
+                "Gate ranks exact paths first", files_modified="<file>not/touched.py</file>"
+            )
+        )
+    )
 
     session_events_process_task(session.pk)
 
@@ -117,10 +125,15 @@ def test_edit_becomes_observation_with_contract_fields_and_usage(api: FakeAnthro
     assert '+    rows = rows.order_by("-exact", "-created")' in sent
     assert "def gate_decide" not in sent  # …not Claude Code's copy of the whole file
     headers = api.requests[0].headers
-    assert KEY in (headers.get("x-api-key", ""), headers.get("authorization", "").removeprefix("Bearer "))
+    assert KEY in (
+        headers.get("x-api-key", ""),
+        headers.get("authorization", "").removeprefix("Bearer "),
+    )
 
 
-def test_second_request_reads_the_system_prompt_from_cache(api: FakeAnthropic, project: Path) -> None:
+def test_second_request_reads_the_system_prompt_from_cache(
+    api: FakeAnthropic, project: Path
+) -> None:
     session = make_session(project)
     _edit(session, project)
     session_events_process_task(session.pk)
@@ -132,17 +145,25 @@ def test_second_request_reads_the_system_prompt_from_cache(api: FakeAnthropic, p
     assert second.usage["cache_creation_input_tokens"] == 0
 
 
-def test_batch_of_tool_uses_gives_several_observations_in_one_request(api: FakeAnthropic, project: Path, monkeypatch) -> None:
+def test_batch_of_tool_uses_gives_several_observations_in_one_request(
+    api: FakeAnthropic, project: Path, monkeypatch
+) -> None:
     monkeypatch.setenv("CLAUDE_MEM_BATCH_SIZE", "3")
     session = make_session(project)
     events = [
         add_event(session, read_payload(project / "memory" / "gate.py", project)),
         _edit(session, project),
-        add_event(session, bash_payload("pytest tests/test_gate.py -q", project, stdout="12 passed")),
+        add_event(
+            session, bash_payload("pytest tests/test_gate.py -q", project, stdout="12 passed")
+        ),
         add_event(session, bash_payload("git status", project, stdout="nothing to commit")),
     ]
     api.script(
-        Reply(text=obs_xml("Gate ranks exact paths", uses="2 3") + "\n" + obs_xml("Gate module layout", uses="1", kind="discovery")),
+        Reply(
+            text=obs_xml("Gate ranks exact paths", uses="2 3")
+            + "\n"
+            + obs_xml("Gate module layout", uses="1", kind="discovery")
+        ),
         Reply(text=""),  # the second batch holds nothing worth keeping
     )
 
@@ -159,7 +180,9 @@ def test_batch_of_tool_uses_gives_several_observations_in_one_request(api: FakeA
     usage = api.requests[0].usage
     assert feature.input_tokens + discovery.input_tokens == usage["input_tokens"]
     assert feature.input_tokens > discovery.input_tokens
-    assert all(e.status == Event.Status.DONE for e in Event.objects.filter(pk__in=[e.pk for e in events]))
+    assert all(
+        e.status == Event.Status.DONE for e in Event.objects.filter(pk__in=[e.pk for e in events])
+    )
 
 
 def test_empty_answer_means_nothing_worth_keeping(api: FakeAnthropic, project: Path) -> None:
@@ -176,7 +199,10 @@ def test_empty_answer_means_nothing_worth_keeping(api: FakeAnthropic, project: P
 def test_malformed_answer_gets_one_repair_then_offline(api: FakeAnthropic, project: Path) -> None:
     session = make_session(project)
     event = _edit(session, project)
-    api.script(Reply(text="Sure! Here is what happened: the gate was changed."), Reply(text="<observation><type>feature"))
+    api.script(
+        Reply(text="Sure! Here is what happened: the gate was changed."),
+        Reply(text="<observation><type>feature"),
+    )
 
     session_events_process_task(session.pk)
 
@@ -196,7 +222,9 @@ def test_malformed_answer_gets_one_repair_then_offline(api: FakeAnthropic, proje
 def test_repair_that_succeeds_is_used(api: FakeAnthropic, project: Path) -> None:
     session = make_session(project)
     _edit(session, project)
-    api.script(Reply(text="I think nothing"), Reply(text="```xml\n" + obs_xml("Repaired title") + "\n```"))
+    api.script(
+        Reply(text="I think nothing"), Reply(text="```xml\n" + obs_xml("Repaired title") + "\n```")
+    )
     session_events_process_task(session.pk)
     assert Observation.objects.get().title == "Repaired title"
 
@@ -204,14 +232,18 @@ def test_repair_that_succeeds_is_used(api: FakeAnthropic, project: Path) -> None
 def test_429_then_success(api: FakeAnthropic, project: Path) -> None:
     session = make_session(project)
     _edit(session, project)
-    api.script(Reply(status=429, headers={"retry-after": "0"}), Reply(text=obs_xml("After rate limit")))
+    api.script(
+        Reply(status=429, headers={"retry-after": "0"}), Reply(text=obs_xml("After rate limit"))
+    )
     session_events_process_task(session.pk)
     assert len(api.requests) == 2
     assert Observation.objects.get().title == "After rate limit"
     assert health.observer_status()["consecutive_failures"] == 0
 
 
-def test_two_500s_then_success_still_produce_the_observation(api: FakeAnthropic, project: Path) -> None:
+def test_two_500s_then_success_still_produce_the_observation(
+    api: FakeAnthropic, project: Path
+) -> None:
     session = make_session(project)
     event = _edit(session, project)
     api.script(Reply(status=500), Reply(status=529), Reply(text=obs_xml("Third time lucky")))
@@ -222,12 +254,20 @@ def test_two_500s_then_success_still_produce_the_observation(api: FakeAnthropic,
     assert event.last_error == "" and event.status == Event.Status.DONE
 
 
-def test_persistent_failures_keep_the_error_fall_back_offline_and_degrade_health(api: FakeAnthropic, project: Path, monkeypatch) -> None:
+def test_persistent_failures_keep_the_error_fall_back_offline_and_degrade_health(
+    api: FakeAnthropic, project: Path, monkeypatch
+) -> None:
     monkeypatch.setenv("CLAUDE_MEM_API_RETRIES", "1")
     api.default = Reply(status=500, error_message=f"upstream exploded for key {KEY}")
     session = make_session(project)
     for i in range(3):
-        event = _edit(session, project) if not i else add_event(session, bash_payload(f"pytest -x -k t{i}", project, stdout="boom", exit_code=1))
+        event = (
+            _edit(session, project)
+            if not i
+            else add_event(
+                session, bash_payload(f"pytest -x -k t{i}", project, stdout="boom", exit_code=1)
+            )
+        )
         session_events_process_task(session.pk)
         event.refresh_from_db()
         assert event.status == Event.Status.DONE
@@ -239,13 +279,23 @@ def test_persistent_failures_keep_the_error_fall_back_offline_and_degrade_health
     assert KEY not in line and "TESTKEY" not in line
     assert "\n" not in line
 
+    # Degraded: for a while batches go straight to offline instead of waiting out retries.
     api.default = Reply(text=obs_xml("Healthy again"))
+    add_event(session, bash_payload("pytest -q -k paused", project, stdout="ok"))
+    session_events_process_task(session.pk)
+    assert len(api.requests) == 6
+    assert Observation.objects.order_by("pk").last().compressor == "offline"
+
+    monkeypatch.setattr(health, "PAUSE_SECONDS", 0)  # the pause is over: one batch probes
     add_event(session, bash_payload("pytest -q", project, stdout="ok"))
     session_events_process_task(session.pk)
+    assert Observation.objects.order_by("pk").last().title == "Healthy again"
     assert health.observer_health_line() == ""
 
 
-def test_slow_answer_past_the_timeout_retries_then_succeeds(api: FakeAnthropic, project: Path, monkeypatch) -> None:
+def test_slow_answer_past_the_timeout_retries_then_succeeds(
+    api: FakeAnthropic, project: Path, monkeypatch
+) -> None:
     monkeypatch.setenv("CLAUDE_MEM_API_TIMEOUT_MS", "300")
     session = make_session(project)
     _edit(session, project)
@@ -256,7 +306,9 @@ def test_slow_answer_past_the_timeout_retries_then_succeeds(api: FakeAnthropic, 
     assert Observation.objects.get().title == "In time"
 
 
-def test_slow_answers_exhaust_retries_into_offline_with_timeout_error(api: FakeAnthropic, project: Path, monkeypatch) -> None:
+def test_slow_answers_exhaust_retries_into_offline_with_timeout_error(
+    api: FakeAnthropic, project: Path, monkeypatch
+) -> None:
     monkeypatch.setenv("CLAUDE_MEM_API_TIMEOUT_MS", "200")
     monkeypatch.setenv("CLAUDE_MEM_API_RETRIES", "1")
     api.default = Reply(text=obs_xml("never"), delay=1.5)
@@ -268,19 +320,29 @@ def test_slow_answers_exhaust_retries_into_offline_with_timeout_error(api: FakeA
     assert Observation.objects.get().compressor == "offline"
 
 
-def test_caps_secrets_and_private_text_never_reach_the_request(api: FakeAnthropic, project: Path, monkeypatch) -> None:
+def test_caps_secrets_and_private_text_never_reach_the_request(
+    api: FakeAnthropic, project: Path, monkeypatch
+) -> None:
     monkeypatch.setenv("CLAUDE_MEM_EXCERPT_CAP", "1000")
     big = project / "memory" / "big.py"
     big.write_text("".join(f"def f{i}():\n    return {i}\n" for i in range(3000)))
     session = make_session(project)
     add_event(session, read_payload(big, project))
-    add_event(session, write_payload(project / "memory" / "new.py", project, "x = 1\n" * 5000 + "<private>my diary</private>\n"))
+    add_event(
+        session,
+        write_payload(
+            project / "memory" / "new.py",
+            project,
+            "x = 1\n" * 5000 + "<private>my diary</private>\n",
+        ),
+    )
     add_event(
         session,
         bash_payload(
             "deploy --token ghp_abcdefghijklmnopqrstuvwxyz0123456789",
             project,
-            stdout="AWS key AKIAIOSFODNN7EXAMPLE\npassword = hunter2hunter2\n<private>card 4111</private>\n" + "log line\n" * 4000,
+            stdout="AWS key AKIAIOSFODNN7EXAMPLE\npassword = hunter2hunter2\n<private>card 4111</private>\n"
+            + "log line\n" * 4000,
         ),
     )
     session_events_process_task(session.pk)
@@ -289,7 +351,14 @@ def test_caps_secrets_and_private_text_never_reach_the_request(api: FakeAnthropi
     message = api.requests[0].body["messages"][0]["content"]
     assert len(message) < 6000  # three tool uses of ~100 KB raw payload
     assert "elided" in message and 'original_size_chars="' in message
-    for secret in ("ghp_abcdefghijklmnopqrstuvwxyz0123456789", "AKIAIOSFODNN7EXAMPLE", "hunter2hunter2", "my diary", "card 4111", "<private>"):
+    for secret in (
+        "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+        "AKIAIOSFODNN7EXAMPLE",
+        "hunter2hunter2",
+        "my diary",
+        "card 4111",
+        "<private>",
+    ):
         assert secret not in sent
     assert "def f0" in message and "def f2999" in message  # head and tail of the read
 
@@ -297,11 +366,17 @@ def test_caps_secrets_and_private_text_never_reach_the_request(api: FakeAnthropi
 def test_stop_becomes_a_summary(api: FakeAnthropic, project: Path) -> None:
     session = make_session(project)
     _edit(session, project)
-    add_event(session, {"hook_event_name": "Stop", "last_assistant_message": "Done: rows ranked."}, kind="summary")
+    add_event(
+        session,
+        {"hook_event_name": "Stop", "last_assistant_message": "Done: rows ranked."},
+        kind="summary",
+    )
     api.script(
         Reply(text=obs_xml("Gate ranks exact paths first")),
-        Reply(text="<summary><request>Rank gate rows</request><investigated>gate.py</investigated><learned>x</learned>"
-                   "<completed>ranking</completed><next_steps>docs</next_steps><notes></notes></summary>"),
+        Reply(
+            text="<summary><request>Rank gate rows</request><investigated>gate.py</investigated><learned>x</learned>"
+            "<completed>ranking</completed><next_steps>docs</next_steps><notes></notes></summary>"
+        ),
     )
     session_events_process_task(session.pk)
 
@@ -323,7 +398,9 @@ def test_skip_summary_stores_none(api: FakeAnthropic, project: Path) -> None:
     assert Event.objects.get().status == Event.Status.DONE
 
 
-def test_budget_spent_falls_back_to_offline_and_says_so(api: FakeAnthropic, project: Path, monkeypatch) -> None:
+def test_budget_spent_falls_back_to_offline_and_says_so(
+    api: FakeAnthropic, project: Path, monkeypatch
+) -> None:
     monkeypatch.setenv("CLAUDE_MEM_DAILY_TOKEN_BUDGET", "1000")
     session = make_session(project)
     _edit(session, project)
@@ -342,9 +419,21 @@ def test_fake_streams_messages_the_sdk_can_read(api: FakeAnthropic) -> None:
     """The fake's SSE mode (what agent CLIs use), read by the real SDK's stream helper."""
     import anthropic
 
-    api.script(Reply(content=[{"type": "text", "text": "Using Read."}, {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "/x"}}], stop_reason="tool_use"))
+    api.script(
+        Reply(
+            content=[
+                {"type": "text", "text": "Using Read."},
+                {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "/x"}},
+            ],
+            stop_reason="tool_use",
+        )
+    )
     client = anthropic.Anthropic(api_key=KEY, base_url=api.url, max_retries=0)
-    with client.messages.stream(model="claude-haiku-4-5-20251001", max_tokens=100, messages=[{"role": "user", "content": "read /x"}]) as stream:
+    with client.messages.stream(
+        model="claude-haiku-4-5-20251001",
+        max_tokens=100,
+        messages=[{"role": "user", "content": "read /x"}],
+    ) as stream:
         text = "".join(stream.text_stream)
         final = stream.get_final_message()
     assert text == "Using Read."
@@ -352,3 +441,21 @@ def test_fake_streams_messages_the_sdk_can_read(api: FakeAnthropic) -> None:
     assert final.stop_reason == "tool_use"
     assert final.usage.input_tokens == len("read /x") // 4 and final.usage.output_tokens >= 1
     assert api.requests[0].body["stream"] is True
+
+
+def test_answer_cut_off_at_max_tokens_keeps_its_finished_observations(
+    api: FakeAnthropic, project: Path
+) -> None:
+    session = make_session(project)
+    _edit(session, project)
+    add_event(session, bash_payload("pytest -q", project, stdout="3 passed"))
+    api.script(
+        Reply(
+            text=obs_xml("Finished one")
+            + '\n<observation uses="2"><type>discovery</type><title>Torn',
+            stop_reason="max_tokens",
+        )
+    )
+    session_events_process_task(session.pk)
+    assert len(api.requests) == 1  # no repair needed
+    assert [o.title for o in Observation.objects.all()] == ["Finished one"]

@@ -58,7 +58,9 @@ def test_mode_is_offline_without_a_key() -> None:
 
 
 def test_key_from_data_dir_env_file_switches_to_api(data_dir: Path) -> None:
-    (data_dir / ".env").write_text("# cmem\nexport ANTHROPIC_API_KEY='sk-ant-from-env-file-123456'\n")
+    (data_dir / ".env").write_text(
+        "# cmem\nexport ANTHROPIC_API_KEY='sk-ant-from-env-file-123456'\n"
+    )
     assert compressor_mode() == ("api", "")
 
 
@@ -98,7 +100,12 @@ def test_edit_adding_a_function_is_a_feature_named_after_it(project: Path) -> No
     session = make_session(project, prompt="add a helper")
     add_event(
         session,
-        edit_payload(project / "memory" / "gate.py", project, "    return rows\n", "    return rows\n\n\ndef rank_rows(rows):\n    return sorted(rows)\n"),
+        edit_payload(
+            project / "memory" / "gate.py",
+            project,
+            "    return rows\n",
+            "    return rows\n\n\ndef rank_rows(rows):\n    return sorted(rows)\n",
+        ),
     )
     (obs,) = _process(session)
     assert obs.type == "feature"
@@ -108,8 +115,19 @@ def test_edit_adding_a_function_is_a_feature_named_after_it(project: Path) -> No
 
 def test_edit_after_a_failing_command_is_a_bugfix(project: Path) -> None:
     session = make_session(project, prompt="make the tests green")
-    add_event(session, bash_payload("pytest tests/test_gate.py", project, stdout="E   AssertionError: rows not ranked\n1 failed", exit_code=1))
-    add_event(session, edit_payload(project / "memory" / "gate.py", project, '"-created"', '"-exact", "-created"'))
+    add_event(
+        session,
+        bash_payload(
+            "pytest tests/test_gate.py",
+            project,
+            stdout="E   AssertionError: rows not ranked\n1 failed",
+            exit_code=1,
+        ),
+    )
+    add_event(
+        session,
+        edit_payload(project / "memory" / "gate.py", project, '"-created"', '"-exact", "-created"'),
+    )
     failing, fix = _process(session)
     assert failing.type == "discovery"
     assert failing.title.startswith("`pytest tests/test_gate.py` failed")
@@ -121,8 +139,28 @@ def test_edit_after_a_failing_command_is_a_bugfix(project: Path) -> None:
 def test_read_grep_glob_are_discoveries_with_symbols_and_matches(project: Path) -> None:
     session = make_session(project)
     add_event(session, read_payload(project / "memory" / "gate.py", project))
-    add_event(session, post_tool_use("Grep", {"pattern": "def gate_", "path": str(project)}, {"mode": "files_with_matches", "filenames": [str(project / "memory" / "gate.py")], "numFiles": 1}, cwd=str(project)))
-    add_event(session, post_tool_use("Glob", {"pattern": "**/*.md"}, {"filenames": [], "numFiles": 0, "truncated": False}, cwd=str(project)))
+    add_event(
+        session,
+        post_tool_use(
+            "Grep",
+            {"pattern": "def gate_", "path": str(project)},
+            {
+                "mode": "files_with_matches",
+                "filenames": [str(project / "memory" / "gate.py")],
+                "numFiles": 1,
+            },
+            cwd=str(project),
+        ),
+    )
+    add_event(
+        session,
+        post_tool_use(
+            "Glob",
+            {"pattern": "**/*.md"},
+            {"filenames": [], "numFiles": 0, "truncated": False},
+            cwd=str(project),
+        ),
+    )
     read, grep, glob = _process(session)
     assert read.type == grep.type == glob.type == "discovery"
     assert read.title == "Read memory/gate.py: gate_rows"
@@ -135,7 +173,14 @@ def test_read_grep_glob_are_discoveries_with_symbols_and_matches(project: Path) 
 
 def test_write_of_a_new_file_is_a_feature(project: Path) -> None:
     session = make_session(project)
-    add_event(session, write_payload(project / "memory" / "rank.py", project, "def rank(rows):\n    return rows\n\nclass Ranker:\n    pass\n"))
+    add_event(
+        session,
+        write_payload(
+            project / "memory" / "rank.py",
+            project,
+            "def rank(rows):\n    return rows\n\nclass Ranker:\n    pass\n",
+        ),
+    )
     (obs,) = _process(session)
     assert obs.type == "feature"
     assert obs.title == "Created memory/rank.py: defines rank(), Ranker()"
@@ -144,7 +189,15 @@ def test_write_of_a_new_file_is_a_feature(project: Path) -> None:
 
 def test_failed_tool_and_silent_command(project: Path) -> None:
     session = make_session(project)
-    add_event(session, post_tool_use("Read", {"file_path": "/nonexistent/missing.txt"}, cwd=str(project), error="File does not exist."))
+    add_event(
+        session,
+        post_tool_use(
+            "Read",
+            {"file_path": "/nonexistent/missing.txt"},
+            cwd=str(project),
+            error="File does not exist.",
+        ),
+    )
     add_event(session, bash_payload("mkdir -p build", project))
     observations = _process(session)
     assert len(observations) == 1  # a silent mkdir teaches nothing
@@ -155,7 +208,12 @@ def test_failed_tool_and_silent_command(project: Path) -> None:
 def test_codex_apply_patch_files_come_from_the_patch_headers(project: Path) -> None:
     patch = "*** Begin Patch\n*** Add File: hello.txt\n+HELLO\n*** Update File: memory/gate.py\n@@\n-    return rows\n+    return list(rows)\n*** End Patch\n"
     session = make_session(project)
-    add_event(session, post_tool_use("apply_patch", {"command": patch}, "Exit code: 0\nOutput:\nSuccess.", cwd=str(project)))
+    add_event(
+        session,
+        post_tool_use(
+            "apply_patch", {"command": patch}, "Exit code: 0\nOutput:\nSuccess.", cwd=str(project)
+        ),
+    )
     (obs,) = _process(session)
     assert obs.files_modified == ["hello.txt", "memory/gate.py"]
     assert obs.title.startswith("Edited 2 files")
@@ -164,8 +222,15 @@ def test_codex_apply_patch_files_come_from_the_patch_headers(project: Path) -> N
 def test_stop_becomes_an_offline_summary_from_prompt_and_observations(project: Path) -> None:
     session = make_session(project, prompt="Rank gate rows by specificity")
     add_event(session, read_payload(project / "memory" / "gate.py", project))
-    add_event(session, edit_payload(project / "memory" / "gate.py", project, '"-created"', '"-exact", "-created"'))
-    add_event(session, {"hook_event_name": "Stop", "last_assistant_message": "Rows are now ranked."}, kind="summary")
+    add_event(
+        session,
+        edit_payload(project / "memory" / "gate.py", project, '"-created"', '"-exact", "-created"'),
+    )
+    add_event(
+        session,
+        {"hook_event_name": "Stop", "last_assistant_message": "Rows are now ranked."},
+        kind="summary",
+    )
     session_events_process_task(session.pk)
     summary = Summary.objects.get()
     assert summary.request == "Rank gate rows by specificity"
@@ -180,3 +245,30 @@ def test_offline_is_not_reported_as_degraded(project: Path) -> None:
     add_event(session, read_payload(project / "memory" / "gate.py", project))
     _process(session)
     assert health.observer_health_line() == ""
+
+
+def test_api_mode_without_a_key_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAUDE_MEM_COMPRESSOR", "api")
+    line = health.observer_health_line()
+    assert line.startswith("⚠ cmem memory is degraded") and "no Anthropic API key" in line
+    assert compressor_mode() == ("offline", "no API key")
+
+
+def test_codex_failed_command_without_exit_code_is_judged_by_its_output(project: Path) -> None:
+    import json
+
+    from tests.conftest import CODEX_FIXTURES
+
+    payload = json.loads((CODEX_FIXTURES / "PostToolUse.failed_command.json").read_text())
+    payload["cwd"] = str(project)
+    ok = json.loads((CODEX_FIXTURES / "PostToolUse.json").read_text())
+    ok["cwd"] = str(project)
+    session = make_session(project)
+    add_event(session, payload)
+    add_event(session, ok)
+    failed, fine = _process(session)
+    assert (
+        failed.title
+        == "`cat missing.txt; exit 3` failed: cat: missing.txt: No such file or directory"
+    )
+    assert fine.title.startswith("Ran `cat file.txt`")

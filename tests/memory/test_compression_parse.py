@@ -54,7 +54,9 @@ def test_prose_and_malformed_replies_are_invalid(text: str) -> None:
 
 
 def test_summary_rules() -> None:
-    summary = parse_summary("<summary><request>Rank rows</request><completed>done</completed><notes></notes></summary>")
+    summary = parse_summary(
+        "<summary><request>Rank rows</request><completed>done</completed><notes></notes></summary>"
+    )
     assert summary is not None and summary.request == "Rank rows" and summary.completed == "done"
     assert parse_summary('<skip_summary reason="nothing happened"/>') is None
     with pytest.raises(ParseError):
@@ -84,18 +86,35 @@ def test_sanitize_drops_private_blocks_and_secrets() -> None:
 
 class _Event:
     def __init__(self, pk: int, payload: dict, prompt_number: int = 1) -> None:
-        self.pk, self.payload, self.prompt_number, self.tool_name, self.created = pk, payload, prompt_number, payload["tool_name"], None
+        self.pk, self.payload, self.prompt_number, self.tool_name, self.created = (
+            pk,
+            payload,
+            prompt_number,
+            payload["tool_name"],
+            None,
+        )
 
 
 def test_multiedit_is_sent_as_one_diff_per_edit_and_prompts_once() -> None:
     payload = {
         "tool_name": "MultiEdit",
         "cwd": "/p",
-        "tool_input": {"file_path": "/p/a.py", "edits": [{"old_string": "x = 1", "new_string": "x = 2"}, {"old_string": "y = 1", "new_string": "y = 3"}]},
+        "tool_input": {
+            "file_path": "/p/a.py",
+            "edits": [
+                {"old_string": "x = 1", "new_string": "x = 2"},
+                {"old_string": "y = 1", "new_string": "y = 3"},
+            ],
+        },
         "tool_response": {"originalFile": "HUGE ORIGINAL " * 1000},
     }
-    uses = [ToolUse.from_event(_Event(1, payload), n=1, root="/p"), ToolUse.from_event(_Event(2, payload), n=2, root="/p")]
-    message = render_batch(project="p", uses=uses, prompts={1: "change x and y"}, caps=Caps(field=16000, excerpt=2000))
+    uses = [
+        ToolUse.from_event(_Event(1, payload), n=1, root="/p"),
+        ToolUse.from_event(_Event(2, payload), n=2, root="/p"),
+    ]
+    message = render_batch(
+        project="p", uses=uses, prompts={1: "change x and y"}, caps=Caps(field=16000, excerpt=2000)
+    )
     assert message.count("change x and y") == 1
     assert message.count("-x = 1\n+x = 2") == 2 and message.count("-y = 1\n+y = 3") == 2
     assert "HUGE ORIGINAL" not in message

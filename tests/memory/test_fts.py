@@ -7,7 +7,10 @@ from django.db import connection
 
 from memory.models import Observation, Prompt, Session, Summary
 
-pytestmark = pytest.mark.django_db
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.skipif(connection.vendor != "sqlite", reason="FTS5 triggers exist on SQLite only"),
+]
 
 
 def matches(table: str, query: str) -> list[int]:

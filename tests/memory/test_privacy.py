@@ -25,7 +25,7 @@ SECRETS = {
 @pytest.mark.parametrize("kind", sorted(SECRETS))
 def test_provider_keys_are_redacted_by_kind(kind: str) -> None:
     secret = SECRETS[kind]
-    text = f"export SOME_VAR={secret}\ncurl -d '{{\"k\": \"{secret}\"}}' https://api.example.com"
+    text = f'export SOME_VAR={secret}\ncurl -d \'{{"k": "{secret}"}}\' https://api.example.com'
     out = privacy.redact_text(text)
     assert secret not in out
     assert f"[REDACTED:{kind}]" in out
@@ -34,16 +34,34 @@ def test_provider_keys_are_redacted_by_kind(kind: str) -> None:
 @pytest.mark.parametrize(
     ("text", "secret", "kind"),
     [
-        ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "aws-secret-key"),
-        ("token github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEF", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEF", "github"),
+        (
+            "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "aws-secret-key",
+        ),
+        (
+            "token github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEF",
+            "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEF",
+            "github",
+        ),
         ("DB_PASSWORD=hunter2-Correct-Horse", "hunter2-Correct-Horse", "password"),
         ('{"client_secret": "9f8e7d6c5b4a39281706"}', "9f8e7d6c5b4a39281706", "secret"),
-        ("curl -H 'Authorization: Bearer abc.def-ghi_jkl012345678' http://x", "abc.def-ghi_jkl012345678", "bearer"),
-        ("postgres://app:Sup3rS3cretPw@db.internal:5432/app", "Sup3rS3cretPw", "basic-auth-credentials"),
+        (
+            "curl -H 'Authorization: Bearer abc.def-ghi_jkl012345678' http://x",
+            "abc.def-ghi_jkl012345678",
+            "bearer",
+        ),
+        (
+            "postgres://app:Sup3rS3cretPw@db.internal:5432/app",
+            "Sup3rS3cretPw",
+            "basic-auth-credentials",
+        ),
         ("sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc", "4eC39HqLyjWDarjtT1zdp7dc", "stripe-access-key"),
     ],
 )
-def test_assignments_bearer_tokens_and_detect_secrets_plugins(text: str, secret: str, kind: str) -> None:
+def test_assignments_bearer_tokens_and_detect_secrets_plugins(
+    text: str, secret: str, kind: str
+) -> None:
     out = privacy.redact_text(text)
     assert secret not in out and f"[REDACTED:{kind}]" in out
 
@@ -57,7 +75,11 @@ def test_private_key_blocks_are_redacted_whole() -> None:
 
 def test_a_key_cut_by_the_field_cap_leaves_no_fragment() -> None:
     body = "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo=" * 200
-    text = "x" * 9000 + f"-----BEGIN OPENSSH PRIVATE KEY-----\n{body}\n-----END OPENSSH PRIVATE KEY-----" + "y" * 9000
+    text = (
+        "x" * 9000
+        + f"-----BEGIN OPENSSH PRIVATE KEY-----\n{body}\n-----END OPENSSH PRIVATE KEY-----"
+        + "y" * 9000
+    )
     out = privacy.Sanitizer(cap=12000, redact=True).text(text)
     assert "QUJDREVG" not in out
 
@@ -83,7 +105,11 @@ def test_tags_are_stripped_with_their_content() -> None:
 
 
 def test_secret_named_keys_are_redacted_in_json() -> None:
-    value = {"env": {"API_KEY": "plain-looking-value", "HOME": "/home/dev"}, "input_tokens": 12, "items": ["password=abcd1234"]}
+    value = {
+        "env": {"API_KEY": "plain-looking-value", "HOME": "/home/dev"},
+        "input_tokens": 12,
+        "items": ["password=abcd1234"],
+    }
     assert privacy.sanitize(value) == {
         "env": {"API_KEY": "[REDACTED:api-key]", "HOME": "/home/dev"},
         "input_tokens": 12,
@@ -102,7 +128,11 @@ def test_a_planted_secret_is_found_nowhere_in_the_data_dir(live_worker: LiveWork
     observation["tool_response"]["stdout"] = f"ANTHROPIC_API_KEY={secret}\nok"
     stop = json.loads((CLAUDE_FIXTURES / "Stop.json").read_text())
     stop["last_assistant_message"] = f"I used {secret}."
-    for event, payload in [("session-init", prompt), ("observation", observation), ("summarize", stop)]:
+    for event, payload in [
+        ("session-init", prompt),
+        ("observation", observation),
+        ("summarize", stop),
+    ]:
         result = live_worker.run_hook(event, json.dumps(payload).encode())
         assert result.returncode == 0 and result.stdout == b"{}", result.stderr
     time.sleep(1.5)  # let the consumer compress what was queued

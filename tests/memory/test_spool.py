@@ -33,14 +33,30 @@ def test_spool_files_are_written_atomically_with_sortable_names(data_dir: Path) 
 
 
 def test_ingest_replays_in_order_exactly_once() -> None:
-    hookclient.spool_write("claude-code", "session-init", _body("UserPromptSubmit.json", prompt="one"))
+    hookclient.spool_write(
+        "claude-code", "session-init", _body("UserPromptSubmit.json", prompt="one")
+    )
     for i in range(3):
-        hookclient.spool_write("claude-code", "observation", _body("PostToolUse.bash.json", session_id="571a3c56-e5f8-4a93-b71d-946a0601887f", tool_use_id=f"t{i}"))
-    hookclient.spool_write("claude-code", "session-init", _body("UserPromptSubmit.json", prompt="two"))
+        hookclient.spool_write(
+            "claude-code",
+            "observation",
+            _body(
+                "PostToolUse.bash.json",
+                session_id="571a3c56-e5f8-4a93-b71d-946a0601887f",
+                tool_use_id=f"t{i}",
+            ),
+        )
+    hookclient.spool_write(
+        "claude-code", "session-init", _body("UserPromptSubmit.json", prompt="two")
+    )
     report = spool.spool_ingest()
     assert (report.ingested, report.failed, report.left) == (5, 0, 0)
     assert list(Prompt.objects.order_by("number").values_list("text", flat=True)) == ["one", "two"]
-    assert list(Event.objects.order_by("pk").values_list("tool_use_id", "prompt_number")) == [("t0", 1), ("t1", 1), ("t2", 1)]
+    assert list(Event.objects.order_by("pk").values_list("tool_use_id", "prompt_number")) == [
+        ("t0", 1),
+        ("t1", 1),
+        ("t2", 1),
+    ]
     assert spool.spool_ingest().ingested == 0
     assert spool.spool_backlog() == 0
 
@@ -50,7 +66,9 @@ def test_a_replay_of_an_already_stored_event_stores_nothing_new() -> None:
     hookclient.spool_write("claude-code", "observation", body)
     hookclient.spool_write("claude-code", "observation", body)
     hookclient.spool_write("claude-code", "session-init", _body("UserPromptSubmit.json"))
-    hookclient.spool_write("claude-code", "session-init", _body("UserPromptSubmit.json"))  # timed out, then spooled
+    hookclient.spool_write(
+        "claude-code", "session-init", _body("UserPromptSubmit.json")
+    )  # timed out, then spooled
     assert spool.spool_ingest().ingested == 4
     assert Event.objects.count() == 1 and Prompt.objects.count() == 1
 
@@ -76,17 +94,30 @@ def test_a_file_claimed_by_a_dead_ingester_is_taken_back(data_dir: Path) -> None
     assert Event.objects.count() == 1
 
 
-def test_a_hook_request_drains_the_spool(client: Any, django_capture_on_commit_callbacks: Any) -> None:
+def test_a_hook_request_drains_the_spool(
+    client: Any, django_capture_on_commit_callbacks: Any
+) -> None:
     from memory import spool_tasks
 
-    hookclient.spool_write("claude-code", "observation", _body("PostToolUse.bash.json", tool_use_id="from-spool"))
+    hookclient.spool_write(
+        "claude-code", "observation", _body("PostToolUse.bash.json", tool_use_id="from-spool")
+    )
     spool_tasks._last_kick[0] = 0.0
-    resp = client.post("/api/hooks/claude-code/observation", data=_body("PostToolUse.json"), content_type="application/json")
+    resp = client.post(
+        "/api/hooks/claude-code/observation",
+        data=_body("PostToolUse.json"),
+        content_type="application/json",
+    )
     assert resp.status_code == 200
-    assert set(Event.objects.values_list("tool_use_id", flat=True)) == {"from-spool", "toolu_fake_0002"}
+    assert set(Event.objects.values_list("tool_use_id", flat=True)) == {
+        "from-spool",
+        "toolu_fake_0002",
+    }
 
 
-def test_the_spawn_lock_lets_one_hook_of_a_crowd_start_the_worker(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_spawn_lock_lets_one_hook_of_a_crowd_start_the_worker(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     spawned = []
     monkeypatch.setattr(hookclient.os, "fork", lambda: spawned.append(1) or 1)
     assert [hookclient.spawn_worker() for _ in range(5)] == [True, False, False, False, False]

@@ -48,20 +48,29 @@ def api(monkeypatch: pytest.MonkeyPatch):
 @pytest.mark.django_db
 def test_claim_takes_pending_events_once_and_counts_the_attempt(tmp_path: Path) -> None:
     session = make_session(tmp_path)
-    events = [add_event(session, bash_payload(f"echo tool-{i}", tmp_path, stdout="x")) for i in range(5)]
+    events = [
+        add_event(session, bash_payload(f"echo tool-{i}", tmp_path, stdout="x")) for i in range(5)
+    ]
     first, stamp = service.events_claim(session_pk=session.pk, kind="observation", limit=3)
     second, _ = service.events_claim(session_pk=session.pk, kind="observation", limit=3)
     third, _ = service.events_claim(session_pk=session.pk, kind="observation", limit=3)
     assert [e.pk for e in first] == [e.pk for e in events[:3]]
     assert [e.pk for e in second] == [e.pk for e in events[3:]]
     assert third == []
-    assert all(e.status == Event.Status.CLAIMED and e.attempts == 1 and e.claimed_at == stamp for e in first)
+    assert all(
+        e.status == Event.Status.CLAIMED and e.attempts == 1 and e.claimed_at == stamp
+        for e in first
+    )
 
 
 @pytest.mark.django_db
-def test_stale_claims_are_reclaimed_and_a_late_result_is_dropped(api: FakeAnthropic, tmp_path: Path) -> None:
+def test_stale_claims_are_reclaimed_and_a_late_result_is_dropped(
+    api: FakeAnthropic, tmp_path: Path
+) -> None:
     session = make_session(tmp_path)
-    events = [add_event(session, bash_payload(f"echo tool-{i}", tmp_path, stdout="x")) for i in range(2)]
+    events = [
+        add_event(session, bash_payload(f"echo tool-{i}", tmp_path, stdout="x")) for i in range(2)
+    ]
     claimed, stale_stamp = service.events_claim(session_pk=session.pk, kind="observation", limit=10)
     # The consumer holding the claim vanished: after the timeout the events go back.
     assert service.events_reclaim_stale(older_than_seconds=0) == [session.pk]
@@ -69,7 +78,9 @@ def test_stale_claims_are_reclaimed_and_a_late_result_is_dropped(api: FakeAnthro
     session_events_process_task(session.pk)
     assert Observation.objects.count() == 2
     # The first consumer comes back with its (late) answer: its claim is gone, nothing is stored.
-    report = service._guarded(service.observations_compress, session=session, events=claimed, stamp=stale_stamp)
+    report = service._guarded(
+        service.observations_compress, session=session, events=claimed, stamp=stale_stamp
+    )
     assert report.observations == 0
     assert Observation.objects.count() == 2
     assert {e.attempts for e in Event.objects.filter(pk__in=[e.pk for e in events])} == {2}
@@ -85,7 +96,9 @@ def test_sweep_enqueues_sessions_whose_task_was_lost(api: FakeAnthropic, tmp_pat
 
 
 @pytest.mark.django_db
-def test_a_batch_that_keeps_killing_its_consumer_goes_offline(api: FakeAnthropic, tmp_path: Path) -> None:
+def test_a_batch_that_keeps_killing_its_consumer_goes_offline(
+    api: FakeAnthropic, tmp_path: Path
+) -> None:
     session = make_session(tmp_path)
     event = add_event(session, bash_payload("echo tool-1", tmp_path, stdout="x"))
     Event.objects.filter(pk=event.pk).update(attempts=service.MAX_API_ATTEMPTS)
@@ -95,7 +108,9 @@ def test_a_batch_that_keeps_killing_its_consumer_goes_offline(api: FakeAnthropic
 
 
 @pytest.mark.django_db
-def test_summary_waits_for_earlier_observations_held_elsewhere(api: FakeAnthropic, tmp_path: Path) -> None:
+def test_summary_waits_for_earlier_observations_held_elsewhere(
+    api: FakeAnthropic, tmp_path: Path
+) -> None:
     session = make_session(tmp_path)
     add_event(session, bash_payload("echo tool-1", tmp_path, stdout="x"))
     add_event(session, {"last_assistant_message": "done"}, kind="summary")
@@ -103,14 +118,19 @@ def test_summary_waits_for_earlier_observations_held_elsewhere(api: FakeAnthropi
     session_events_process_task(session.pk)  # another consumer: must not summarise yet
     assert Summary.objects.count() == 0
     assert Event.objects.get(kind="summary").status == Event.Status.PENDING
-    api.script(Reply(fn=echo_observations), Reply(text="<summary><request>r</request><completed>c</completed></summary>"))
+    api.script(
+        Reply(fn=echo_observations),
+        Reply(text="<summary><request>r</request><completed>c</completed></summary>"),
+    )
     service._guarded(service.observations_compress, session=session, events=held, stamp=stamp)
     session_events_process_task(session.pk)
     assert Summary.objects.get().request == "r"
 
 
 @pytest.mark.django_db
-def test_unexpected_error_marks_events_failed_instead_of_looping(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unexpected_error_marks_events_failed_instead_of_looping(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     session = make_session(tmp_path)
     event = add_event(session, bash_payload("echo tool-1", tmp_path, stdout="x"))
 
@@ -165,13 +185,21 @@ def test_consumer_killed_mid_batch_compresses_every_event_exactly_once(tmp_path:
 
     def start_consumer() -> subprocess.Popen[bytes]:
         with open(data / f"consumer{len(consumers)}.log", "wb") as log:
-            proc = subprocess.Popen([CMEM, "run_huey", "--quiet"], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            proc = subprocess.Popen(
+                [CMEM, "run_huey", "--quiet"],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         consumers.append(proc)
         return proc
 
     try:
         _cmem(env, "migrate", "--verbosity", "0")
-        payloads = [bash_payload(f"echo tool-{i}", tmp_path, stdout=f"tool-{i} ran") for i in range(5)]
+        payloads = [
+            bash_payload(f"echo tool-{i}", tmp_path, stdout=f"tool-{i} ran") for i in range(5)
+        ]
         (tmp_path / "payloads.json").write_text(json.dumps(payloads))
         _cmem(
             env,
@@ -195,14 +223,21 @@ def test_consumer_killed_mid_batch_compresses_every_event_exactly_once(tmp_path:
 
         time.sleep(2.5)  # past CLAUDE_MEM_CLAIM_TIMEOUT_SECONDS
         start_consumer()
-        _wait(lambda: _rows(db, "select count(*) from memory_event where status='done'") == [(5,)], 120, "all events done")
+        _wait(
+            lambda: _rows(db, "select count(*) from memory_event where status='done'") == [(5,)],
+            120,
+            "all events done",
+        )
 
         titles = [t for (t,) in _rows(db, "select title from memory_observation order by id")]
         assert sorted(titles) == [f"obs of tool-{i}" for i in range(5)]  # each exactly once
         attempts = dict(_rows(db, "select tool_use_id, attempts from memory_event"))
         assert sorted(attempts.values()) == [1, 1, 1, 2, 2]  # the killed batch was claimed twice
         sent = [r.body["messages"][0]["content"] for r in fake.requests]
-        assert sum("echo tool-0" in s for s in sent) == 2 and sum("echo tool-4" in s for s in sent) == 1
+        assert (
+            sum("echo tool-0" in s for s in sent) == 2
+            and sum("echo tool-4" in s for s in sent) == 1
+        )
     finally:
         for proc in consumers:
             if proc.poll() is None:
@@ -216,15 +251,21 @@ def test_consumer_killed_mid_batch_compresses_every_event_exactly_once(tmp_path:
 
 
 _CLAIM_LOOP = """
-import json, time
+import json, pathlib, time
 from memory.compression.service import events_claim
-time.sleep(max(0, {start} - time.time()))
+events_claim(session_pk=0, kind="observation", limit=1)  # warm up: connection, imports
+barrier = pathlib.Path({barrier!r})
+(barrier / "{name}").touch()
+deadline = time.time() + 120
+while len(list(barrier.iterdir())) < 2 and time.time() < deadline:
+    time.sleep(0.01)
 taken = []
 while True:
     events, _ = events_claim(session_pk={session}, kind="observation", limit=1)
     if not events:
         break
     taken += [e.pk for e in events]
+    time.sleep(0.003)  # the compression work between two claims
 print(json.dumps(taken))
 """
 
@@ -244,11 +285,96 @@ def test_two_consumer_processes_never_claim_the_same_event(tmp_path: Path) -> No
         "Event.objects.bulk_create([Event(session=s, kind='observation', tool_name='Bash', payload={}) for _ in range(300)])\n",
     )
     (session_pk,) = _rows(data / "cmem.sqlite3", "select id from memory_session")[0]
-    code = _CLAIM_LOOP.format(start=time.time() + 10, session=session_pk)
-    procs = [subprocess.Popen([CMEM, "shell", "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    procs = [
+        subprocess.Popen(
+            [
+                CMEM,
+                "shell",
+                "-c",
+                _CLAIM_LOOP.format(barrier=str(barrier), name=f"p{i}", session=session_pk),
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(2)
+    ]
     outputs = [p.communicate(timeout=120) for p in procs]
     assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outputs]
     first, second = (json.loads(o[0].strip().splitlines()[-1]) for o in outputs)
     assert first and second  # both really competed
     assert not set(first) & set(second)
     assert len(first) + len(second) == 300
+
+
+@pytest.mark.slow
+def test_hooks_to_observation_and_summary_through_a_real_worker(tmp_path: Path) -> None:
+    """UserPromptSubmit, an Edit and a Stop through `cmem hook` into a real `cmem serve`,
+    compressed by its consumer with the SDK against the fake API."""
+    from tests.conftest import CLAUDE_FIXTURES, LiveWorker
+
+    project = tmp_path / "demo"
+    project.mkdir()
+    (project / "gate.py").write_text("def gate():\n    return 'allow'\n")
+    data = tmp_path / "worker-data"
+    data.mkdir(mode=0o700)
+    fake = FakeAnthropic(default=Reply(fn=echo_observations)).start()
+    fake.script(
+        Reply(
+            text='<observation uses="1"><type>change</type><title>Gate denies by default</title>'
+            "<narrative>gate() returns deny.</narrative></observation>"
+        ),
+        Reply(
+            text="<summary><request>Make the gate deny</request><completed>gate() denies</completed></summary>"
+        ),
+    )
+    port = free_port()
+    worker = LiveWorker(
+        data_dir=data,
+        port=port,
+        env=make_worker_env(data, port, ANTHROPIC_BASE_URL=fake.url, ANTHROPIC_API_KEY=KEY),
+    )
+    worker.start(timeout=90)
+    try:
+
+        def hook(event: str, fixture: str, **changes: Any) -> None:
+            payload = json.loads((CLAUDE_FIXTURES / fixture).read_text())
+            payload.update(session_id="live-1", cwd=str(project), **changes)
+            done = worker.run_hook(event, json.dumps(payload).encode(), timeout=30)
+            assert done.returncode == 0 and not done.stderr, done.stderr
+
+        hook("session-init", "UserPromptSubmit.json", prompt="Make the gate deny by default")
+        (project / "gate.py").write_text("def gate():\n    return 'deny'\n")
+        hook(
+            "observation",
+            "PostToolUse.json",
+            tool_name="Edit",
+            tool_input={
+                "file_path": str(project / "gate.py"),
+                "old_string": "'allow'",
+                "new_string": "'deny'",
+            },
+            tool_response={
+                "filePath": str(project / "gate.py"),
+                "originalFile": "def gate():\n    return 'allow'\n",
+            },
+        )
+        hook("summarize", "Stop.json", last_assistant_message="The gate now denies.")
+        db = data / "cmem.sqlite3"
+        _wait(lambda: _rows(db, "select count(*) from memory_summary") == [(1,)], 90, "the summary")
+        assert _rows(db, "select title, files_modified, compressor from memory_observation") == [
+            ("Gate denies by default", '["gate.py"]', "claude-haiku-4-5-20251001")
+        ]
+        assert _rows(db, "select path, role from memory_observationfile") == [
+            ("gate.py", "modified")
+        ]
+        assert _rows(db, "select request from memory_summary") == [("Make the gate deny",)]
+        assert _rows(db, "select count(*) from memory_event where status != 'done'") == [(0,)]
+        sent = fake.requests[0].body["messages"][0]["content"]
+        assert "Make the gate deny by default" in sent and "-'allow'\n+'deny'" in sent
+    finally:
+        worker.stop()
+        fake.stop()

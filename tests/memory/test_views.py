@@ -310,6 +310,8 @@ def test_stats_page_charts_ledger_and_observations(client: Client) -> None:
 def test_stats_empty(client: Client) -> None:
     body = client.get(reverse("memory-stats"), {"days": "7"}).content.decode()
     assert "Nothing recorded in this range yet." in body
+    assert '<option value="7" selected>' in body
+    assert '<option value="30" selected>' in client.get(reverse("memory-stats")).content.decode()
 
 
 def test_non_loopback_host_is_refused(client: Client) -> None:

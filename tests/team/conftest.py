@@ -24,6 +24,8 @@ from tests.conftest import CMEM, LiveWorker, free_port, make_worker_env
 PG_ADMIN_URL = os.environ.get("CMEM_TEAM_PG_URL", "postgres://postgres@127.0.0.1:5432")
 REDIS_URL = os.environ.get("CMEM_TEAM_REDIS_URL", "redis://127.0.0.1:6379/0")
 _counter = itertools.count()
+# What `cmem migrate` printed when it built the template (test_team_worker checks it).
+MIGRATE_OUTPUT: dict[str, str] = {}
 
 
 def pg_connect(dbname: str = "postgres", **kwargs: Any):  # type: ignore[no-untyped-def]
@@ -89,6 +91,7 @@ def pg_template(pg_server: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
     env = _cmem_env(data, CLAUDE_MEM_DATABASE_URL=f"{pg_server}/{name}")
     result = run_cmem(["migrate", "--noinput"], env)
     assert result.returncode == 0, result.stderr
+    MIGRATE_OUTPUT[name] = result.stdout
     try:
         yield name
     finally:

@@ -65,6 +65,7 @@ def test_clones_with_one_remote_are_one_project_in_team_mode(tmp_path: Path, mon
 
 
 def test_local_identity_without_team_mode_or_remote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CLAUDE_MEM_DATABASE_URL", raising=False)  # the PostgreSQL test run sets it
     clone = _clone(tmp_path / "app", {"origin": "git@github.com:acme/app.git"})
     assert project_for_cwd(str(clone)).name == "app"  # single-user default: the folder
     monkeypatch.setenv("CLAUDE_MEM_PROJECT_IDENTITY", "remote")

@@ -10,38 +10,30 @@ import threading
 import time
 import urllib.error
 import urllib.request
-import uuid
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import CLAUDE_FIXTURES, CMEM, LiveWorker, free_port, make_worker_env
-from tests.team.conftest import pg_connect, pg_query, run_cmem
+from tests.team.conftest import MIGRATE_OUTPUT, pg_query, run_cmem
 
 pytestmark = [pytest.mark.team, pytest.mark.slow]
 
 
-def test_cmem_migrate_builds_the_configured_postgres_database(pg_server: str, tmp_path: Path) -> None:
-    name = f"cmem_mig_{uuid.uuid4().hex[:8]}"
-    with pg_connect() as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE_MEM_", "CMEM_"))}
-        env.update(CLAUDE_MEM_DATA_DIR=str(tmp_path / "d"), CLAUDE_MEM_DATABASE_URL=f"{pg_server}/{name}")
-        result = run_cmem(["migrate", "--noinput"], env)
-        assert result.returncode == 0, result.stderr
-        assert "memory.0003_postgres_search... OK" in result.stdout
-        url = f"{pg_server}/{name}"
-        columns = pg_query(url, "SELECT table_name FROM information_schema.columns WHERE column_name = 'search_vector' ORDER BY 1")
-        assert [c[0] for c in columns] == ["memory_observation", "memory_prompt", "memory_summary"]
-        assert pg_query(url, "SELECT count(*) FROM pg_indexes WHERE indexname LIKE %s", ('%search_gin',))[0][0] == 3
-        # Nothing went to SQLite: the data dir has no database file.
-        assert not (tmp_path / "d" / "cmem.sqlite3").exists()
-        shown = run_cmem(["showmigrations", "memory"], env)
-        assert "[ ]" not in shown.stdout
-    finally:
-        with pg_connect() as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+def test_cmem_migrate_builds_the_configured_postgres_database(pg_server: str, pg_template: str, tmp_path: Path) -> None:
+    # The template every team test clones was made by `cmem migrate` with only the URL set.
+    assert "memory.0003_postgres_search... OK" in MIGRATE_OUTPUT[pg_template]
+    url = f"{pg_server}/{pg_template}"
+    columns = pg_query(url, "SELECT table_name FROM information_schema.columns WHERE column_name = 'search_vector' ORDER BY 1")
+    assert [c[0] for c in columns] == ["memory_observation", "memory_prompt", "memory_summary"]
+    assert pg_query(url, "SELECT count(*) FROM pg_indexes WHERE indexname LIKE %s", ("%search_gin",))[0][0] == 3
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE_MEM_", "CMEM_"))}
+    env.update(CLAUDE_MEM_DATA_DIR=str(tmp_path / "d"), CLAUDE_MEM_DATABASE_URL=url)
+    shown = run_cmem(["showmigrations", "memory", "deliverables"], env)
+    assert shown.returncode == 0, shown.stderr
+    assert "[X] 0003_postgres_search" in shown.stdout and "[ ]" not in shown.stdout
+    # Nothing went to SQLite: the data dir has no database file.
+    assert not (tmp_path / "d" / "cmem.sqlite3").exists()
 
 
 def test_settings_switch_database_and_queue(team_env: dict[str, str]) -> None:

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from memory.codex_install import codex_doctor_checks
 from memory.doctor import doctor_checks
 
 MARKS = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}
@@ -23,9 +24,14 @@ class Command(BaseCommand):
             default=None,
             help="Claude Code settings file to check.",
         )
+        parser.add_argument(
+            "--codex-home", type=Path, default=None, help="Default $CODEX_HOME or ~/.codex."
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         checks = doctor_checks(settings_path=options["claude_settings"])
+        # Codex: reported when cmem's hooks are in its hooks.json (untrusted ones never run).
+        checks += codex_doctor_checks(home=options["codex_home"])
         for check in checks:
             self.stdout.write(f"{MARKS[check.status]}  {check.what}")
             if check.fix and check.status != "ok":

@@ -16,6 +16,7 @@ from memory.importers.report import ImportReport
 IMPORTERS = {
     "claude-code": "memory.importers.claude_code",
     "claude-mem": "memory.importers.claude_mem",
+    "codex": "memory.importers.codex",
     "json": "memory.importers.json_io",
 }
 

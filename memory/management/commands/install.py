@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memory import installer, mcp_install
+from memory import codex_install, installer, mcp_install
 
 
 class Command(BaseCommand):
@@ -30,8 +30,19 @@ class Command(BaseCommand):
             help="Also write a Claude Code plugin folder here.",
         )
         parser.add_argument("--no-mcp", action="store_true", help="Do not register the MCP server.")
+        parser.add_argument(
+            "--codex",
+            action="store_true",
+            help="Install the Codex CLI hooks ($CODEX_HOME/hooks.json) and trust them, instead.",
+        )
+        parser.add_argument(
+            "--codex-home", type=Path, default=None, help="Default $CODEX_HOME or ~/.codex."
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["codex"]:
+            self._codex(options["codex_home"] or codex_install.codex_home())
+            return
         path = options["claude_settings"] or installer.claude_settings_path()
         command = installer.hook_command()
         try:
@@ -51,3 +62,35 @@ class Command(BaseCommand):
             self.stdout.write(
                 mcp_install.plugin_dir_write(directory=options["plugin_dir"], command=command)
             )
+
+    def _codex(self, home: Path) -> None:
+        path = codex_install.hooks_path(home)
+        command = installer.hook_command()
+        try:
+            report = codex_install.hooks_install(path=path, command=command)
+        except installer.InstallError as exc:
+            raise CommandError(str(exc)) from None
+        backup = f" (backup: {report.backup})" if report.backup else ""
+        verb = "installed in" if report.changed else "already installed in"
+        self.stdout.write(f"cmem Codex hooks {verb} {path}{backup}")
+        binary = codex_install.codex_binary()
+        if not binary:
+            self.stdout.write(
+                f"`codex` was not found, so the hooks are not trusted yet. {codex_install.TRUST_HINT}"
+            )
+            return
+        try:
+            trust = codex_install.hooks_trust(binary=binary, home=home, path=path)
+        except codex_install.CodexTrustError as exc:
+            self.stdout.write(f"could not record trust ({exc}). {codex_install.TRUST_HINT}")
+            return
+        for warning in trust.warnings:
+            self.stdout.write(f"codex says: {warning}")
+        if trust.trusted:
+            self.stdout.write(
+                f"trusted {len(trust.trusted)} cmem hook(s) in {home / 'config.toml'}"
+            )
+        elif trust.already:
+            self.stdout.write("cmem hooks already trusted")
+        else:
+            self.stdout.write(f"codex listed no cmem hooks to trust. {codex_install.TRUST_HINT}")

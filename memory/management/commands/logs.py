@@ -52,21 +52,28 @@ class Command(BaseCommand):
 
     def follow(self, poll: float = 0.5, stop_after: float | None = None) -> None:
         """Print lines appended to any log (new files and rotations included) until interrupted."""
-        offsets = {path: path.stat().st_size for path in lifecycle.log_files()}
+        # (inode, offset) per file: a new inode under the same name is a rotation.
+        seen: dict[Path, tuple[int, int]] = {}
+        for path in lifecycle.log_files():
+            st = path.stat()
+            seen[path] = (st.st_ino, st.st_size)
         last: Path | None = None
         started = time.monotonic()
         while stop_after is None or time.monotonic() - started < stop_after:
             for path in lifecycle.log_files():
-                size = path.stat().st_size
-                offset = offsets.get(path, 0)
-                if size < offset:  # rotated or truncated: start from the top
+                try:
+                    st = path.stat()
+                except FileNotFoundError:
+                    continue
+                inode, offset = seen.get(path, (st.st_ino, 0))
+                if inode != st.st_ino or st.st_size < offset:  # rotated or truncated
                     offset = 0
-                if size == offset:
+                seen[path] = (st.st_ino, st.st_size)
+                if st.st_size == offset:
                     continue
                 with open(path, "rb") as fh:
                     fh.seek(offset)
-                    chunk = fh.read(size - offset)
-                offsets[path] = size
+                    chunk = fh.read(st.st_size - offset)
                 if path != last:
                     self.stdout.write(f"==> {path} <==")
                     last = path

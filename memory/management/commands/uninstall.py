@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memory import installer, mcp_install
+from memory import codex_install, installer, mcp_install
 
 
 class Command(BaseCommand):
@@ -24,8 +24,26 @@ class Command(BaseCommand):
         parser.add_argument(
             "--keep-mcp", action="store_true", help="Leave the MCP server registered."
         )
+        parser.add_argument(
+            "--codex", action="store_true", help="Remove the Codex CLI hooks instead."
+        )
+        parser.add_argument(
+            "--codex-home", type=Path, default=None, help="Default $CODEX_HOME or ~/.codex."
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["codex"]:
+            path = codex_install.hooks_path(options["codex_home"] or codex_install.codex_home())
+            try:
+                report = codex_install.hooks_uninstall(path=path)
+            except installer.InstallError as exc:
+                raise CommandError(str(exc)) from None
+            if report.changed:
+                self.stdout.write(f"cmem Codex hooks removed from {path} (backup: {report.backup})")
+            else:
+                self.stdout.write(f"no cmem hooks in {path}")
+            self.stdout.write(f"your memory stays in {installer.config.data_dir()}")
+            return
         path = options["claude_settings"] or installer.claude_settings_path()
         try:
             report = installer.settings_uninstall(path=path)

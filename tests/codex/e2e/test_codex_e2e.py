@@ -1,0 +1,286 @@
+"""The whole loop with the real Codex CLI (pinned in codex-version.txt) and a fake
+Responses API on 127.0.0.1.
+
+`cmem install --codex` writes the hooks into a scratch `$CODEX_HOME` and trusts them through
+`codex app-server`; the runs then go without `--dangerously-bypass-hook-trust`, so they
+also prove the trust was recorded. Two `codex exec` runs share one worker and one project:
+1. (gpt-5.5, which has apply_patch) a shell read of handlers.py, an apply_patch of it and a
+   forced auto compaction (`model_auto_compact_token_limit`): both tool uses are stored,
+   and the SessionStart index is a developer message at the start and again right after
+   the compaction;
+2. (gpt-fake, which has the multi-agent tools) the same shell read gets the file's
+   timeline as context; a spawned sub-agent's first request carries the index, a forked
+   one's does not (it holds its parent's history).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.codex.e2e.fake_responses_api import (
+    FakeResponsesAPI,
+    Request,
+    Step,
+    call,
+    custom,
+    developer_texts,
+    say,
+)
+from tests.conftest import CMEM, REPO, LiveWorker, free_port, make_worker_env
+from tests.e2e.harness import query
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+PINNED_VERSION = Path(__file__).with_name("codex-version.txt").read_text().strip()
+NODE_BIN = REPO / ".e2e-node" / "node_modules" / ".bin"
+RUN1, RUN2, CHILD, FORK = "E2E-CX-ONE", "E2E-CX-TWO", "E2E-CX-CHILD", "E2E-CX-FORK"
+INDEX = "recent context"  # the SessionStart index's header line
+TARGET = "".join(f"def handler_{i}(request):\n    return {{'handler': {i}}}\n\n\n" for i in range(60))
+PATCH = (
+    "*** Begin Patch\n*** Update File: handlers.py\n@@\n def handler_7(request):\n"
+    "-    return {'handler': 7}\n+    return {'handler': 7, 'patched': True}\n*** End Patch\n"
+)
+
+
+def codex_binary() -> Path:
+    """The pinned CLI from `.e2e-node/` (installed by `.ci/run`), or CMEM_CODEX_BIN.
+    CI exports CMEM_E2E_REQUIRED=1 so a missing CLI fails there; elsewhere the tests skip."""
+    explicit = os.environ.get("CMEM_CODEX_BIN")
+    for path in (Path(explicit) if explicit else None, NODE_BIN / "codex"):
+        if path and path.exists() and os.access(path, os.X_OK):
+            return path
+    hint = f"npm install --prefix {REPO / '.e2e-node'} @openai/codex@{PINNED_VERSION}"
+    if os.environ.get("CMEM_E2E_REQUIRED"):
+        pytest.fail(f"the Codex CLI is not installed: {hint}")
+    pytest.skip(f"the Codex CLI is not installed: {hint}")
+
+
+def _agent_id(body: dict[str, Any]) -> str:
+    outputs = [i for i in body.get("input", []) if i.get("type") == "function_call_output"]
+    try:
+        return str(json.loads(outputs[-1]["output"])["agent_id"])
+    except (IndexError, KeyError, ValueError):
+        return ""
+
+
+def wait_for_agent() -> Step:
+    """wait_agent on the agent the previous spawn_agent returned."""
+
+    def step(body: dict[str, Any]) -> Any:
+        args = {"targets": [_agent_id(body)], "timeout_ms": 20000}
+        return call("wait_agent", args, namespace="multi_agent_v1")(body)
+
+    return step
+
+
+def _scripts() -> dict[str, list[Step]]:
+    spawn = "spawn_agent"
+    return {
+        RUN1: [
+            call("exec_command", {"cmd": "cat handlers.py"}),
+            # Reported usage far above the limit: Codex compacts before the next request.
+            custom("apply_patch", PATCH, tokens=60_000),
+            say("Patched handler_7."),
+        ],
+        RUN2: [
+            call("exec_command", {"cmd": "cat handlers.py"}),
+            call(spawn, {"message": f"{CHILD}: look around"}, namespace="multi_agent_v1"),
+            wait_for_agent(),
+            call(
+                spawn,
+                {"message": f"{FORK}: continue", "fork_context": True},
+                namespace="multi_agent_v1",
+            ),
+            wait_for_agent(),
+            say("Both agents are done."),
+        ],
+        CHILD: [say("child done")],
+        FORK: [say("fork done")],
+    }
+
+
+@dataclass
+class World:
+    api: FakeResponsesAPI
+    worker: LiveWorker
+    home: Path
+    project: Path
+    env: dict[str, str]
+    binary: Path
+    install_out: str = ""
+    runs: dict[str, subprocess.CompletedProcess[bytes]] = field(default_factory=dict)
+
+    def codex(self, marker: str, prompt: str, *, model: str) -> subprocess.CompletedProcess[bytes]:
+        args = [
+            str(self.binary), "exec", "--json", "--skip-git-repo-check", "-m", model,
+            "--dangerously-bypass-approvals-and-sandbox", f"{marker}: {prompt}",
+        ]  # fmt: skip
+        proc = subprocess.run(
+            args, cwd=self.project, env=self.env, stdin=subprocess.DEVNULL,
+            capture_output=True, timeout=90,
+        )  # fmt: skip
+        self.runs[marker] = proc
+        return proc
+
+    def requests(self, marker: str) -> list[Request]:
+        return [r for r in self.api.requests_for(marker) if r.kind != "compaction"]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    binary = codex_binary()
+    root = tmp_path_factory.mktemp("codex-e2e")
+    home, project, data = root / "home", root / "codex-shop", root / "cmem-data"
+    codex_home = home / ".codex"
+    codex_home.mkdir(parents=True)
+    project.mkdir()
+    data.mkdir(mode=0o700)
+    (project / "handlers.py").write_text(TARGET)
+    api = FakeResponsesAPI(scripts=_scripts()).start()
+    (codex_home / "config.toml").write_text(
+        f"""model = "gpt-fake"
+model_provider = "fake"
+check_for_update_on_startup = false
+model_auto_compact_token_limit = 20000
+[model_providers.fake]
+name = "fake"
+base_url = "{api.url}"
+env_key = "FAKE_OPENAI_API_KEY"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+[features]
+hooks = true
+[analytics]
+enabled = false
+"""
+    )
+    port = free_port()
+    worker_env = make_worker_env(data, port, HOME=str(home), CLAUDE_MEM_COMPRESSOR="offline")
+    worker = LiveWorker(data_dir=data, port=port, env=worker_env)
+    worker.start()
+    path = os.pathsep.join([str(Path(CMEM).parent), str(binary.parent), "/usr/local/bin", "/usr/bin", "/bin"])
+    env = {
+        "PATH": path,
+        "HOME": str(home),
+        "CODEX_HOME": str(codex_home),
+        "LANG": "C.UTF-8",
+        "FAKE_OPENAI_API_KEY": "sk-fake",
+        # Codex tries to reach GitHub at start: keep even the attempt on this machine.
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+        "NO_PROXY": "127.0.0.1",
+        "CMEM_CODEX_BIN": str(binary),
+        "CLAUDE_MEM_DATA_DIR": str(data),
+        "CLAUDE_MEM_WORKER_HOST": "127.0.0.1",
+        "CLAUDE_MEM_WORKER_PORT": str(port),
+    }
+    try:
+        installed = subprocess.run(
+            [CMEM, "install", "--codex"], env={**worker_env, **env}, cwd=project,
+            capture_output=True, timeout=60,
+        )  # fmt: skip
+        assert installed.returncode == 0, installed.stderr.decode()[-2000:]
+        yield World(api, worker, home, project, env, binary, installed.stdout.decode())
+    finally:
+        worker.stop()
+        api.stop()
+        (root / "requests.json").write_text(
+            json.dumps([{"headers": r.headers, "body": r.body} for r in api.requests], indent=1)
+        )
+
+
+def _wait_for(check: Any, timeout: float = 30) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.2)
+    return check()
+
+
+@pytest.fixture(scope="module")
+def run1(world: World) -> World:
+    proc = world.codex(RUN1, "read handlers.py and patch handler 7", model="gpt-5.5")
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    assert "Patched handler_7." in proc.stdout.decode(), proc.stdout.decode()[-2000:]
+    _wait_for(
+        lambda: query(
+            world.worker,
+            "SELECT 1 FROM memory_observationfile WHERE path = 'handlers.py' AND role = 'modified'",
+        )
+    )
+    return world
+
+
+@pytest.fixture(scope="module")
+def run2(run1: World) -> World:
+    proc = run1.codex(RUN2, "read handlers.py, then ask two agents", model="gpt-fake")
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    return run1
+
+
+def test_install_trusts_exactly_cmems_hooks(world: World) -> None:
+    assert "trusted 8 cmem hook(s)" in world.install_out, world.install_out
+    config = (world.home / ".codex" / "config.toml").read_text()
+    assert config.count("trusted_hash") == 8
+    assert all("hooks.json" in k for k in re.findall(r'\[hooks\.state\."([^"]+)"\]', config))
+
+
+def test_run1_stores_the_shell_read_and_the_patch(run1: World) -> None:
+    sessions = query(run1.worker, "SELECT id, platform, project FROM memory_session")
+    assert [(s["platform"], s["project"]) for s in sessions] == [("codex", "codex-shop")]
+    events = query(
+        run1.worker,
+        "SELECT tool_name, payload FROM memory_event WHERE kind = 'observation' ORDER BY id",
+    )
+    assert [e["tool_name"] for e in events] == ["Bash", "apply_patch"]
+    bash, patch = (json.loads(e["payload"]) for e in events)
+    assert bash["tool_input"] == {"command": "cat handlers.py"}
+    assert "handler_59" in bash["tool_response"]
+    assert [(f["path"], f["role"]) for f in patch["cmem_files"]] == [("handlers.py", "modified")]
+    assert "'patched': True" in (run1.project / "handlers.py").read_text()
+    prompts = query(run1.worker, "SELECT text FROM memory_prompt")
+    assert [RUN1 in p["text"] for p in prompts] == [True]
+
+
+def test_run1_index_at_start_and_again_after_compaction(run1: World) -> None:
+    compactions = [r for r in run1.api.requests_for(RUN1) if r.kind == "compaction"]
+    assert len(compactions) == 1, "Codex did not compact"
+    sent = run1.requests(RUN1)
+    first, after = sent[0], sent[-1]
+    assert sum(INDEX in t for t in developer_texts(first.body)) == 1
+    # The compacted history lost the first index; SessionStart(compact) put one back.
+    assert "FAKE-COMPACTION-SUMMARY" in json.dumps(after.body["input"])
+    assert sum(INDEX in t for t in developer_texts(after.body)) == 1
+
+
+def test_run2_shell_read_gets_the_files_timeline(run2: World) -> None:
+    sent = run2.requests(RUN2)
+    second = developer_texts(sent[1].body)
+    assert any("This file has prior observations" in t for t in second), second[-3:]
+    assert any(INDEX in t for t in developer_texts(sent[0].body))
+
+
+def test_run2_subagent_gets_the_index_and_the_fork_does_not(run2: World) -> None:
+    child = run2.requests(CHILD)
+    assert child, "the sub-agent never called the model"
+    assert sum(INDEX in t for t in developer_texts(child[0].body)) == 1
+    fork = run2.requests(FORK)
+    assert fork, "the forked sub-agent never called the model"
+    # A fork holds its parent's history, the parent's one index included, and no second.
+    parent_count = sum(INDEX in t for t in developer_texts(run2.requests(RUN2)[0].body))
+    assert parent_count == 1
+    assert sum(INDEX in t for t in developer_texts(fork[0].body)) == parent_count
+    sessions = query(run2.worker, "SELECT session_id FROM memory_session ORDER BY id")
+    assert len(sessions) == 2  # sub-agents belong to their root session

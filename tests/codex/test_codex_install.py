@@ -1,0 +1,109 @@
+"""`cmem install --codex`, `cmem uninstall --codex` and the doctor's trust check, through the
+real commands; trust through the real `codex app-server` when the pinned CLI is installed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from memory import codex_install
+from tests.conftest import CMEM, CODEX_FIXTURES, REPO
+
+NODE_CODEX = REPO / ".e2e-node" / "node_modules" / ".bin" / "codex"
+UNRELATED = {
+    "hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "python3 guard.py"}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+    },
+    "description": "the user's own hooks",
+}
+
+
+def cmem(*args: str, home: Path, codex: bool) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in {"CMEM_CODEX_BIN"}}
+    env.update(HOME=str(home), CODEX_HOME=str(home / ".codex"), HTTPS_PROXY="http://127.0.0.1:9")
+    env["PATH"] = os.pathsep.join([str(Path(CMEM).parent), "/usr/bin", "/bin"])
+    if codex:
+        env["CMEM_CODEX_BIN"] = str(NODE_CODEX)
+    return subprocess.run([CMEM, *args], env=env, capture_output=True, text=True, timeout=90, cwd=home)
+
+
+def need_codex() -> None:
+    if NODE_CODEX.exists():
+        return
+    if os.environ.get("CMEM_E2E_REQUIRED"):
+        pytest.fail("the Codex CLI is not installed in .e2e-node (see .ci/run)")
+    pytest.skip("the Codex CLI is not installed in .e2e-node")
+
+
+def test_install_keeps_unrelated_hooks_is_idempotent_and_uninstalls(tmp_path: Path) -> None:
+    path = tmp_path / ".codex" / "hooks.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(UNRELATED))
+    first = codex_install.hooks_install(path=path, command="/opt/my tools/cmem")
+    assert first.changed and first.backup and json.loads(first.backup.read_text()) == UNRELATED
+    data = json.loads(path.read_text())
+    assert data["description"] == UNRELATED["description"]
+    assert data["hooks"]["PreToolUse"][0] == UNRELATED["hooks"]["PreToolUse"][0]
+    ours = data["hooks"]["PreToolUse"][1]
+    assert ours == {
+        "matcher": "^Bash$",
+        "hooks": [{"type": "command", "command": "'/opt/my tools/cmem' hook codex file-context", "timeout": 10}],
+    }
+    assert not any(h.get("async") for g in sum(data["hooks"].values(), []) for h in g["hooks"])
+    assert len(codex_install.installed_commands(path)) == len(codex_install.HOOKS)
+    assert not codex_install.hooks_install(path=path, command="/opt/my tools/cmem").changed
+    removed = codex_install.hooks_uninstall(path=path)
+    assert removed.changed
+    assert json.loads(path.read_text()) == UNRELATED
+
+
+def test_install_without_codex_says_what_to_do_and_doctor_reports_untrusted(tmp_path: Path) -> None:
+    done = cmem("install", "--codex", home=tmp_path, codex=False)
+    assert done.returncode == 0, done.stderr
+    assert "not trusted yet" in done.stdout and "trust" in done.stdout
+    assert codex_install.installed_commands(tmp_path / ".codex" / "hooks.json")
+    doctor = cmem("doctor", home=tmp_path, codex=False)
+    assert "cmem Codex hook(s) not trusted" in doctor.stdout, doctor.stdout
+
+
+def test_trust_recorded_reads_config_toml(tmp_path: Path) -> None:
+    home = tmp_path / "codex"
+    home.mkdir()
+    example = (CODEX_FIXTURES / "config.toml.hooks_state.example.toml").read_text()
+    (home / "config.toml").write_text(example.replace("/home/dev/.codex", str(home)))
+    trusted = f"{home}/hooks.json:pre_tool_use:0:0"
+    missing = f"{home}/hooks.json:stop:0:0"
+    assert codex_install.trust_recorded(home, [trusted, missing]) == [missing]
+
+
+def test_install_trusts_exactly_cmems_hooks_through_app_server(tmp_path: Path) -> None:
+    need_codex()
+    codex_home = tmp_path / ".codex"
+    codex_home.mkdir()
+    (codex_home / "hooks.json").write_text(json.dumps(UNRELATED))
+    (codex_home / "config.toml").write_text("[features]\nhooks = true\n")
+    done = cmem("install", "--codex", home=tmp_path, codex=True)
+    assert done.returncode == 0, done.stderr
+    assert "codex says" not in done.stdout, done.stdout
+    assert f"trusted {len(codex_install.HOOKS)} cmem hook(s)" in done.stdout, done.stdout
+    config = (codex_home / "config.toml").read_text()
+    assert config.count("trusted_hash") == len(codex_install.HOOKS)
+    # The user's own hooks were not trusted on their behalf.
+    assert ":pre_tool_use:0:0" not in config and ":stop:0:0" not in config
+    assert "already trusted" in cmem("install", "--codex", home=tmp_path, codex=True).stdout
+    doctor = cmem("doctor", home=tmp_path, codex=True)
+    assert "cmem Codex hooks trusted" in doctor.stdout, doctor.stdout
+    # A changed definition is untrusted again until install runs.
+    hooks = json.loads((codex_home / "hooks.json").read_text())
+    hooks["hooks"]["Stop"][1]["hooks"][0]["timeout"] = 61
+    (codex_home / "hooks.json").write_text(json.dumps(hooks))
+    doctor = cmem("doctor", home=tmp_path, codex=True)
+    assert "1 cmem Codex hook(s) not trusted" in doctor.stdout, doctor.stdout
+    gone = cmem("uninstall", "--codex", home=tmp_path, codex=True)
+    assert "removed" in gone.stdout
+    assert json.loads((codex_home / "hooks.json").read_text()) == UNRELATED
