@@ -10,3 +10,5 @@ class MemoryConfig(AppConfig):
     def ready(self) -> None:
         # Registers the spool-draining huey tasks in the web process and the consumer.
         from memory import spool_tasks  # noqa: F401
+        # The nightly raw-payload retention job (memory/retention.py).
+        from memory import retention_tasks  # noqa: F401

@@ -240,7 +240,9 @@ class AppServer:
                 if message.get("id") != ident:
                     continue  # notifications (configWarning…) and other answers
                 if "error" in message:
-                    raise CodexTrustError(f"{method}: {message['error'].get('message', message['error'])}")
+                    raise CodexTrustError(
+                        f"{method}: {message['error'].get('message', message['error'])}"
+                    )
                 return message.get("result")
 
 
@@ -259,7 +261,9 @@ def _cmem_hooks_listed(
     for entry in listed.get("data") or []:
         # A hooks.json Codex cannot parse (it refuses unknown fields) is listed as a warning.
         report.warnings += [
-            str(w) for w in [*(entry.get("warnings") or []), *(entry.get("errors") or [])] if str(path) in str(w)
+            str(w)
+            for w in [*(entry.get("warnings") or []), *(entry.get("errors") or [])]
+            if str(path) in str(w)
         ]
         for hook in entry.get("hooks") or []:
             if _same_file(hook.get("sourcePath"), path) and is_cmem_command(hook.get("command")):
@@ -332,7 +336,11 @@ def trust_recorded(home: Path, keys: list[str]) -> list[str]:
     return [
         k
         for k in keys
-        if not (isinstance(state.get(k), dict) and state[k].get("trusted_hash") and state[k].get("enabled", True))
+        if not (
+            isinstance(state.get(k), dict)
+            and state[k].get("trusted_hash")
+            and state[k].get("enabled", True)
+        )
     ]
 
 
@@ -352,12 +360,19 @@ def codex_doctor_checks(*, home: Path | None = None) -> list[Any]:
             untrusted = listed.untrusted
             checks += [Check("warn", f"codex says: {w}") for w in listed.warnings]
         except CodexTrustError as exc:
-            return [*checks, Check("warn", f"could not ask codex about hook trust ({exc})", TRUST_HINT)]
+            return [
+                *checks,
+                Check("warn", f"could not ask codex about hook trust ({exc})", TRUST_HINT),
+            ]
     else:
         untrusted = trust_recorded(home, trust_state_keys(path))
     if untrusted:
         checks.append(
-            Check("fail", f"{len(untrusted)} cmem Codex hook(s) not trusted: {', '.join(untrusted)}", TRUST_HINT)
+            Check(
+                "fail",
+                f"{len(untrusted)} cmem Codex hook(s) not trusted: {', '.join(untrusted)}",
+                TRUST_HINT,
+            )
         )
     else:
         how = "" if binary else " (recorded in config.toml; no codex binary to check the hashes)"

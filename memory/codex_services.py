@@ -88,7 +88,9 @@ def _index(event: HookEvent) -> str:
         return ""
     text = context.context_text(project=project.name, root=project.root)
     session = session_ensure(event=event, project=project)
-    ledger_record(kind=LedgerEntry.Kind.INJECTION, session=session, project=project.name, shown=text)
+    ledger_record(
+        kind=LedgerEntry.Kind.INJECTION, session=session, project=project.name, shown=text
+    )
     return text
 
 

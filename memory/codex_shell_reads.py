@@ -24,7 +24,9 @@ MAX_PATHS = 4
 _COMPLEX = re.compile(r"[|;&<>$`(){}*?\[\]~!\n\\#]")
 _NUMBER = re.compile(r"^[+-]?\d+[kKmMbB]?$")
 # `sed -n` scripts that only print line ranges: 5p, 1,40p, 10,$p, several joined by ';'.
-_SED_PRINT = re.compile(r"^\s*\d+(\s*,\s*(\d+|\$))?\s*p(\s*;\s*\d+(\s*,\s*(\d+|\$))?\s*p)*\s*;?\s*$")
+_SED_PRINT = re.compile(
+    r"^\s*\d+(\s*,\s*(\d+|\$))?\s*p(\s*;\s*\d+(\s*,\s*(\d+|\$))?\s*p)*\s*;?\s*$"
+)
 _CAT_FLAGS = set("AbeEnstTuv")
 _LESS_FLAGS = set("NSRriFXsemM")
 _NL_FLAG = re.compile(r"^-(b[atn]|n(ln|rn|rz)|w\d+|s.|v\d+|i\d+|ba|p)$")
@@ -159,7 +161,9 @@ def shell_read_gate(*, event: HookEvent) -> HookResult:
         if result.gate.decision == "deny":
             return result
         if result.gate.context:
-            contexts.append(result.gate.context if len(paths) == 1 else f"{path}:\n{result.gate.context}")
+            contexts.append(
+                result.gate.context if len(paths) == 1 else f"{path}:\n{result.gate.context}"
+            )
     if not contexts:
         return HookResult()
     return HookResult(context="\n\n".join(contexts))

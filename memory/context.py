@@ -90,7 +90,8 @@ def context_for_hook(*, event: HookEvent) -> HookResult:
     1. Only startup, clear and compact (resume keeps what the conversation already holds);
        nothing at all for excluded projects.
     2. clear/compact: the model lost its file views, so forget them; re-render the index.
-    3. Inject header + cached index, and book its tokens in the ledger.
+    3. Inject header + cached index, and book its tokens in the ledger; nothing when both
+       CLAUDE_MEM_CONTEXT_OBSERVATIONS and CLAUDE_MEM_CONTEXT_SESSION_COUNT are 0.
     """
     source = (event.source or "startup").lower()
     if source not in SOURCES:
@@ -100,9 +101,15 @@ def context_for_hook(*, event: HookEvent) -> HookResult:
         return HookResult()
     settings = config.load()
     session = session_ensure(event=event, project=project)
+    injecting = any(
+        config.get_int(name, settings) > 0
+        for name in ("CLAUDE_MEM_CONTEXT_OBSERVATIONS", "CLAUDE_MEM_CONTEXT_SESSION_COUNT")
+    )
     if source in {"clear", "compact"}:
         file_views_reset(session=session)
         context_cache_invalidate(project=project.name)
+    if not injecting:
+        return HookResult()  # both counts at 0: the user turned injection off (claude-mem #2875)
     text = context_text(project=project.name, root=project.root, settings=settings)
     ledger_record(
         kind=LedgerEntry.Kind.INJECTION, session=session, project=project.name, shown=text

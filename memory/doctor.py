@@ -150,7 +150,29 @@ def _database_checks() -> list[Check]:
                 "run `cmem migrate` (or `cmem restart`, which migrates)",
             )
         ]
-    return [Check("ok", f"database reachable ({connection.vendor}), migrations applied")]
+    return [
+        Check("ok", f"database reachable ({connection.vendor}), migrations applied"),
+        _database_size_check(),
+    ]
+
+
+def _database_size_check() -> Check:
+    # Size and growth per day (memory/retention.py): claude-mem databases grew to 25-136 GB.
+    from memory.retention import database_growth, retention_days
+
+    try:
+        growth = database_growth()
+    except Exception as exc:  # noqa: BLE001 - a size we cannot read is worth a warning only
+        return Check("warn", f"database size unknown: {exc}")
+    days = retention_days()
+    kept = f"raw payloads kept {days} day(s)" if days else "raw payloads kept forever"
+    if days == 0 and growth.size > 1024**3:
+        return Check(
+            "warn",
+            f"{growth.describe()}; {kept}",
+            "set CLAUDE_MEM_RETENTION_DAYS (e.g. 30) and run `cmem prune`",
+        )
+    return Check("ok", f"{growth.describe()}; {kept}")
 
 
 def _spool_checks() -> list[Check]:

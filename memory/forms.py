@@ -29,6 +29,10 @@ class FeedFilterForm(forms.Form):
     q = forms.CharField(required=False, max_length=200, label="Text")
     date_from = forms.DateField(required=False, widget=_DATE, label="From")
     date_to = forms.DateField(required=False, widget=_DATE, label="To")
+    platform = forms.ChoiceField(
+        required=False,
+        choices=[("", "All agents"), ("claude-code", "Claude Code"), ("codex", "Codex")],
+    )
 
 
 class WorkFilterForm(forms.Form):

@@ -33,7 +33,6 @@ from memory.models import FileView, LedgerEntry, ObservationFile, Session
 from memory.platforms.base import GateDecision, HookEvent, HookResult
 from memory.projects import Project, is_excluded, project_for_cwd, relative_path
 
-MODES = {"deny", "context", "off"}
 # Rows fetched per file before dedupe: a file's whole history in practice, bounded for the
 # rare file touched by thousands of observations.
 FETCH_ROWS = 400

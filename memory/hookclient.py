@@ -512,8 +512,18 @@ def _post_or_start(path: str, event: str, body: bytes, timeout: float) -> tuple[
 def _spool(platform: str, event: str, body: bytes, reason: str, *, start: bool) -> int:
     if body.lstrip()[:1] != b"{":
         return _fail(f"{reason}; the payload is not a JSON object, so it is not kept")
+    # Secrets and <private> passages never reach the disk (memory/spool_scrub.py); this path
+    # runs only when the worker is down, so the privacy rules' import cost is fine here.
     try:
-        spool_write(platform, event, body)
+        from memory.spool_scrub import spool_scrub
+
+        scrubbed = spool_scrub(body)
+    except Exception as exc:  # noqa: BLE001 - keep nothing rather than keep a secret
+        return _fail(f"{reason}; the event could not be scrubbed ({type(exc).__name__}), so it is not kept")
+    if scrubbed is None:
+        return _fail(f"{reason}; the payload is not a JSON object, so it is not kept")
+    try:
+        spool_write(platform, event, scrubbed)
     except OSError as exc:
         return _fail(f"{reason}; could not spool the event ({_reason(exc)})")
     if start:

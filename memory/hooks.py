@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from types import ModuleType
 from typing import Any
 
@@ -32,9 +33,33 @@ def decode_body(body: bytes) -> dict[str, Any]:
         data = json.loads(text)
     except ValueError as exc:
         raise HookInputError(f"hook payload is not JSON: {exc}") from None
+    except RecursionError:  # `[[[[…` 100,000 deep: hostile or broken, never a real payload
+        raise HookInputError("hook payload is nested too deeply") from None
     if not isinstance(data, dict):
         raise HookInputError("hook payload must be a JSON object")
+    if _ODD_ESCAPE.search(text):
+        try:
+            data = _storable(data)
+        except RecursionError:
+            raise HookInputError("hook payload is nested too deeply") from None
     return data
+
+
+# `\ud800` (a lone surrogate) cannot be encoded as UTF-8 and `\u0000` cannot be stored by
+# PostgreSQL: both are replaced by U+FFFD anywhere in the payload (keys and ids included),
+# only when the raw text holds such an escape, so ordinary payloads pay one regex scan.
+_ODD_ESCAPE = re.compile(r"\\u(?:[dD][89a-fA-F][0-9a-fA-F]{2}|0000)")
+_ODD_CHAR = re.compile("[\ud800-\udfff\x00]")
+
+
+def _storable(value: Any) -> Any:
+    if isinstance(value, str):
+        return _ODD_CHAR.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_storable(str(k)): _storable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_storable(v) for v in value]
+    return value
 
 
 def _dispatch(event: HookEvent) -> HookResult:
@@ -70,5 +95,9 @@ def hook_handle(*, platform: str, event: str, body: bytes, spooled: bool = False
     if spooled:
         hook_event.raw["cmem_spooled"] = True
     # Team mode: a remote hook client names the project (the worker cannot see its disk).
-    with projects.client_project_scope(data.get("cmem_project")):
-        return adapter.render(hook_event, _dispatch(hook_event))
+    try:
+        with projects.client_project_scope(data.get("cmem_project")):
+            return adapter.render(hook_event, _dispatch(hook_event))
+    except RecursionError:
+        # Parsed, but too deep for the recursive sanitizer (~1,000 levels): refuse it whole.
+        raise HookInputError("hook payload is nested too deeply") from None

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from memory import config
+from memory.installer import hook_entries
 
 SERVER_NAME = "cmem"
 HOOK_TIMEOUTS = {
@@ -78,36 +79,6 @@ def mcp_unregister(*, home: Path) -> str:
     return f"MCP server {SERVER_NAME!r} removed from {path}"
 
 
-def _hooks(command: str) -> dict[str, Any]:
-    """The six hook entries, from the installer when it offers a builder (one source of truth)."""
-    try:
-        from memory import installer
-    except ImportError:
-        installer = None  # type: ignore[assignment]
-    builder = getattr(installer, "hook_entries", None)
-    if callable(builder):
-        return dict(builder(command=command))
-
-    def entry(event: str, matcher: str | None) -> dict[str, Any]:
-        hook = {
-            "type": "command",
-            "command": command,
-            "args": ["hook", "claude-code", event],
-            "timeout": HOOK_TIMEOUTS[event],
-        }
-        return {"matcher": matcher, "hooks": [hook]} if matcher is not None else {"hooks": [hook]}
-
-    return {
-        "SessionStart": [entry("context", "startup|clear|compact")],
-        "UserPromptSubmit": [entry("session-init", None)],
-        "PostToolUse": [entry("observation", "*")],
-        "PostToolUseFailure": [entry("observation", "*")],
-        "PreToolUse": [entry("file-context", "Read")],
-        "Stop": [entry("summarize", None)],
-        "SessionEnd": [entry("session-end", None)],
-    }
-
-
 def plugin_dir_write(*, directory: Path, command: str) -> str:
     """Write a Claude Code plugin folder (`claude --plugin-dir DIR`): manifest, hooks, MCP server."""
     manifest = {
@@ -120,7 +91,8 @@ def plugin_dir_write(*, directory: Path, command: str) -> str:
         directory / ".claude-plugin" / "plugin.json": manifest,
         directory / "hooks" / "hooks.json": {
             "description": "cmem memory hooks",
-            "hooks": _hooks(command),
+            # The very entries `cmem install` writes into settings.json: one builder for both.
+            "hooks": hook_entries(command=command),
         },
         directory / ".mcp.json": {"mcpServers": {SERVER_NAME: _server_entry(command)}},
     }

@@ -136,12 +136,17 @@ def _slug(text: str) -> str:
 
 
 @lru_cache(maxsize=1)
-def _patterns() -> list[tuple[str, re.Pattern[str], int]]:
-    """Explicit patterns first (precise kinds), then every regex plugin of detect-secrets."""
-    compiled = [
+def _explicit_patterns() -> list[tuple[str, re.Pattern[str], int]]:
+    return [
         (kind, re.compile(p, re.DOTALL if kind == "private-key" else 0), g)
         for kind, p, g in _EXPLICIT
     ]
+
+
+@lru_cache(maxsize=1)
+def _patterns() -> list[tuple[str, re.Pattern[str], int]]:
+    """Explicit patterns first (precise kinds), then every regex plugin of detect-secrets."""
+    compiled = list(_explicit_patterns())
     try:
         import importlib
         import pkgutil
@@ -216,12 +221,14 @@ _TRIGGERS: dict[str, tuple[str, ...]] = {
 _ASSIGNMENT_TRIGGERS = ("pass", "secret", "token", "key")
 
 
-def redact_text(text: str) -> str:
-    """Every secret in `text` replaced by `[REDACTED:<kind>]`."""
+def redact_text(text: str, *, plugins: bool = True) -> str:
+    """Every secret in `text` replaced by `[REDACTED:<kind>]`. `plugins=False` skips the
+    detect-secrets plugins, whose import costs ~0.2 s: for the hook client's spool path,
+    which must stay fast; the worker redacts again with everything when it ingests."""
     if len(text) < 8:
         return text
     lower = text.lower()
-    for kind, pattern, group in _patterns():
+    for kind, pattern, group in _patterns() if plugins else _explicit_patterns():
         triggers = _TRIGGERS.get(kind)
         if triggers is not None and not any(t in lower for t in triggers):
             continue
@@ -288,7 +295,9 @@ class Sanitizer:
         redact: bool | None = None,
         cap: int | None = None,
         settings: dict[str, str] | None = None,
+        plugins: bool = True,
     ) -> None:
+        self.plugins = plugins
         settings = settings if settings is not None else config.load()
         self.redact = (
             config.get_bool("CLAUDE_MEM_REDACT_SECRETS", settings) if redact is None else redact
@@ -306,10 +315,11 @@ class Sanitizer:
             cut = len(text) - head - tail
             head_text, tail_text = text[:head], text[-tail:]
             if self.redact:
-                head_text, tail_text = redact_text(head_text), redact_text(tail_text)
+                head_text = redact_text(head_text, plugins=self.plugins)
+                tail_text = redact_text(tail_text, plugins=self.plugins)
             return _join_cut(head_text, tail_text, self.cap, cut)
         if self.redact:
-            text = redact_text(text)
+            text = redact_text(text, plugins=self.plugins)
         return cap_text(text, self.cap) if cap else text
 
     def value(self, value: Any, *, key: str = "") -> Any:

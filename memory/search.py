@@ -324,13 +324,9 @@ def _fts_filters(kind: Kind, query: SearchQuery) -> str:
     return "".join(f" AND {part}" for part in parts)
 
 
-def _ranked(kind: Kind, query: SearchQuery, terms: str) -> list[SearchHit]:
-    """1. rank the newest RANK_WINDOW matches by bm25 alone (doclists carry all it needs);
-    2. read columns for the page returned by primary key, and highlight it in Python.
-
-    Not FTS5's snippet(): it needs the MATCH again, and re-running a prefix or column-filtered
-    query per row cost 70 ms at 100k rows where this costs well under one.
-    """
+def _ranked(kind: Kind, query: SearchQuery, terms: str) -> list[tuple[float, Kind, int]]:
+    """(score, kind, id) of the best matches among the newest RANK_WINDOW of this kind,
+    ranked by bm25 alone: the doclists carry all it needs, no row is read."""
     from django.db import connection
 
     k, filters = _KIND_SQL[kind], _filters(kind, query, in_fts=True)
@@ -343,13 +339,31 @@ def _ranked(kind: Kind, query: SearchQuery, terms: str) -> list[SearchHit]:
     )
     with connection.cursor() as cursor:
         cursor.execute(rank_sql, [f"({terms}){_fts_filters(kind, query)}", *filters.params, query.limit + query.offset])
-        scores = dict(cursor.fetchall())
-        if not scores:
-            return []
-        ids = ", ".join(str(int(pk)) for pk in scores)
-        cursor.execute(f"SELECT {k.columns}, {k.snippet_source} FROM {k.table} {k.alias}{k.join} WHERE {k.alias}.id IN ({ids})")
-        words = _query_words(terms)
-        return [_hit(kind, row[:9], float(scores[row[0]]), highlight(row[9] or "", words)) for row in cursor.fetchall()]
+        return [(float(score), kind, int(pk)) for pk, score in cursor.fetchall()]
+
+
+def _hydrate(page: list[tuple[float, Kind, int]], terms: str) -> list[SearchHit]:
+    """Columns for the page returned (one primary-key read per kind) and a snippet each.
+
+    Not FTS5's snippet(): it needs the MATCH again, and re-running a prefix query per row
+    cost 70 ms at 100k rows; highlighting the page in Python costs well under one.
+    """
+    from django.db import connection
+
+    words = _query_words(terms)
+    found: dict[tuple[Kind, int], SearchHit] = {}
+    with connection.cursor() as cursor:
+        for kind in KINDS:
+            scores = {pk: score for score, k_, pk in page if k_ == kind}
+            if not scores:
+                continue
+            k = _KIND_SQL[kind]
+            ids = ", ".join(str(pk) for pk in scores)
+            cursor.execute(f"SELECT {k.columns}, {k.snippet_source} FROM {k.table} {k.alias}{k.join} WHERE {k.alias}.id IN ({ids})")
+            for row in cursor.fetchall():
+                found[(kind, row[0])] = _hit(kind, row[:9], scores[row[0]], highlight(row[9] or "", words))
+    # A row deleted between the two reads simply drops out.
+    return [found[(kind, pk)] for _, kind, pk in page if (kind, pk) in found]
 
 
 def _query_words(terms: str) -> list[str]:
@@ -377,26 +391,27 @@ def highlight(text: str, words: list[str], *, width: int = _SNIPPET_TOKENS) -> s
     return ("… " if start else "") + " ".join(window) + (" …" if start + width < len(tokens) else "")
 
 
-def _run(kind: Kind, query: SearchQuery, match: str | None) -> list[SearchHit]:
-    return _recent(kind, query) if match is None else _ranked(kind, query, match)
-
-
 def search_sqlite(query: SearchQuery) -> list[SearchHit]:
-    """FTS5 search: all terms must match; when nothing does, any term may (ranked by bm25)."""
+    """FTS5 search: all terms must match; when nothing does, any term may (ranked by bm25).
+    Each kind is ranked on its own, the results merged by score, and only the page returned
+    is read and highlighted."""
     kinds = [kind for kind in KINDS if query.wants(kind)]
     terms = fts_terms(query.text)
     if query.text.strip() and not terms:
         return []  # only punctuation: nothing that could match
     if not terms:
-        hits = [hit for kind in kinds for hit in _run(kind, query, None)]
+        hits = [hit for kind in kinds for hit in _recent(kind, query)]
         hits.sort(key=lambda hit: (hit.created_at, hit.id), reverse=True)
         return hits[query.offset : query.offset + query.limit]
-    hits = [hit for kind in kinds for hit in _run(kind, query, " ".join(terms))]
-    if not hits and len(terms) > 1:
+    match = " ".join(terms)
+    ranked = [row for kind in kinds for row in _ranked(kind, query, match)]
+    if not ranked and len(terms) > 1:
         # Natural-language questions rarely have every word in one row: widen to any word
         # but the filler ones (which match everything); bm25 ranks rows holding more, and
         # rarer, words first.
         words = [term for term in terms if term.strip('"*').lower() not in STOPWORDS] or terms
-        hits = [hit for kind in kinds for hit in _run(kind, query, " OR ".join(words))]
-    hits.sort(key=lambda hit: (hit.score, hit.created_at), reverse=True)
-    return hits[query.offset : query.offset + query.limit]
+        match = " OR ".join(words)
+        ranked = [row for kind in kinds for row in _ranked(kind, query, match)]
+    # Equal scores: the newer row (higher id) first.
+    ranked.sort(key=lambda row: (row[0], row[2]), reverse=True)
+    return _hydrate(ranked[query.offset : query.offset + query.limit], match)

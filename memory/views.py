@@ -34,6 +34,7 @@ def timeline(request: HttpRequest) -> HttpResponse:
         q=data.get("q") or "",
         date_from=data.get("date_from"),
         date_to=data.get("date_to"),
+        platform=data.get("platform") or "",
     )
     feed = web.feed_page(filters=filters, page=request.GET.get("page", 1))
     ctx = {
@@ -43,7 +44,7 @@ def timeline(request: HttpRequest) -> HttpResponse:
         "projects": web.projects_list(),
         # New rows can only belong at the top of an unfiltered-by-time first page.
         "live": feed.page.number == 1
-        and not (filters.q or filters.date_to or filters.kind or filters.type),
+        and not (filters.q or filters.date_to or filters.kind or filters.type or filters.platform),
         "live_poll_ms": web.LIVE_POLL_MS,
     }
     return render(request, "memory/timeline.html", ctx)
@@ -189,5 +190,19 @@ def stats_page(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "memory/stats.html",
-        {"form": form, "stats": stats, "projects": web.projects_list()},
+        {
+            "form": form,
+            "stats": stats,
+            "projects": web.projects_list(),
+            "database": _database_growth_line(),
+        },
     )
+
+
+def _database_growth_line() -> str:
+    from memory.retention import database_growth
+
+    try:
+        return database_growth().describe()
+    except Exception:  # noqa: BLE001 - the size is a footnote; never fail the page over it
+        return ""

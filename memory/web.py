@@ -56,11 +56,18 @@ class FeedFilters:
     q: str = ""
     date_from: date | None = None
     date_to: date | None = None
+    platform: str = ""  # "", claude-code, codex: the agent that did the work
 
     @property
     def is_default(self) -> bool:
         return not (
-            self.project or self.type or self.kind or self.q or self.date_from or self.date_to
+            self.project
+            or self.type
+            or self.kind
+            or self.q
+            or self.date_from
+            or self.date_to
+            or self.platform
         )
 
     def wants(self, kind: FeedKind) -> bool:
@@ -150,6 +157,8 @@ def _feed_querysets(filters: FeedFilters) -> list[QuerySet[Any]]:
         parts.append(
             _date_filter(qs, filters).annotate(kind=Value("summary", output_field=CharField()))
         )
+    if filters.platform:
+        parts = [qs.filter(session__platform=filters.platform) for qs in parts]
     # Model columns first, the annotation last: UNION aligns columns by position.
     return [qs.order_by().values_list("id", "created", "kind") for qs in parts]
 

@@ -354,6 +354,7 @@ class Supervisor:
         self.spawned_at: dict[str, float] = {}
         self.restarts: dict[str, int] = {"server": 0, "consumer": 0}
         self.stopping = False
+        self.announced = False
         self._lock_file: IO[bytes] | None = None
 
     def _take_lock(self) -> None:
@@ -414,12 +415,7 @@ class Supervisor:
             self._spawn("server")
             self._spawn("consumer")
             if self._wait_ready():
-                config.write_atomic(
-                    port_path(), f"{self.address.host} {self.address.port}\n".encode()
-                )
-                self._say(
-                    f"cmem is running: dashboard {self.address.url}/ (supervisor pid {os.getpid()})"
-                )
+                self._announce()
             self._watch()
         finally:
             self._stop_children()
@@ -443,11 +439,17 @@ class Supervisor:
     def _watch(self) -> None:
         backoff = {"server": 0.5, "consumer": 0.5}
         next_rotation = time.monotonic() + LOG_CHECK_EVERY
+        next_probe = time.monotonic()
         while not self.stopping:
             time.sleep(0.2)
             if time.monotonic() > next_rotation:
                 self._rotate_logs()
                 next_rotation = time.monotonic() + LOG_CHECK_EVERY
+            # A server slower than _wait_ready (a loaded machine) is announced when it answers.
+            if not self.announced and time.monotonic() > next_probe:
+                if health(self.address, timeout=0.5):
+                    self._announce()
+                next_probe = time.monotonic() + 1.0
             for name, proc in list(self.children.items()):
                 if self.stopping or proc.poll() is None:
                     continue
@@ -469,9 +471,14 @@ class Supervisor:
                 self.restarts[name] += 1
                 self._spawn(name)
                 if name == "server" and self._wait_ready():
-                    config.write_atomic(
-                        port_path(), f"{self.address.host} {self.address.port}\n".encode()
-                    )
+                    self._announce()
+
+    def _announce(self) -> None:
+        """The server answers: publish the address for hook clients (once more after a restart)."""
+        config.write_atomic(port_path(), f"{self.address.host} {self.address.port}\n".encode())
+        if not self.announced:
+            self._say(f"cmem is running: dashboard {self.address.url}/ (supervisor pid {os.getpid()})")
+        self.announced = True
 
     def _rotate_logs(self) -> None:
         """Rotate the logs every process appends to; Django's handlers reopen by themselves,

@@ -14,6 +14,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from memory.installer import hook_entries
 from memory.mcp_install import mcp_register, mcp_unregister, plugin_dir_write
 from tests.conftest import CMEM, REPO, LiveWorker, free_port, make_worker_env
 
@@ -138,4 +139,5 @@ def test_plugin_dir(tmp_path: Path) -> None:
     commands = {tuple(h["args"]) for entries in hooks.values() for entry in entries for h in entry["hooks"]}
     assert {args[2] for args in commands} == {"context", "session-init", "observation", "file-context", "summarize", "session-end"}
     assert hooks["PreToolUse"][0]["matcher"] == "Read"
+    assert hooks == hook_entries(command="/opt/bin/cmem")  # the installer's own entries
     assert mcp["mcpServers"]["cmem"] == {"type": "stdio", "command": "/opt/bin/cmem", "args": ["mcp"], "env": {}}

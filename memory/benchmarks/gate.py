@@ -167,13 +167,17 @@ def child_measure(runs: int, project_dir: str) -> dict[str, Any]:
 
     from memory.context import context_cache_invalidate, context_text
     from memory.gate import file_candidates
-    from memory.models import Session
+    from memory.models import ObservationFile, Session
     from memory.projects import project_for_cwd
 
     project = project_for_cwd(project_dir)
     client = Client(SERVER_NAME="127.0.0.1")
     rng = random.Random(11)
 
+    # Files with history (all of them, at the default sizes): the gate's expensive path.
+    known = sorted(
+        set(ObservationFile.objects.filter(project=project.name).values_list("path", flat=True))
+    )
     # Sessions exist before their first Read (UserPromptSubmit's session-init made them);
     # each decision is a session's first Read of a file with history.
     session_ids = [f"gate-{uuid.uuid4().hex}" for _ in range(runs + 20)]
@@ -192,7 +196,7 @@ def child_measure(runs: int, project_dir: str) -> dict[str, Any]:
             "cwd": project_dir,
             "hook_event_name": "PreToolUse",
             "tool_name": "Read",
-            "tool_input": {"file_path": f"{project_dir}/{_rel(rng.randrange(FILES))}"},
+            "tool_input": {"file_path": f"{project_dir}/{rng.choice(known)}"},
             "tool_use_id": "toolu_bench",
         }
         c0, t0 = time.thread_time(), time.perf_counter()
@@ -217,7 +221,7 @@ def child_measure(runs: int, project_dir: str) -> dict[str, Any]:
         decisions[decision] = decisions.get(decision, 0) + 1
     lookup: list[float] = []
     for _ in range(runs):
-        rel = _rel(rng.randrange(FILES))
+        rel = rng.choice(known)
         t0 = time.perf_counter()
         file_candidates(project=project.name, rel_path=rel)
         lookup.append(time.perf_counter() - t0)

@@ -9,6 +9,7 @@ time to parse and outline it. Prints the median ratio (target ≥ 10×), the 10t
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from pathlib import Path
@@ -28,12 +29,12 @@ def run(*, out: Any, options: dict[str, Any]) -> None:
     ratios: list[float] = []
     per_language: dict[str, list[float]] = {}
     outline_tokens = source_tokens = lines = 0
-    seconds = 0.0
+    seconds = cpu_seconds = 0.0
     for root in _trees():
         # source_files skips site-packages by name; walk the package itself.
         files = list(source_files(root, max_files=100_000))[::step]
         for path in files:
-            started = time.perf_counter()
+            started, started_cpu = time.perf_counter(), time.thread_time()
             try:
                 # Shown as the agent names it: relative to the project root.
                 outline = smart_outline(path, display=str(path.relative_to(root.parent)))
@@ -41,6 +42,7 @@ def run(*, out: Any, options: dict[str, Any]) -> None:
             except OutlineError:
                 continue
             seconds += time.perf_counter() - started
+            cpu_seconds += time.thread_time() - started_cpu
             if outline.source_tokens < 200:
                 continue  # __init__.py stubs: nobody asks for their outline
             ratio = outline.source_tokens / max(1, text_tokens)
@@ -55,4 +57,9 @@ def run(*, out: Any, options: dict[str, Any]) -> None:
     out.write(f"outline vs file tokens: median {statistics.median(ratios):.1f}x smaller, 10th percentile {ratios[len(ratios) // 10]:.1f}x, all bytes {source_tokens / max(1, outline_tokens):.1f}x ({outline_tokens:,} vs {source_tokens:,} tokens)")
     for lang, values in sorted(per_language.items()):
         out.write(f"  {lang}: median {statistics.median(values):.1f}x over {len(values)} files")
-    out.write(f"outline time: {seconds * 1000 / max(1, lines) * 1000:.1f} ms per 1,000 lines (parse + outline + render)")
+    per_kline = 1_000_000 / max(1, lines)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    out.write(
+        f"outline time per 1,000 lines (read + parse + outline + render): {seconds * per_kline:.1f} ms wall, "
+        f"{cpu_seconds * per_kline:.1f} ms CPU (load average {load:.1f} on {os.cpu_count()} CPUs)"
+    )

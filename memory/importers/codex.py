@@ -107,7 +107,8 @@ def _user_text(payload: dict[str, Any]) -> str:
         return ""
     if item.get("type") != "UserMessage":
         return ""
-    parts = item.get("content") if isinstance(item.get("content"), list) else []
+    content = item.get("content")
+    parts: list[Any] = content if isinstance(content, list) else []
     return "\n".join(str(p.get("text", "")) for p in parts if isinstance(p, dict)).strip()
 
 
@@ -179,7 +180,11 @@ def rollout_import(*, rollout: Rollout, report: ImportReport, only: ImportFilter
         return None
     project = project_for_cwd(rollout.cwd)
     too_old = bool(only.since and rollout.last and rollout.last < only.since)
-    if (only.project and project.name != only.project) or is_excluded(rollout.cwd, project) or too_old:
+    if (
+        (only.project and project.name != only.project)
+        or is_excluded(rollout.cwd, project)
+        or too_old
+    ):
         report.add("session", created=False)
         return None
     skip_tools = set(config.get_list("CLAUDE_MEM_SKIP_TOOLS"))
@@ -210,7 +215,9 @@ def rollout_import(*, rollout: Rollout, report: ImportReport, only: ImportFilter
             if Prompt.objects.filter(session=session, number=number).exists():
                 report.add("prompt", created=False)
                 continue
-            Prompt.objects.create(session=session, number=number, text=cleaned, created=at or timezone.now())
+            Prompt.objects.create(
+                session=session, number=number, text=cleaned, created=at or timezone.now()
+            )
             report.add("prompt", created=True)
         if session.prompt_counter < len(rollout.prompts):
             session.prompt_counter = len(rollout.prompts)
@@ -233,7 +240,8 @@ def rollout_import(*, rollout: Rollout, report: ImportReport, only: ImportFilter
                 continue
             # Today's file on disk is not what the tool saw: no size or hash (see sanitize).
             event.file_facts = {
-                os.path.normpath(os.path.join(rollout.cwd or "/", p)): {} for p, _ in event.tool_files
+                os.path.normpath(os.path.join(rollout.cwd or "/", p)): {}
+                for p, _ in event.tool_files
             }
             Event.objects.create(
                 session=session,

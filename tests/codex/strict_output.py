@@ -47,7 +47,11 @@ def strict_errors(event: str, output: Any) -> list[str]:
             return [*errors, "hookSpecificOutput is not an object"]
         if specific.get("hookEventName") != event:
             errors.append(f"hookEventName is {specific.get('hookEventName')!r}, not {event!r}")
-        errors += [f"unknown hookSpecificOutput key {k!r}" for k in specific if k not in SPECIFIC_KEYS.get(event, set())]
+        errors += [
+            f"unknown hookSpecificOutput key {k!r}"
+            for k in specific
+            if k not in SPECIFIC_KEYS.get(event, set())
+        ]
         context = specific.get("additionalContext")
         if context is not None and (not isinstance(context, str) or not context):
             errors.append("additionalContext must be a non-empty string")

@@ -21,7 +21,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 INDEX = "recent context"
 CMEM_EVENT = {name: event for event, name in codex.HOOK_EVENT_NAMES.items()}
-BIG = "".join(f"line {i} of file.txt, long enough to pass the gate's size floor\n" for i in range(80))
+BIG = "".join(
+    f"line {i} of file.txt, long enough to pass the gate's size floor\n" for i in range(80)
+)
 
 
 def fixture(name: str) -> dict[str, Any]:
@@ -59,7 +61,9 @@ class Hooks:
         data = self.payload(name, **changes)
         event = data["hook_event_name"]
         resp = self.client.post(
-            f"/api/hooks/codex/{CMEM_EVENT[event]}", data=json.dumps(data), content_type="application/json"
+            f"/api/hooks/codex/{CMEM_EVENT[event]}",
+            data=json.dumps(data),
+            content_type="application/json",
         )
         assert resp.status_code == 200, resp.content
         answer = resp.json()
@@ -79,7 +83,9 @@ def hooks(project: Path) -> Hooks:
 def observe_patch(hooks: Hooks) -> None:
     """A stored, compressed observation that modified file.txt (apply_patch)."""
     hooks.post("UserPromptSubmit.json")
-    hooks.post("PostToolUse.apply_patch.json", session_id=fixture("UserPromptSubmit.json")["session_id"])
+    hooks.post(
+        "PostToolUse.apply_patch.json", session_id=fixture("UserPromptSubmit.json")["session_id"]
+    )
     assert ObservationFile.objects.filter(path="file.txt", role="modified").exists()
 
 
@@ -173,7 +179,10 @@ def test_apply_patch_files_come_from_the_patch_headers(hooks: Hooks) -> None:
     (hooks.root / "hello.txt").write_text("HELLO-PATCH\n")
     hooks.post("PostToolUse.apply_patch.json")
     files = Event.objects.get().payload["cmem_files"]
-    assert [(f["path"], f["role"]) for f in files] == [("hello.txt", "modified"), ("file.txt", "modified")]
+    assert [(f["path"], f["role"]) for f in files] == [
+        ("hello.txt", "modified"),
+        ("file.txt", "modified"),
+    ]
     assert all(f["sha256"] for f in files)
     assert set(ObservationFile.objects.filter(role="modified").values_list("path", flat=True)) >= {
         "file.txt"
@@ -266,7 +275,9 @@ def test_a_subagents_compaction_marks_only_its_thread(hooks: Hooks) -> None:
 def _rollout(hooks: Hooks, meta_fixture: str) -> None:
     meta = fixture(meta_fixture)
     path = Path(hooks.payload("SubagentStart.json")["transcript_path"])
-    path.write_text(json.dumps(meta) + "\n" + json.dumps({"type": "event_msg", "payload": {}}) + "\n")
+    path.write_text(
+        json.dumps(meta) + "\n" + json.dumps({"type": "event_msg", "payload": {}}) + "\n"
+    )
 
 
 def test_subagent_start_gives_a_spawned_agent_the_index(hooks: Hooks) -> None:
@@ -287,10 +298,17 @@ def test_subagent_without_a_readable_rollout_gets_the_index(hooks: Hooks) -> Non
 
 def test_excluded_project_gets_nothing(hooks: Hooks, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CLAUDE_MEM_EXCLUDED_PROJECTS", str(hooks.root))
-    for name in ("SessionStart.json", "SubagentStart.json", "UserPromptSubmit.json", "PostToolUse.json"):
+    for name in (
+        "SessionStart.json",
+        "SubagentStart.json",
+        "UserPromptSubmit.json",
+        "PostToolUse.json",
+    ):
         assert hooks.post(name) == {}
     hooks.post("PostCompact.json")
-    assert hooks.post("PostToolUse.json", session_id=fixture("PostCompact.json")["session_id"]) == {}
+    assert (
+        hooks.post("PostToolUse.json", session_id=fixture("PostCompact.json")["session_id"]) == {}
+    )
     assert not Session.objects.exists()
 
 
@@ -300,9 +318,15 @@ def test_excluded_project_gets_nothing(hooks: Hooks, monkeypatch: pytest.MonkeyP
 def test_claude_code_and_codex_share_one_timeline(hooks: Hooks) -> None:
     claude = json.loads((CLAUDE_FIXTURES / "PostToolUse.json").read_text())
     claude.update(cwd=str(hooks.root), tool_name="Edit", tool_use_id="toolu_x")
-    claude["tool_input"] = {"file_path": str(hooks.root / "file.txt"), "old_string": "line 1", "new_string": "line one"}
+    claude["tool_input"] = {
+        "file_path": str(hooks.root / "file.txt"),
+        "old_string": "line 1",
+        "new_string": "line one",
+    }
     resp = hooks.client.post(
-        "/api/hooks/claude-code/observation", data=json.dumps(claude), content_type="application/json"
+        "/api/hooks/claude-code/observation",
+        data=json.dumps(claude),
+        content_type="application/json",
     )
     assert resp.status_code == 200
     claude_obs = Observation.objects.get()
@@ -312,3 +336,44 @@ def test_claude_code_and_codex_share_one_timeline(hooks: Hooks) -> None:
         ("claude-code", "proj"),
         ("codex", "proj"),
     }
+
+
+# --- the spool: a down worker loses no Codex event ----------------------------------------------
+
+
+def test_spooled_codex_events_are_ingested_in_order(hooks: Hooks) -> None:
+    from memory import hookclient
+    from memory.spool import spool_ingest
+
+    for name, event in [
+        ("UserPromptSubmit.json", "session-init"),
+        ("PostToolUse.json", "observation"),
+        ("Stop.json", "summarize"),
+        ("SessionEnd.json", "session-end"),
+    ]:
+        hookclient.spool_write("codex", event, json.dumps(hooks.payload(name)).encode())
+    report = spool_ingest()
+    assert (report.ingested, report.failed) == (4, 0)
+    session = Session.objects.get()
+    assert (session.platform, session.status) == ("codex", Session.Status.COMPLETED)
+    assert sorted(session.events.values_list("kind", flat=True)) == ["observation", "summary"]
+    assert session.prompts.count() == 1
+
+
+def test_timeline_shows_and_filters_the_agent(hooks: Hooks, admin_client: Client) -> None:
+    from django.urls import reverse
+
+    hooks.post("UserPromptSubmit.json", prompt="CODEX-PROMPT")
+    claude = json.loads((CLAUDE_FIXTURES / "UserPromptSubmit.json").read_text())
+    claude.update(cwd=str(hooks.root), prompt="CLAUDE-PROMPT")
+    hooks.client.post(
+        "/api/hooks/claude-code/session-init",
+        data=json.dumps(claude),
+        content_type="application/json",
+    )
+    url = reverse("memory-timeline")
+    both = admin_client.get(url).content.decode()
+    assert "CODEX-PROMPT" in both and "CLAUDE-PROMPT" in both
+    only = admin_client.get(url, {"platform": "codex"}).content.decode()
+    assert "CODEX-PROMPT" in only and "CLAUDE-PROMPT" not in only
+    assert ">codex<" in only

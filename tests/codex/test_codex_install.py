@@ -16,7 +16,9 @@ from tests.conftest import CMEM, CODEX_FIXTURES, REPO
 NODE_CODEX = REPO / ".e2e-node" / "node_modules" / ".bin" / "codex"
 UNRELATED = {
     "hooks": {
-        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "python3 guard.py"}]}],
+        "PreToolUse": [
+            {"matcher": "Bash", "hooks": [{"type": "command", "command": "python3 guard.py"}]}
+        ],
         "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
     },
     "description": "the user's own hooks",
@@ -29,7 +31,9 @@ def cmem(*args: str, home: Path, codex: bool) -> subprocess.CompletedProcess[str
     env["PATH"] = os.pathsep.join([str(Path(CMEM).parent), "/usr/bin", "/bin"])
     if codex:
         env["CMEM_CODEX_BIN"] = str(NODE_CODEX)
-    return subprocess.run([CMEM, *args], env=env, capture_output=True, text=True, timeout=90, cwd=home)
+    return subprocess.run(
+        [CMEM, *args], env=env, capture_output=True, text=True, timeout=90, cwd=home
+    )
 
 
 def need_codex() -> None:
@@ -52,7 +56,13 @@ def test_install_keeps_unrelated_hooks_is_idempotent_and_uninstalls(tmp_path: Pa
     ours = data["hooks"]["PreToolUse"][1]
     assert ours == {
         "matcher": "^Bash$",
-        "hooks": [{"type": "command", "command": "'/opt/my tools/cmem' hook codex file-context", "timeout": 10}],
+        "hooks": [
+            {
+                "type": "command",
+                "command": "'/opt/my tools/cmem' hook codex file-context",
+                "timeout": 10,
+            }
+        ],
     }
     assert not any(h.get("async") for g in sum(data["hooks"].values(), []) for h in g["hooks"])
     assert len(codex_install.installed_commands(path)) == len(codex_install.HOOKS)

@@ -258,3 +258,4 @@ def test_ensure_admin_leaves_an_existing_superuser_alone(data_dir, admin_user) -
     call_command("ensure_admin", stdout=out)
     assert f"cmem changepassword {admin_user.username}" in out.getvalue()
     assert not (data_dir / "admin-password").exists()
+

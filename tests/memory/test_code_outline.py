@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from memory.code_outline import LANGUAGES, OutlineError, outline_source, smart_outline, smart_search, smart_unfold
+from memory.code_outline import (
+    LANGUAGES,
+    OutlineError,
+    outline_source,
+    smart_outline,
+    smart_search,
+    smart_unfold,
+)
 
 SAMPLES = Path(__file__).parent / "outline_samples"
 GOLDEN = SAMPLES / "golden"
@@ -85,7 +92,7 @@ def test_python_details(tmp_path: Path) -> None:
 
 def test_unfold_accepts_short_and_separator_variants() -> None:
     assert smart_unfold(SAMPLES / "inventory.py", "reserve").symbol.qualified_name == "Warehouse.reserve"
-    assert smart_unfold(SAMPLES / "cache.go", "(c *Cache) Get".split()[-1]).symbol.qualified_name == "Cache.Get"
+    assert smart_unfold(SAMPLES / "cache.go", ["(c", "*Cache)", "Get"][-1]).symbol.qualified_name == "Cache.Get"
     assert smart_unfold(SAMPLES / "matrix.cpp", "linalg::Matrix::identity").symbol.start_line == 17
 
 

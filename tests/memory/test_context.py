@@ -372,3 +372,15 @@ def test_an_unhealthy_observer_is_announced_first(client, root) -> None:
     lines = context(client, root).splitlines()
     assert lines[0].startswith("⚠ cmem memory is degraded") and "HTTP 401" in lines[0]
     assert lines[1].startswith("# [my-app] recent context, ")
+
+
+def test_zero_counts_turn_injection_off_but_still_reset_views(client, root, monkeypatch) -> None:
+    seed_history(root)
+    FileView.objects.create(session=make_session(root, SID), path=str(root / "a.py"))
+    monkeypatch.setenv("CLAUDE_MEM_CONTEXT_OBSERVATIONS", "0")
+    monkeypatch.setenv("CLAUDE_MEM_CONTEXT_SESSION_COUNT", "0")
+    assert post_context(client, root, source="compact") == {}
+    assert not FileView.objects.exists() and not LedgerEntry.objects.exists()
+    monkeypatch.setenv("CLAUDE_MEM_CONTEXT_SESSION_COUNT", "1")
+    text = context(client, root)
+    assert "Cut the 2.4 release" in text and "Fixed retry storm" not in text

@@ -15,6 +15,7 @@ from tests.memory.gate_helpers import (
     added_context,
     decision,
     fixture,
+    gate_payload,
     make_obs,
     make_project,
     make_session,
@@ -454,7 +455,8 @@ def test_long_and_multiline_titles_stay_on_one_line(client, root) -> None:
     target = write_file(root, "src/worker.py")
     make_obs(
         make_session(root, "s"),
-        "first line\nsecond line " + "x" * 270,  # within the 300-character column (PostgreSQL enforces it)
+        "first line\nsecond line "
+        + "x" * 270,  # within the 300-character column (PostgreSQL enforces it)
         "src/worker.py",
         created=at(3, 1, 8),
         content_hash=sha(target),
@@ -596,3 +598,53 @@ def test_observations_by_file_endpoint_ranks_as_the_gate_does(client, root) -> N
     assert (
         client.get("/api/observations/by-file", {"path": " ", "project": "proj"}).status_code == 400
     )
+
+
+@pytest.mark.slow
+def test_cmem_bench_gate_runs_end_to_end() -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("bench", "gate", "--size", "300", "--runs", "10", stdout=out)
+    text = out.getvalue()
+    assert "| 300 |" in text and "gate p50" in text
+    assert '"gate_decisions": {"deny": 10}' in text
+
+
+SEED_LIVE = """
+import django, hashlib, os, sys
+django.setup()
+from memory.models import Observation, ObservationFile, Session
+root, rel = sys.argv[1], sys.argv[2]
+digest = hashlib.sha256(open(os.path.join(root, rel), "rb").read()).hexdigest()
+s = Session.objects.create(session_id="past", project=os.path.basename(root), project_root=root)
+o = Observation.objects.create(session=s, project=s.project, title="Live worker notes", files_read=[rel])
+ObservationFile.objects.create(observation=o, project=s.project, path=rel, role="read", content_hash=digest)
+"""
+
+
+@pytest.mark.slow
+def test_the_gate_through_the_real_hook_client_and_worker(live_worker, tmp_path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    root = make_project(tmp_path, "live-proj")
+    target = write_file(root, "src/app.py")
+    env = {**live_worker.env, "DJANGO_SETTINGS_MODULE": "cmem_site.settings"}
+    subprocess.run(
+        [sys.executable, "-c", SEED_LIVE, str(root), "src/app.py"], env=env, check=True, timeout=60
+    )
+    payload = json.dumps(gate_payload(root, target)).encode()
+    first = live_worker.run_hook("file-context", payload)
+    assert first.returncode == 0
+    out = json.loads(first.stdout)
+    assert decision(out) == "deny" and "Live worker notes [unchanged]" in reason(out)
+    second = live_worker.run_hook("file-context", payload)
+    assert second.returncode == 0 and json.loads(second.stdout or b"{}") == {}
+    start = fixture("SessionStart.json")
+    start.update(cwd=str(root))
+    ctx = json.loads(live_worker.run_hook("context", json.dumps(start).encode()).stdout)
+    assert "Live worker notes" in added_context(ctx)

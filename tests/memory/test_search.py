@@ -142,7 +142,7 @@ def test_fts_terms_quote_every_token() -> None:
     assert fts_terms("!!! ... ---") == []
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=st.text(max_size=60))
 def test_any_text_is_a_valid_query(client, text: str) -> None:
     response = client.get("/api/search", {"q": text})
@@ -150,16 +150,15 @@ def test_any_text_is_a_valid_query(client, text: str) -> None:
     assert response.json()["results"] == [] or isinstance(response.json()["results"][0]["id"], int)
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=st.lists(st.sampled_from([*'ab "*-().:^{}+', " OR ", " NEAR ", " NOT ", " AND ", "NEAR(", "pool"]), max_size=20).map("".join))
 def test_operator_soup_is_a_valid_query(ids, text: str) -> None:
     assert isinstance(search(SearchQuery(text=text)), list)
 
 
 def test_a_project_name_is_a_filter_not_a_hit(client) -> None:
-    from tests.memory.retrieval_seed import T0
-
     from memory.models import Session
+    from tests.memory.retrieval_seed import T0
 
     session = Session.objects.create(session_id="z", project="zebracorn-app.v2")
     Observation.objects.create(session=session, project="zebracorn-app.v2", title="Tuned the cache", type="security_alert", created=T0)
@@ -168,3 +167,23 @@ def test_a_project_name_is_a_filter_not_a_hit(client) -> None:
     assert [r["title"] for r in _get(client, q="cache", project="zebracorn-app.v2")] == ["Tuned the cache"]
     assert [r["title"] for r in _get(client, q="cache", type="security_alert")] == ["Tuned the cache"]
     assert _get(client, q="cache", project="---") == []
+
+
+def test_retrieval_endpoints_are_in_the_openapi_schema(client) -> None:
+    paths = client.get("/api/openapi.json").json()["paths"]
+    for path in ["/api/search", "/api/timeline", "/api/observations", "/api/outline", "/api/outline/unfold", "/api/outline/search", "/api/forget"]:
+        assert path in paths
+    assert {p["name"] for p in paths["/api/search"]["get"]["parameters"]} >= {"q", "project", "type", "concept", "file", "since", "until", "kind", "limit"}
+
+
+def test_get_observations_in_the_order_asked(client, ids) -> None:
+    wanted = [ids["observation"][3], ids["observation"][0], 999999, ids["observation"][3]]
+    body = client.get("/api/observations", {"ids": ",".join(map(str, wanted))}).json()
+    assert [o["id"] for o in body["observations"]] == [ids["observation"][3], ids["observation"][0]]
+    assert body["missing"] == [999999]
+    first = body["observations"][0]
+    assert set(first) >= {"id", "type", "title", "subtitle", "facts", "narrative", "concepts", "files_read", "files_modified", "project", "session", "created_at"}
+    for bad in ["", "1,x", "1;2", "-3", "1.5", "١"]:
+        response = client.get("/api/observations", {"ids": bad})
+        assert response.status_code == 400 and response.json()["error"]
+    assert client.get("/api/observations", {"ids": ",".join(["1"] * 201)}).status_code == 400

@@ -126,3 +126,30 @@ def test_the_spawn_lock_lets_one_hook_of_a_crowd_start_the_worker(
     os.utime(lock, (old, old))
     assert hookclient.spawn_worker() is True
     assert len(spawned) == 2
+
+
+def test_a_spooled_event_holds_no_secret_and_no_private_text(data_dir: Path) -> None:
+    import subprocess
+
+    from tests.conftest import CMEM, make_worker_env
+
+    secret = "sk-ant-api03-Zq8Wm3Tr6Yp1Nd4Kc7Vb2Hx5Lg9Js0FeUa8Qo3Mi6Rt1Ws4Pk7Xc2Bn5Vz9AA"
+    (data_dir / "worker.spawn.lock").write_text("0 0\n")  # "another hook is starting it": no spawn
+    env = make_worker_env(data_dir, 1)
+    prompt = _body("UserPromptSubmit.json", prompt="<private>my bank PIN 4242</private>")
+    output = _body("PostToolUse.bash.json", tool_response={"stdout": f"ANTHROPIC_API_KEY={secret}"})
+    for event, body in (("session-init", prompt), ("observation", output)):
+        result = subprocess.run(
+            [CMEM, "hook", "claude-code", event],
+            input=body,
+            env=env,
+            capture_output=True,
+            timeout=30,
+        )
+        assert result.returncode == 0 and b"saved to the spool" in result.stderr
+    spooled = b"".join(p.read_bytes() for p in (data_dir / "spool").glob("*.hook"))
+    assert secret.encode() not in spooled and b"4242" not in spooled
+    spool.spool_ingest()
+    # The entirely private prompt still counts as private after the round trip through the spool.
+    assert not Prompt.objects.exists()
+    assert secret not in json.dumps(list(Event.objects.values_list("payload", flat=True)))

@@ -19,6 +19,9 @@ class Command(BaseCommand):
         parser.add_argument("--quick", action="store_true", help="Smaller sizes, for a smoke run.")
         parser.add_argument("--size", type=int, default=None, help="Rows to seed where it applies.")
         parser.add_argument("--runs", type=int, default=None, help="Repetitions where it applies.")
+        parser.add_argument(
+            "--seconds", type=int, default=None, help="Soak length in seconds (bench load)."
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         names = BENCHMARKS if options["name"] == "all" else [options["name"]]

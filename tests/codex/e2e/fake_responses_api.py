@@ -86,9 +86,7 @@ def input_text(item: Item) -> str:
     content = item.get("content")
     if isinstance(content, str):
         return content
-    return "\n".join(
-        str(part.get("text", "")) for part in content or [] if isinstance(part, dict)
-    )
+    return "\n".join(str(part.get("text", "")) for part in content or [] if isinstance(part, dict))
 
 
 def developer_texts(body: dict[str, Any]) -> list[str]:
@@ -151,7 +149,9 @@ class FakeResponsesAPI:
                     self.send_error(415)
                     return
                 body = json.loads(raw or b"{}")
-                request = Request(headers={k.lower(): v for k, v in self.headers.items()}, body=body)
+                request = Request(
+                    headers={k.lower(): v for k, v in self.headers.items()}, body=body
+                )
                 items, tokens = api.answer(request)
                 self._stream(items, tokens)
 

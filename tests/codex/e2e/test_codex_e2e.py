@@ -45,7 +45,9 @@ PINNED_VERSION = Path(__file__).with_name("codex-version.txt").read_text().strip
 NODE_BIN = REPO / ".e2e-node" / "node_modules" / ".bin"
 RUN1, RUN2, CHILD, FORK = "E2E-CX-ONE", "E2E-CX-TWO", "E2E-CX-CHILD", "E2E-CX-FORK"
 INDEX = "recent context"  # the SessionStart index's header line
-TARGET = "".join(f"def handler_{i}(request):\n    return {{'handler': {i}}}\n\n\n" for i in range(60))
+TARGET = "".join(
+    f"def handler_{i}(request):\n    return {{'handler': {i}}}\n\n\n" for i in range(60)
+)
 PATCH = (
     "*** Begin Patch\n*** Update File: handlers.py\n@@\n def handler_7(request):\n"
     "-    return {'handler': 7}\n+    return {'handler': 7, 'patched': True}\n*** End Patch\n"
@@ -90,6 +92,9 @@ def _scripts() -> dict[str, list[Step]]:
             call("exec_command", {"cmd": "cat handlers.py"}),
             # Reported usage far above the limit: Codex compacts before the next request.
             custom("apply_patch", PATCH, tokens=60_000),
+            # After the compaction: SessionStart(compact) re-injected the index, so this
+            # tool use's PostToolUse must not add a second one.
+            call("exec_command", {"cmd": "echo after-compaction"}),
             say("Patched handler_7."),
         ],
         RUN2: [
@@ -104,7 +109,13 @@ def _scripts() -> dict[str, list[Step]]:
             wait_for_agent(),
             say("Both agents are done."),
         ],
-        CHILD: [say("child done")],
+        # The sub-agent compacts too; it gets no SessionStart, so its next tool use
+        # brings the index back (PostCompact's mark).
+        CHILD: [
+            call("exec_command", {"cmd": "echo child-one"}, tokens=60_000),
+            call("exec_command", {"cmd": "echo child-two"}),
+            say("child done"),
+        ],
         FORK: [say("fork done")],
     }
 
@@ -169,7 +180,9 @@ enabled = false
     worker_env = make_worker_env(data, port, HOME=str(home), CLAUDE_MEM_COMPRESSOR="offline")
     worker = LiveWorker(data_dir=data, port=port, env=worker_env)
     worker.start()
-    path = os.pathsep.join([str(Path(CMEM).parent), str(binary.parent), "/usr/local/bin", "/usr/bin", "/bin"])
+    path = os.pathsep.join(
+        [str(Path(CMEM).parent), str(binary.parent), "/usr/local/bin", "/usr/bin", "/bin"]
+    )
     env = {
         "PATH": path,
         "HOME": str(home),
@@ -284,3 +297,22 @@ def test_run2_subagent_gets_the_index_and_the_fork_does_not(run2: World) -> None
     assert sum(INDEX in t for t in developer_texts(fork[0].body)) == parent_count
     sessions = query(run2.worker, "SELECT session_id FROM memory_session ORDER BY id")
     assert len(sessions) == 2  # sub-agents belong to their root session
+
+
+def test_run1_stop_and_session_end_reach_the_worker(run1: World) -> None:
+    session = query(run1.worker, "SELECT id, status FROM memory_session")[0]
+    summaries = _wait_for(
+        lambda: query(
+            run1.worker,
+            "SELECT 1 FROM memory_event WHERE kind = 'summary' AND session_id = ?",
+            (session["id"],),
+        )
+    )
+    assert summaries, "Stop queued no summary"
+    assert session["status"] == "completed"
+    observations = _wait_for(
+        lambda: query(
+            run1.worker, "SELECT id FROM memory_observation WHERE session_id = ?", (session["id"],)
+        )
+    )
+    assert observations, "nothing was compressed into an observation"
