@@ -92,6 +92,8 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                # A degraded observer (API down, no key, budget spent) is shown on every page.
+                "memory.health_banner.observer_banner",
             ],
         },
     },

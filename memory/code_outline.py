@@ -471,8 +471,8 @@ def _kind_and_name(language: str, node: ts.Node, kind: str) -> tuple[str, str, s
     if language == "go":
         if kind_type == "method_declaration":
             receiver = _text(node.child_by_field_name("receiver"))
-            owner = re.findall(r"[A-Za-z_]\w*", receiver.split("[")[0])
-            return kind, owner[-1] if owner else "", _text(node.child_by_field_name("name"))
+            receiver_names = re.findall(r"[A-Za-z_]\w*", receiver.split("[")[0])
+            return kind, receiver_names[-1] if receiver_names else "", _text(node.child_by_field_name("name"))
         if kind_type == "type_spec":
             inner = node.child_by_field_name("type")
             inner_type = inner.type if inner is not None else ""
@@ -902,6 +902,25 @@ def _words(text: str) -> list[str]:
     return [w.lower() for part in _SPLIT.split(text) for w in _CAMEL.split(part) if w]
 
 
+_CACHE_MAX = 5000
+_cache: dict[tuple[str, int, int], Outline] = {}
+
+
+def _outline_cached(path: Path, display: str) -> Outline:
+    """Outlines by (path, mtime, size): the MCP server lives as long as the agent's session and
+    searches the same tree again and again; only changed files are parsed twice."""
+    info = path.stat()
+    key = (str(path), info.st_mtime_ns, info.st_size)
+    outline = _cache.get(key)
+    if outline is None:
+        outline = smart_outline(path, display=display, max_bytes=SEARCH_MAX_FILE_BYTES)
+        if len(_cache) >= _CACHE_MAX:
+            _cache.pop(next(iter(_cache)))  # oldest first: dicts keep insertion order
+        _cache[key] = outline
+    outline.path = display
+    return outline
+
+
 def smart_search(
     query: str, root: Path, *, limit: int = 20, file_pattern: str = ""
 ) -> list[SymbolMatch]:
@@ -916,8 +935,8 @@ def smart_search(
         if file_pattern and file_pattern not in rel:
             continue
         try:
-            outline = smart_outline(path, display=rel, max_bytes=SEARCH_MAX_FILE_BYTES)
-        except OutlineError:
+            outline = _outline_cached(path, rel)
+        except (OutlineError, OSError):  # unreadable, or gone since the walk
             continue
         rel_lower = rel.lower()
         for symbol in outline.walk():

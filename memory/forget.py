@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from django.db import transaction
@@ -132,5 +133,5 @@ def observations_forget(*, request: ForgetRequest) -> ForgetResult:
             _MODELS[kind].objects.filter(pk__in=[row["id"] for row in result.rows[kind]]).delete()
         projects = {row["project"] for rows in result.rows.values() for row in rows}
         for project in sorted(projects):
-            transaction.on_commit(lambda project=project: context_cache_invalidate(project=project))
+            transaction.on_commit(partial(context_cache_invalidate, project=project))
     return result

@@ -24,7 +24,7 @@ from functools import lru_cache
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, FilteredRelation, Q
+from django.db.models import FilteredRelation, Q
 
 from memory import clock, config
 from memory.file_views import FileFacts, absolute_path, file_facts, session_ensure, view_matches
@@ -145,22 +145,46 @@ VIEW_FIELDS = ("pk", "denied", "partial", "content_hash", "mtime", "size", "seen
 
 def _session_and_view(event: HookEvent, path: str) -> tuple[Session | None, FileView | None]:
     """The session and its view of this file in one query (a LEFT JOIN): the hot path."""
-    session = (
-        Session.objects.filter(platform=event.platform, session_id=event.session_id)
-        .annotate(view=FilteredRelation("file_views", condition=Q(file_views__path=path)))
-        .annotate(**{f"view_{name}": F(f"view__{name}") for name in VIEW_FIELDS})
-        .first()
-    )
-    if session is None:
+    sql, order = _session_view_sql(connection.vendor)
+    values = {"\0platform": event.platform, "\0sid": event.session_id, "\0path": path}
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [values[name] for name in order])
+        row = cursor.fetchone()
+    if row is None:
         return None, None
-    if getattr(session, "view_pk", None) is None:
-        return session, None
-    view = FileView(
-        session=session,
-        path=path,
-        **{name: getattr(session, f"view_{name}") for name in VIEW_FIELDS},
+    pk, project, project_root, *view_values = row
+    session = Session(
+        pk=pk,
+        platform=event.platform,
+        session_id=event.session_id,
+        project=project,
+        project_root=project_root,
     )
-    return session, view
+    session._state.adding = False  # a stored row, read raw: only its pk is ever written to
+    session._state.db = connection.alias
+    if view_values[0] is None:
+        return session, None
+    fields = dict(zip(VIEW_FIELDS, view_values, strict=True))
+    fields.update(
+        denied=bool(fields["denied"]), partial=bool(fields["partial"]), seen=_aware(fields["seen"])
+    )
+    return session, FileView(session=session, path=path, **fields)
+
+
+@lru_cache(maxsize=4)
+def _session_view_sql(vendor: str) -> tuple[str, tuple[str, ...]]:
+    """Built by the ORM once (see _candidates_sql for why it then runs raw)."""
+    query = (
+        Session.objects.filter(platform="\0platform", session_id="\0sid")
+        .annotate(view=FilteredRelation("file_views", condition=Q(file_views__path="\0path")))
+        .values_list("pk", "project", "project_root", *(f"view__{name}" for name in VIEW_FIELDS))[
+            :1
+        ]
+    )
+    sql, params = query.query.sql_with_params()
+    if sorted(params) != ["\0path", "\0platform", "\0sid"]:
+        raise RuntimeError(f"unexpected session/view query parameters {params!r}")
+    return sql, tuple(params)
 
 
 def _remote_facts(event: HookEvent, raw_path: str, path: str) -> dict[str, dict[str, Any]] | None:
@@ -237,6 +261,8 @@ def _candidates_sql(vendor: str) -> tuple[str, tuple[str, ...]]:
 
 def _paths(value: Any) -> list[str]:
     """A JSON list of paths; raw cursors return JSON columns as text."""
+    if value == "[]":
+        return []
     if isinstance(value, str):
         try:
             value = json.loads(value)

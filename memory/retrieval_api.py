@@ -336,9 +336,7 @@ class ForgetIn(Schema):
     project: str | None = None
     since: datetime | None = None
     until: datetime | None = None
-    kinds: list[Literal["observation", "summary", "prompt"]] = Field(
-        default_factory=lambda: ["observation"]
-    )
+    kinds: list[Literal["observation", "summary", "prompt"]] = Field(default=["observation"])
     query_limit: int = Field(100, ge=1, le=1000)
     dry_run: bool = Field(True, description="List what would go without deleting (the default).")
 

@@ -1,7 +1,7 @@
 """One search service over observations, summaries and prompts.
 
 `search(query)` is the only entry point; it dispatches on the database vendor: SQLite uses
-the FTS5 external-content tables of migration 0002 (bm25 ranking, snippet()), PostgreSQL
+the FTS5 external-content tables of migrations 0002/0005 (bm25 ranking), PostgreSQL
 uses `memory/search_postgres.py` (team mode). Both return the same `SearchHit` rows, so the
 API, the pages and the MCP server never know which backend answered.
 """

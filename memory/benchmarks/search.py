@@ -291,7 +291,7 @@ def _measure(runs: int, out: Any) -> None:
     for text, _extra in QUERIES:
         for _ in range(max(1, runs // 2)):
             began = time.perf_counter()
-            response = client.get("/api/search", {"q": text, "limit": 20})
+            response = client.get("/api/search", {"q": text, "limit": "20"})
             http.append((time.perf_counter() - began) * 1000)
             assert response.status_code == 200
     slowest = max(per_query.items(), key=lambda item: statistics.median(item[1]))

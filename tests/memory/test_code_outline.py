@@ -215,3 +215,12 @@ def test_a_shared_worker_serves_no_files(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv("CLAUDE_MEM_WORKER_HOST", "0.0.0.0")
     with pytest.raises(PermissionError, match="shared worker"):
         _local_path(str(SAMPLES / "cache.go"), None)
+
+
+def test_smart_search_sees_edits_between_calls(tmp_path: Path) -> None:
+    path = tmp_path / "mod.py"
+    path.write_text("def alpha_widget():\n    pass\n")
+    assert [m.symbol.name for m in smart_search("widget", tmp_path)] == ["alpha_widget"]
+    path.write_text("def alpha_widget():\n    pass\n\n\ndef beta_widget():\n    pass\n")
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 1_000_000))
+    assert [m.symbol.name for m in smart_search("widget", tmp_path)] == ["alpha_widget", "beta_widget"]

@@ -187,3 +187,16 @@ def test_get_observations_in_the_order_asked(client, ids) -> None:
         response = client.get("/api/observations", {"ids": bad})
         assert response.status_code == 400 and response.json()["error"]
     assert client.get("/api/observations", {"ids": ",".join(["1"] * 201)}).status_code == 400
+
+
+def test_search_command_prints_the_index(ids) -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("search", "connection", "pool", "--project", "shop", stdout=out)
+    lines = out.getvalue().splitlines()
+    assert lines[-1] == "3 result(s)."
+    assert lines[0].startswith(f"#{ids['observation'][1]} ") or lines[0].startswith(f"#{ids['observation'][0]} ")
+    assert "tokens)" in lines[0]

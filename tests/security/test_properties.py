@@ -19,7 +19,7 @@ from memory.hooks import HookInputError, decode_body
 from memory.platforms import claude_code, codex
 from memory.spool_scrub import spool_scrub
 
-FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 json_scalars = st.one_of(
     st.none(),
@@ -217,14 +217,15 @@ surroundings = st.text(alphabet=string.ascii_letters + string.digits + " \n:=\"'
 @FAST
 @given(secret=secrets(), before=surroundings, after=surroundings, cap=st.sampled_from([0, 40, 200, 16000]))
 def test_a_secret_never_survives_sanitizing_whatever_surrounds_it(secret: str, before: str, after: str, cap: int) -> None:
+    core = _payload_part(secret)
+    fragment = core[-12:] if not secret.startswith("-----") else core.splitlines()[1][:24]
+    assume(fragment not in before + after and core[:12] not in before + after)
     text = f"{before} {secret} {after}"
     out = privacy.Sanitizer(redact=True, cap=cap).text(text)
-    core = _payload_part(secret)
     assert core not in out
     if cap == 0:
         assert "[REDACTED:" in out
     # No long fragment of the secret either (a cap must never cut one in half and keep it).
-    fragment = core[-12:] if not secret.startswith("-----") else core.splitlines()[1][:24]
     assert fragment not in out
 
 

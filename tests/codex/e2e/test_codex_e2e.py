@@ -9,8 +9,9 @@ also prove the trust was recorded. Two `codex exec` runs share one worker and on
    and the SessionStart index is a developer message at the start and again right after
    the compaction;
 2. (gpt-fake, which has the multi-agent tools) the same shell read gets the file's
-   timeline as context; a spawned sub-agent's first request carries the index, a forked
-   one's does not (it holds its parent's history).
+   timeline as context; a spawned sub-agent's first request carries the index, and after
+   its own compaction its next tool use brings the index back (PostCompact's mark); a
+   forked one gets none (it holds its parent's history).
 """
 
 from __future__ import annotations
@@ -257,8 +258,8 @@ def test_run1_stores_the_shell_read_and_the_patch(run1: World) -> None:
         run1.worker,
         "SELECT tool_name, payload FROM memory_event WHERE kind = 'observation' ORDER BY id",
     )
-    assert [e["tool_name"] for e in events] == ["Bash", "apply_patch"]
-    bash, patch = (json.loads(e["payload"]) for e in events)
+    assert [e["tool_name"] for e in events] == ["Bash", "apply_patch", "Bash"]
+    bash, patch = (json.loads(e["payload"]) for e in events[:2])
     assert bash["tool_input"] == {"command": "cat handlers.py"}
     assert "handler_59" in bash["tool_response"]
     assert [(f["path"], f["role"]) for f in patch["cmem_files"]] == [("handlers.py", "modified")]
@@ -271,11 +272,14 @@ def test_run1_index_at_start_and_again_after_compaction(run1: World) -> None:
     compactions = [r for r in run1.api.requests_for(RUN1) if r.kind == "compaction"]
     assert len(compactions) == 1, "Codex did not compact"
     sent = run1.requests(RUN1)
-    first, after = sent[0], sent[-1]
+    assert len(sent) == 4
+    first, after, last = sent[0], sent[2], sent[3]
     assert sum(INDEX in t for t in developer_texts(first.body)) == 1
     # The compacted history lost the first index; SessionStart(compact) put one back.
     assert "FAKE-COMPACTION-SUMMARY" in json.dumps(after.body["input"])
     assert sum(INDEX in t for t in developer_texts(after.body)) == 1
+    # ...and the tool use after it did not add a second (the PostCompact mark was cleared).
+    assert sum(INDEX in t for t in developer_texts(last.body)) == 1
 
 
 def test_run2_shell_read_gets_the_files_timeline(run2: World) -> None:
@@ -316,3 +320,14 @@ def test_run1_stop_and_session_end_reach_the_worker(run1: World) -> None:
         )
     )
     assert observations, "nothing was compressed into an observation"
+
+
+def test_run2_compacted_subagent_gets_the_index_back_at_its_next_tool_use(run2: World) -> None:
+    assert [r for r in run2.api.requests_for(CHILD) if r.kind == "compaction"], "no compaction"
+    first, after_compaction, after_tool = run2.requests(CHILD)[:3]
+    assert sum(INDEX in t for t in developer_texts(first.body)) == 1
+    # Compaction dropped the index and a sub-agent gets no SessionStart...
+    assert "FAKE-COMPACTION-SUMMARY" in json.dumps(after_compaction.body["input"])
+    assert sum(INDEX in t for t in developer_texts(after_compaction.body)) == 0
+    # ...so the PostCompact mark made its next PostToolUse bring it back, once.
+    assert sum(INDEX in t for t in developer_texts(after_tool.body)) == 1
