@@ -38,6 +38,8 @@ HASH_MAX_BYTES = 32 * 1024 * 1024
 # delivered twice (the hook timed out after the worker stored it), not a repeated prompt.
 SPOOL_DUPLICATE_WINDOW = timedelta(minutes=10)
 _PRIVATE_TURNS_KEPT = 500
+# Seconds between a tool use's commit and its compression (see _enqueue_processing).
+COMPRESS_DELAY_S = 2
 
 
 def _project(event: HookEvent) -> Project | None:
@@ -272,9 +274,19 @@ def observation_record(*, event: HookEvent) -> HookResult:
 
 
 def _enqueue_processing(session_pk: int) -> None:
+    """Compression runs a moment after the commit, not at once: a burst of tool uses is
+    then compressed as one batch, and the consumer's writes do not queue behind (and in
+    front of) the hooks' own writes for SQLite's single write lock during the burst."""
+    from huey.contrib.djhuey import HUEY
+
     from memory.tasks import session_events_process_task
 
-    transaction.on_commit(lambda: session_events_process_task(session_pk))
+    if HUEY.immediate:
+        transaction.on_commit(lambda: session_events_process_task(session_pk))
+    else:
+        transaction.on_commit(
+            lambda: session_events_process_task.schedule((session_pk,), delay=COMPRESS_DELAY_S)
+        )
 
 
 def summary_request(*, event: HookEvent) -> HookResult:

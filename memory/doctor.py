@@ -86,8 +86,13 @@ def _hook_checks(settings_path: Path) -> list[Check]:
 
 
 def _settings_checks() -> list[Check]:
-    config.load()
-    problems = config.problems()
+    settings = config.load()
+    # A number setting that is not a number falls back to its default where it is read;
+    # reading each once here records it, so doctor names the key.
+    for key, (default, _) in config.SETTINGS.items():
+        if default.strip().lstrip("-").isdigit():
+            config.get_int(key, settings)
+    problems = list(dict.fromkeys(config.problems()))
     if not problems:
         return [Check("ok", f"settings: {config.settings_path()}")]
     return [Check("fail", problem, f"edit {config.settings_path()}") for problem in problems]

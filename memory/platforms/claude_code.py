@@ -73,15 +73,16 @@ def render(event: HookEvent, result: HookResult) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if event.event == "file-context" and result.gate is not None:
         gate = result.gate
-        specific: dict[str, Any] = {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": gate.decision,
-        }
         if gate.decision == "deny":
-            specific["permissionDecisionReason"] = gate.reason
+            out["hookSpecificOutput"] = {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": gate.reason,
+            }
         elif gate.context:
-            specific["additionalContext"] = gate.context
-        out["hookSpecificOutput"] = specific
+            # Advisory context only: no permissionDecision, so Claude Code's own permission
+            # rules still decide whether the Read may run (an explicit allow would approve it).
+            out["hookSpecificOutput"] = {"hookEventName": "PreToolUse", "additionalContext": gate.context}
     elif result.context and event.event in {"context", "session-init", "observation"}:
         out["hookSpecificOutput"] = {
             "hookEventName": event.hook_event_name or _HOOK_EVENT_NAMES[event.event],

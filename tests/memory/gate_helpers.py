@@ -130,7 +130,8 @@ def decision(out: dict[str, Any]) -> str:
     """deny, allow (advisory context) or pass (no opinion: `{}`)."""
     if not out:
         return "pass"
-    return str(out["hookSpecificOutput"]["permissionDecision"])
+    # Advisory context carries no permissionDecision: Claude Code's own rules still apply.
+    return str(out["hookSpecificOutput"].get("permissionDecision", "allow"))
 
 
 def reason(out: dict[str, Any]) -> str:
