@@ -19,8 +19,10 @@ import os
 import sys
 import time
 
-CAPTURE_EVENTS = frozenset({"session-init", "observation", "summarize", "session-end"})
-WAITING_EVENTS = frozenset({"context", "file-context"})
+# Codex's `compaction` (PostCompact) only marks the thread, but losing it loses one re-injection:
+# spool it like the capture events. `subagent-context` answers with the index, so it waits.
+CAPTURE_EVENTS = frozenset({"session-init", "observation", "summarize", "session-end", "compaction"})
+WAITING_EVENTS = frozenset({"context", "file-context", "subagent-context"})
 PLATFORMS = frozenset({"claude-code", "codex"})
 FILE_TOOLS = frozenset({"Read", "Edit", "MultiEdit", "Write", "NotebookEdit"})
 DEFAULT_TIMEOUT_MS = 2000

@@ -74,11 +74,22 @@ def test_remote_hooks_need_a_valid_token(team_worker: LiveWorker, team_env: dict
     assert ok.returncode == 0, ok.stderr
     assert stored() == 2
 
+    # Teammates' clones, in folders of different names, are one project on the shared worker.
+    for folder, remote in [("alice/app", "git@github.com:acme/app.git"), ("bob/acme-app", "https://github.com/acme/app")]:
+        clone = tmp_path / folder
+        (clone / ".git").mkdir(parents=True)
+        (clone / ".git" / "config").write_text(f'[remote "origin"]\n\turl = {remote}\n')
+        body = dict(json.loads(prompt), cwd=str(clone), session_id=f"clone-{folder}")
+        assert _hook(team_worker, "session-init", json.dumps(body).encode(), CLAUDE_MEM_API_TOKEN=raw).returncode == 0
+    projects = pg_query(url, "SELECT project FROM memory_session WHERE session_id LIKE 'clone-%%'")
+    assert [p[0] for p in projects] == ["github.com/acme/app", "github.com/acme/app"]
+    before = stored()
+
     assert run_cmem(["token", "revoke", raw[:12]], team_env).returncode == 0
     again = json.loads(prompt)
     again["prompt"] = "a second prompt"
     _hook(team_worker, "session-init", json.dumps(again).encode(), CLAUDE_MEM_API_TOKEN=raw)
-    assert stored() == 2
+    assert stored() == before
     last_used = pg_query(url, "SELECT last_used FROM memory_apitoken")[0][0]
     assert last_used is not None
 
