@@ -521,7 +521,9 @@ def _spool(platform: str, event: str, body: bytes, reason: str, *, start: bool) 
 
         scrubbed = spool_scrub(body)
     except Exception as exc:  # noqa: BLE001 - keep nothing rather than keep a secret
-        return _fail(f"{reason}; the event could not be scrubbed ({type(exc).__name__}), so it is not kept")
+        return _fail(
+            f"{reason}; the event could not be scrubbed ({type(exc).__name__}), so it is not kept"
+        )
     if scrubbed is None:
         return _fail(f"{reason}; the payload is not a JSON object, so it is not kept")
     try:

@@ -51,7 +51,9 @@ def api_settings(url: str, **extra: str) -> dict[str, str]:
 class Session:
     """One agent session's payloads, all with the same ids and cwd."""
 
-    def __init__(self, cwd: Path, session_id: str = "rel-session", prompt_id: str = "rel-p1") -> None:
+    def __init__(
+        self, cwd: Path, session_id: str = "rel-session", prompt_id: str = "rel-p1"
+    ) -> None:
         self.cwd = str(cwd)
         self.session_id = session_id
         self.prompt_id = prompt_id
@@ -89,14 +91,22 @@ class Session:
             tool_input={"file_path": str(path)},
             tool_response={
                 "type": "text",
-                "file": {"filePath": str(path), "content": content, "numLines": lines, "startLine": 1, "totalLines": lines},
+                "file": {
+                    "filePath": str(path),
+                    "content": content,
+                    "numLines": lines,
+                    "startLine": 1,
+                    "totalLines": lines,
+                },
             },
             tool_use_id=f"toolu_rel_{n:04d}",
         )
         return json.dumps(body).encode()
 
     def stop(self, message: str = "Done.") -> bytes:
-        return json.dumps({**self._base(_STOP), "last_assistant_message": message, "stop_hook_active": False}).encode()
+        return json.dumps(
+            {**self._base(_STOP), "last_assistant_message": message, "stop_hook_active": False}
+        ).encode()
 
     def end(self) -> bytes:
         return json.dumps(self._base(_END)).encode()
@@ -111,7 +121,10 @@ def echo_observations(body: dict[str, Any], *, delay: float = 0.0) -> Reply:
     if isinstance(message, list):
         message = " ".join(str(b.get("text", "")) for b in message)
     if "<summary" in message or "PROGRESS SUMMARY" in message:
-        return Reply(text="<summary><request>the request</request><completed>steps ran</completed></summary>", delay=delay)
+        return Reply(
+            text="<summary><request>the request</request><completed>steps ran</completed></summary>",
+            delay=delay,
+        )
     blocks = [
         f'<observation uses="{n}"><type>discovery</type><title>obs of {marker}</title>'
         f"<narrative>ran {marker}</narrative></observation>"
@@ -123,10 +136,18 @@ def echo_observations(body: dict[str, Any], *, delay: float = 0.0) -> Reply:
 # -- hooks -------------------------------------------------------------------------------------
 
 
-def hook(env: dict[str, str], event: str, payload: bytes, timeout: float = 20) -> tuple[subprocess.CompletedProcess[bytes], float]:
+def hook(
+    env: dict[str, str], event: str, payload: bytes, timeout: float = 20
+) -> tuple[subprocess.CompletedProcess[bytes], float]:
     """`cmem hook claude-code <event>` with `env`; returns the result and its wall time."""
     started = time.monotonic()
-    result = subprocess.run([CMEM, "hook", "claude-code", event], input=payload, env=env, capture_output=True, timeout=timeout)
+    result = subprocess.run(
+        [CMEM, "hook", "claude-code", event],
+        input=payload,
+        env=env,
+        capture_output=True,
+        timeout=timeout,
+    )
     return result, time.monotonic() - started
 
 
@@ -170,7 +191,11 @@ def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: 
 def spooled(data: Path) -> list[str]:
     folder = data / "spool"
     return sorted(
-        p.name for sub in (folder, folder / "claimed") if sub.is_dir() for p in sub.iterdir() if p.name.endswith(".hook")
+        p.name
+        for sub in (folder, folder / "claimed")
+        if sub.is_dir()
+        for p in sub.iterdir()
+        if p.name.endswith(".hook")
     )
 
 

@@ -30,7 +30,9 @@ from tests.reliability.helpers import (
 pytestmark = pytest.mark.slow
 
 
-def test_kill9_of_server_and_consumer_stores_and_compresses_every_event_once(tmp_path: Path) -> None:
+def test_kill9_of_server_and_consumer_stores_and_compresses_every_event_once(
+    tmp_path: Path,
+) -> None:
     fake = FakeAnthropic(default=Reply(fn=echo_observations)).start()
     # The first compression request is held far past the kill: the consumer dies mid-request.
     fake.script(Reply(fn=lambda body: echo_observations(body, delay=120)))
@@ -61,12 +63,16 @@ def test_kill9_of_server_and_consumer_stores_and_compresses_every_event_once(tmp
         for n in range(3):
             send(n)
         # 1. The consumer is mid-compression (the held request), past the claim timeout: kill -9.
-        assert fake.wait_for_requests(1, timeout=60), (worker.data_dir / "serve.out").read_text()[-2000:]
+        assert fake.wait_for_requests(1, timeout=60), (worker.data_dir / "serve.out").read_text()[
+            -2000:
+        ]
         assert scalar(db, "select count(*) from memory_event where status='claimed'") >= 1
         time.sleep(1.2)
         consumer = children(worker.data_dir)["consumer"]
         kill9_group(consumer)
-        wait_for(lambda: children(worker.data_dir)["consumer"] != consumer, 30, "the consumer restart")
+        wait_for(
+            lambda: children(worker.data_dir)["consumer"] != consumer, 30, "the consumer restart"
+        )
 
         # 2. Hooks keep coming while the web server is killed in the middle of them.
         server = children(worker.data_dir)["server"]
@@ -76,7 +82,11 @@ def test_kill9_of_server_and_consumer_stores_and_compresses_every_event_once(tmp
         kill9_group(server)
         burst.join(timeout=120)
         assert not burst.is_alive()
-        wait_for(lambda: children(worker.data_dir)["server"] != server and health_ok(worker), 60, "the server restart")
+        wait_for(
+            lambda: children(worker.data_dir)["server"] != server and health_ok(worker),
+            60,
+            "the server restart",
+        )
         # Some hooks of the burst met the dead server and spooled their event.
         assert any("saved to the spool" in w for w in warnings), warnings
         for n in range(12, 15):  # a live worker drains what was spooled meanwhile
@@ -84,14 +94,21 @@ def test_kill9_of_server_and_consumer_stores_and_compresses_every_event_once(tmp
 
         expected = {f"toolu_rel_{n:04d}" for n in range(15)}
         wait_for(
-            lambda: scalar(db, "select count(*) from memory_event where status='done'") == 15 and not spooled(worker.data_dir),
+            lambda: (
+                scalar(db, "select count(*) from memory_event where status='done'") == 15
+                and not spooled(worker.data_dir)
+            ),
             120,
             "every event stored and compressed",
         )
-        stored = [r[0] for r in rows(db, "select tool_use_id from memory_event where kind='observation'")]
+        stored = [
+            r[0] for r in rows(db, "select tool_use_id from memory_event where kind='observation'")
+        ]
         assert sorted(stored) == sorted(expected)  # each stored exactly once
         titles = sorted(r[0] for r in rows(db, "select title from memory_observation"))
-        assert titles == sorted(f"obs of tool-{n}" for n in range(15))  # each compressed exactly once
+        assert titles == sorted(
+            f"obs of tool-{n}" for n in range(15)
+        )  # each compressed exactly once
         # The killed request really was in flight, and its events were compressed again later.
         first = fake.requests[0].body["messages"][0]["content"]
         assert any(f"tool-{n}" in first for n in range(3))

@@ -19,7 +19,11 @@ from memory import retention
 from memory.models import Event, Observation, Session, Summary
 from tests.conftest import CMEM, make_worker_env
 
-PAYLOAD = {"tool_name": "Bash", "tool_input": {"command": "make"}, "tool_response": {"stdout": "ok " * 200}}
+PAYLOAD = {
+    "tool_name": "Bash",
+    "tool_input": {"command": "make"},
+    "tool_response": {"stdout": "ok " * 200},
+}
 
 
 def _event(session: Session, *, days_old: float, status: str, n: int) -> Event:
@@ -30,7 +34,9 @@ def _event(session: Session, *, days_old: float, status: str, n: int) -> Event:
 
 
 @pytest.mark.django_db
-def test_prune_empties_old_finished_payloads_and_keeps_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_prune_empties_old_finished_payloads_and_keeps_memory(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     session = Session.objects.create(session_id="r", project="demo", cwd="/tmp")
     old_done = _event(session, days_old=40, status="done", n=1)
     old_failed = _event(session, days_old=40, status="failed", n=2)
@@ -38,7 +44,9 @@ def test_prune_empties_old_finished_payloads_and_keeps_memory(monkeypatch: pytes
     old_claimed = _event(session, days_old=40, status="claimed", n=4)
     recent_done = _event(session, days_old=5, status="done", n=5)
     old = timezone.now() - timedelta(days=40)
-    Observation.objects.create(session=session, project="demo", type="discovery", title="kept", created=old)
+    Observation.objects.create(
+        session=session, project="demo", type="discovery", title="kept", created=old
+    )
     Summary.objects.create(session=session, project="demo", request="kept", created=old)
 
     dry = retention.payloads_prune(days=30, dry_run=True)
@@ -50,11 +58,18 @@ def test_prune_empties_old_finished_payloads_and_keeps_memory(monkeypatch: pytes
     assert report.payloads == 2
     assert Event.objects.get(pk=old_done.pk).payload == {}
     assert Event.objects.get(pk=old_failed.pk).payload == {}
-    for kept in (old_pending, old_claimed, recent_done):  # unfinished work and recent rows keep theirs
+    for kept in (
+        old_pending,
+        old_claimed,
+        recent_done,
+    ):  # unfinished work and recent rows keep theirs
         assert Event.objects.get(pk=kept.pk).payload == PAYLOAD
     # The rows stay (their tool_use_id keeps a late re-delivery a no-op); memory is untouched.
     assert Event.objects.count() == 5
-    assert Observation.objects.filter(title="kept").exists() and Summary.objects.filter(request="kept").exists()
+    assert (
+        Observation.objects.filter(title="kept").exists()
+        and Summary.objects.filter(request="kept").exists()
+    )
     assert retention.payloads_prune(days=30).payloads == 0  # idempotent
 
     monkeypatch.setenv("CLAUDE_MEM_RETENTION_DAYS", "0")
@@ -76,7 +91,9 @@ def test_prune_command_options(capsys: pytest.CaptureFixture[str]) -> None:
         call_command("prune", "--days", "-1")
 
 
-def test_growth_per_day_comes_from_daily_samples(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_growth_per_day_comes_from_daily_samples(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     sizes = iter([1_000_000, 1_000_000, 3_000_000])
     monkeypatch.setattr(retention, "database_size", lambda: next(sizes))
     first = retention.database_growth(today=date(2026, 1, 1))
@@ -106,7 +123,8 @@ def test_prune_and_vacuum_shrink_a_real_database_file(tmp_path: Path) -> None:
     with sqlite3.connect(db) as conn:
         conn.execute(
             "insert into memory_session (platform, session_id, project, project_root, cwd, transcript_path, status, "
-            "prompt_counter, started) values ('claude-code', 'v', 'demo', '', '/tmp', '', 'completed', 0, ?)", (old,)
+            "prompt_counter, started) values ('claude-code', 'v', 'demo', '', '/tmp', '', 'completed', 0, ?)",
+            (old,),
         )
         big = json.dumps({"tool_response": {"stdout": "z" * 20_000}})
         conn.executemany(
@@ -117,15 +135,23 @@ def test_prune_and_vacuum_shrink_a_real_database_file(tmp_path: Path) -> None:
     before = retention_size(db)
     result = subprocess.run([CMEM, "prune"], env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    assert "Emptied the raw payloads of 400 finished event(s)" in result.stdout and "VACUUM" in result.stdout
+    assert (
+        "Emptied the raw payloads of 400 finished event(s)" in result.stdout
+        and "VACUUM" in result.stdout
+    )
     after = retention_size(db)
     assert after < before / 4, (before, after)
     with sqlite3.connect(db) as conn:
-        assert conn.execute("select count(*) from memory_event where payload != '{}'").fetchone()[0] == 0
+        assert (
+            conn.execute("select count(*) from memory_event where payload != '{}'").fetchone()[0]
+            == 0
+        )
         assert conn.execute("select count(*) from memory_event").fetchone()[0] == 400
         assert conn.execute("pragma integrity_check").fetchone()[0] == "ok"
     doctor = subprocess.run([CMEM, "doctor"], env=env, capture_output=True, text=True, timeout=120)
-    assert "database " in doctor.stdout and "raw payloads kept 30 day(s)" in doctor.stdout, doctor.stdout
+    assert "database " in doctor.stdout and "raw payloads kept 30 day(s)" in doctor.stdout, (
+        doctor.stdout
+    )
 
 
 def retention_size(db: Path) -> int:

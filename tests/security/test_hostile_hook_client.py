@@ -34,7 +34,10 @@ def test_hostile_stdin_never_breaks_the_hook(live_worker: LiveWorker, tmp_path: 
     cases = {
         "binary": os.urandom(4096),
         "not json": b"this is not json at all",
-        "deep nesting": b'{"session_id": "x", "cwd": "/tmp", "tool_input": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+        "deep nesting": b'{"session_id": "x", "cwd": "/tmp", "tool_input": '
+        + b"[" * 100_000
+        + b"]" * 100_000
+        + b"}",
         "json array": b"[1, 2, 3]",
         "wrong types": json.dumps({"session_id": ["x"], "cwd": 5, "tool_input": "no"}).encode(),
         "empty": b"",
@@ -46,9 +49,17 @@ def test_hostile_stdin_never_breaks_the_hook(live_worker: LiveWorker, tmp_path: 
             assert result.returncode == 0, (name, event)
             assert time.monotonic() - started < 10, (name, event)
             assert result.stdout in (b"", b"{}"), (name, event, result.stdout[:200])
-            assert result.stderr == b"" or result.stderr.startswith(b"cmem: "), (name, event, result.stderr[:300])
+            assert result.stderr == b"" or result.stderr.startswith(b"cmem: "), (
+                name,
+                event,
+                result.stderr[:300],
+            )
     # Nothing hostile was stored, nothing failed in the worker, and the spool kept none of it.
     assert scalar(db, "select count(*) from memory_event") == 1
-    assert not list((live_worker.data_dir / "spool").glob("*.hook")) if (live_worker.data_dir / "spool").exists() else True
+    assert (
+        not list((live_worker.data_dir / "spool").glob("*.hook"))
+        if (live_worker.data_dir / "spool").exists()
+        else True
+    )
     assert live_worker.run_hook("observation", session.bash(2)).returncode == 0
     assert scalar(db, "select count(*) from memory_event") == 2

@@ -53,9 +53,15 @@ HOSTILE_BODIES: dict[str, bytes] = {
     "unclosed deep nesting": b"[" * 50_000,
     "deep tool_input (parses, 900 levels)": (
         '{"session_id": "deep", "cwd": "/tmp", "tool_name": "Bash", "prompt": "p", "tool_use_id": "deep1", "tool_input": '
-        + _nested(900) + ', "tool_response": ' + "[" * 900 + "]" * 900 + "}"
+        + _nested(900)
+        + ', "tool_response": '
+        + "[" * 900
+        + "]" * 900
+        + "}"
     ).encode(),
-    "huge integer (5000 digits)": b'{"session_id": "x", "cwd": "/tmp", "duration_ms": ' + b"9" * 5000 + b"}",
+    "huge integer (5000 digits)": b'{"session_id": "x", "cwd": "/tmp", "duration_ms": '
+    + b"9" * 5000
+    + b"}",
     "huge float": b'{"session_id": "x", "cwd": "/tmp", "duration_ms": 1e999}',
     "NaN literal": b'{"session_id": "x", "cwd": "/tmp", "duration_ms": NaN}',
     "lone surrogate": b'{"session_id": "x\\ud800", "cwd": "/tmp", "prompt": "a\\udfffb", "tool_name": "Bash", "tool_use_id": "\\ud800"}',
@@ -70,28 +76,115 @@ def _wrong_types(tmp_path: Path) -> dict[str, dict[str, object]]:
         "session_id as object": {"session_id": {"a": 1}, "cwd": cwd},
         "cwd as list": {"session_id": "s", "cwd": ["/", "etc"], "prompt": "p"},
         "prompt as dict": {"session_id": "s", "cwd": cwd, "prompt": {"text": "hi"}},
-        "tool_input as list": {"session_id": "s", "cwd": cwd, "tool_name": "Read", "tool_input": ["a"], "tool_use_id": "t1"},
-        "tool_input as string": {"session_id": "s", "cwd": cwd, "tool_name": "Edit", "tool_input": "x", "tool_use_id": "t2"},
-        "tool_name as number": {"session_id": "s", "cwd": cwd, "tool_name": 7, "tool_input": {}, "tool_use_id": "t3"},
-        "file_path as number": {"session_id": "s", "cwd": cwd, "tool_name": "Read", "tool_input": {"file_path": 5}, "tool_use_id": "t4"},
-        "file_path as dict": {"session_id": "s", "cwd": cwd, "tool_name": "Read", "tool_input": {"file_path": {"x": 1}}},
-        "tool_response as number": {"session_id": "s", "cwd": cwd, "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_response": 3.5, "tool_use_id": "t5"},
-        "booleans everywhere": {"session_id": True, "cwd": False, "prompt": True, "tool_name": True, "stop_hook_active": "yes"},
-        "nulls everywhere": {"session_id": None, "cwd": None, "prompt": None, "tool_name": None, "tool_input": None, "tool_response": None, "last_assistant_message": None},
-        "last_assistant_message as list": {"session_id": "s", "cwd": cwd, "last_assistant_message": ["a", 1]},
-        "prompt_id as object": {"session_id": "s", "cwd": cwd, "prompt": "p", "prompt_id": {"x": [1]}},
-        "negative huge duration": {"session_id": "s", "cwd": cwd, "tool_name": "Bash", "tool_input": {}, "duration_ms": -(10**300), "tool_use_id": "t6"},
+        "tool_input as list": {
+            "session_id": "s",
+            "cwd": cwd,
+            "tool_name": "Read",
+            "tool_input": ["a"],
+            "tool_use_id": "t1",
+        },
+        "tool_input as string": {
+            "session_id": "s",
+            "cwd": cwd,
+            "tool_name": "Edit",
+            "tool_input": "x",
+            "tool_use_id": "t2",
+        },
+        "tool_name as number": {
+            "session_id": "s",
+            "cwd": cwd,
+            "tool_name": 7,
+            "tool_input": {},
+            "tool_use_id": "t3",
+        },
+        "file_path as number": {
+            "session_id": "s",
+            "cwd": cwd,
+            "tool_name": "Read",
+            "tool_input": {"file_path": 5},
+            "tool_use_id": "t4",
+        },
+        "file_path as dict": {
+            "session_id": "s",
+            "cwd": cwd,
+            "tool_name": "Read",
+            "tool_input": {"file_path": {"x": 1}},
+        },
+        "tool_response as number": {
+            "session_id": "s",
+            "cwd": cwd,
+            "tool_name": "Bash",
+            "tool_input": {"command": "ls"},
+            "tool_response": 3.5,
+            "tool_use_id": "t5",
+        },
+        "booleans everywhere": {
+            "session_id": True,
+            "cwd": False,
+            "prompt": True,
+            "tool_name": True,
+            "stop_hook_active": "yes",
+        },
+        "nulls everywhere": {
+            "session_id": None,
+            "cwd": None,
+            "prompt": None,
+            "tool_name": None,
+            "tool_input": None,
+            "tool_response": None,
+            "last_assistant_message": None,
+        },
+        "last_assistant_message as list": {
+            "session_id": "s",
+            "cwd": cwd,
+            "last_assistant_message": ["a", 1],
+        },
+        "prompt_id as object": {
+            "session_id": "s",
+            "cwd": cwd,
+            "prompt": "p",
+            "prompt_id": {"x": [1]},
+        },
+        "negative huge duration": {
+            "session_id": "s",
+            "cwd": cwd,
+            "tool_name": "Bash",
+            "tool_input": {},
+            "duration_ms": -(10**300),
+            "tool_use_id": "t6",
+        },
         "cwd relative traversal": {"session_id": "s", "cwd": "../../../../etc", "prompt": "p"},
-        "file_path traversal": {"session_id": "s", "cwd": cwd, "tool_name": "Read", "tool_input": {"file_path": "../../../../etc/shadow"}, "tool_response": {"file": {"content": "root:x"}}, "tool_use_id": "t7"},
+        "file_path traversal": {
+            "session_id": "s",
+            "cwd": cwd,
+            "tool_name": "Read",
+            "tool_input": {"file_path": "../../../../etc/shadow"},
+            "tool_response": {"file": {"content": "root:x"}},
+            "tool_use_id": "t7",
+        },
         "source as number": {"session_id": "s", "cwd": cwd, "source": 1},
-        "cmem_project forged": {"session_id": "s", "cwd": cwd, "prompt": "p", "cmem_project": {"name": ["x"], "root": 5}},
-        "cmem_file_facts forged": {"session_id": "s", "cwd": cwd, "tool_name": "Read", "tool_input": {"file_path": "a.py"}, "cmem_file_facts": [1, 2], "tool_use_id": "t8"},
+        "cmem_project forged": {
+            "session_id": "s",
+            "cwd": cwd,
+            "prompt": "p",
+            "cmem_project": {"name": ["x"], "root": 5},
+        },
+        "cmem_file_facts forged": {
+            "session_id": "s",
+            "cwd": cwd,
+            "tool_name": "Read",
+            "tool_input": {"file_path": "a.py"},
+            "cmem_file_facts": [1, 2],
+            "tool_use_id": "t8",
+        },
     }
 
 
 @pytest.mark.parametrize("event", EVENTS)
 @pytest.mark.parametrize("name", sorted(HOSTILE_BODIES))
-def test_malformed_hook_bodies_are_refused_without_a_5xx(client: Client, event: str, name: str) -> None:
+def test_malformed_hook_bodies_are_refused_without_a_5xx(
+    client: Client, event: str, name: str
+) -> None:
     resp = _post(client, event, HOSTILE_BODIES[name])
     assert resp.status_code in (200, 400), (name, resp.status_code, resp.content[:300])
     if resp.status_code == 400:
@@ -107,18 +200,41 @@ def test_wrong_types_never_cause_a_5xx(client: Client, event: str, tmp_path: Pat
 
 def test_unknown_platform_and_event_are_400(client: Client, tmp_path: Path) -> None:
     body = json.dumps(_base(tmp_path))
-    assert client.post("/api/hooks/evil/observation", body, content_type="application/json").status_code == 400
+    assert (
+        client.post(
+            "/api/hooks/evil/observation", body, content_type="application/json"
+        ).status_code
+        == 400
+    )
     assert _post(client, "../../admin", body).status_code in (400, 404)
     assert _post(client, "drop-table", body).status_code == 400
 
 
-def test_an_oversized_body_is_413_and_a_large_field_is_stored_capped(client: Client, tmp_path: Path) -> None:
-    huge = json.dumps(_base(tmp_path, tool_name="Bash", tool_input={"command": "cat big"}, tool_response={"stdout": "x" * (10 * MB)}, tool_use_id="big1"))
+def test_an_oversized_body_is_413_and_a_large_field_is_stored_capped(
+    client: Client, tmp_path: Path
+) -> None:
+    huge = json.dumps(
+        _base(
+            tmp_path,
+            tool_name="Bash",
+            tool_input={"command": "cat big"},
+            tool_response={"stdout": "x" * (10 * MB)},
+            tool_use_id="big1",
+        )
+    )
     resp = _post(client, "observation", huge)
     assert resp.status_code == 413
     assert not Event.objects.exists()
 
-    large = json.dumps(_base(tmp_path, tool_name="Bash", tool_input={"command": "cat big"}, tool_response={"stdout": "y" * (6 * MB)}, tool_use_id="big2"))
+    large = json.dumps(
+        _base(
+            tmp_path,
+            tool_name="Bash",
+            tool_input={"command": "cat big"},
+            tool_response={"stdout": "y" * (6 * MB)},
+            tool_use_id="big2",
+        )
+    )
     resp = _post(client, "observation", large)
     assert resp.status_code == 200
     stored = Event.objects.get(tool_use_id="big2")
@@ -137,7 +253,14 @@ def test_a_10mb_prompt_is_stored_capped(client: Client, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "host", ["evil.example", "127.0.0.1.evil.example", "localhost.evil.example:37700", "10.0.0.5", "[::2]:80"]
+    "host",
+    [
+        "evil.example",
+        "127.0.0.1.evil.example",
+        "localhost.evil.example:37700",
+        "10.0.0.5",
+        "[::2]:80",
+    ],
 )
 @pytest.mark.parametrize("path", ["/", "/api/health", "/api/search?query=x", "/stats/"])
 def test_foreign_host_headers_are_refused(client: Client, host: str, path: str) -> None:
@@ -165,20 +288,37 @@ def test_a_foreign_host_cannot_write_either(client: Client, tmp_path: Path) -> N
         {"HTTP_SEC_FETCH_SITE": "same-site"},
     ],
 )
-def test_cross_site_writes_to_the_api_are_refused(client: Client, tmp_path: Path, headers: dict[str, str]) -> None:
-    body = json.dumps({"session_id": "csrf", "cwd": str(tmp_path), "prompt": "planted by a web page"})
+def test_cross_site_writes_to_the_api_are_refused(
+    client: Client, tmp_path: Path, headers: dict[str, str]
+) -> None:
+    body = json.dumps(
+        {"session_id": "csrf", "cwd": str(tmp_path), "prompt": "planted by a web page"}
+    )
     # text/plain: what a web page can send without a CORS preflight.
-    resp = client.post("/api/hooks/claude-code/session-init", data=body, content_type="text/plain", **headers)
+    resp = client.post(
+        "/api/hooks/claude-code/session-init", data=body, content_type="text/plain", **headers
+    )
     assert resp.status_code == 403
     assert not Prompt.objects.exists() and not Session.objects.exists()
-    forget = client.post("/api/forget", data=json.dumps({"query": "x", "dry_run": False}), content_type="text/plain", **headers)
+    forget = client.post(
+        "/api/forget",
+        data=json.dumps({"query": "x", "dry_run": False}),
+        content_type="text/plain",
+        **headers,
+    )
     assert forget.status_code == 403
 
 
 def test_same_origin_and_header_less_writes_are_served(client: Client, tmp_path: Path) -> None:
     body = json.dumps({"session_id": "ok", "cwd": str(tmp_path), "prompt": "from the hook"})
     assert _post(client, "session-init", body).status_code == 200  # the hook client: no Origin
-    same = _post(client, "session-init", body, HTTP_ORIGIN="http://testserver", HTTP_SEC_FETCH_SITE="same-origin")
+    same = _post(
+        client,
+        "session-init",
+        body,
+        HTTP_ORIGIN="http://testserver",
+        HTTP_SEC_FETCH_SITE="same-origin",
+    )
     assert same.status_code == 200
     assert Prompt.objects.count() == 2
 
@@ -197,7 +337,9 @@ def test_page_posts_need_a_csrf_token(tmp_path: Path) -> None:
 # -- path traversal -------------------------------------------------------------------------------
 
 
-def test_outline_endpoints_refuse_traversal_and_the_data_dir(client: Client, tmp_path: Path, data_dir: Path) -> None:
+def test_outline_endpoints_refuse_traversal_and_the_data_dir(
+    client: Client, tmp_path: Path, data_dir: Path
+) -> None:
     project = tmp_path / "proj"
     project.mkdir()
     (project / "ok.py").write_text("def f():\n    return 1\n")
@@ -215,24 +357,40 @@ def test_outline_endpoints_refuse_traversal_and_the_data_dir(client: Client, tmp
         ("/api/outline", {"path": str(data_dir / ".." / data_dir.name / "secret_key")}),
         ("/api/outline", {"path": "ok.py"}),  # relative without a root
         ("/api/outline", {"path": "ok.py\0.txt", "root": root}),
-        ("/api/outline/unfold", {"path": "../outside.py", "root": root, "symbol": "SECRET_OUTSIDE"}),
+        (
+            "/api/outline/unfold",
+            {"path": "../outside.py", "root": root, "symbol": "SECRET_OUTSIDE"},
+        ),
         ("/api/outline/unfold", {"path": str(data_dir / "cmem.sqlite3"), "symbol": "x"}),
         ("/api/outline/search", {"root": str(data_dir), "q": "x"}),
-        ("/api/outline/search", {"root": str(project / ".." / ".." / ".."), "q": "x"}) if False else ("/api/outline/search", {"root": "relative/dir", "q": "x"}),
+        ("/api/outline/search", {"root": str(project / ".." / ".." / ".."), "q": "x"})
+        if False
+        else ("/api/outline/search", {"root": "relative/dir", "q": "x"}),
     ]
     for url, params in refused:
         resp = client.get(url, params)
-        assert resp.status_code in (400, 403, 404), (url, params, resp.status_code, resp.content[:200])
+        assert resp.status_code in (400, 403, 404), (
+            url,
+            params,
+            resp.status_code,
+            resp.content[:200],
+        )
         assert b"SECRET_OUTSIDE" not in resp.content and b"SQLite" not in resp.content
 
 
-def test_a_deliverable_row_pointing_outside_its_folder_is_not_served(client: Client, data_dir: Path, tmp_path: Path) -> None:
+def test_a_deliverable_row_pointing_outside_its_folder_is_not_served(
+    client: Client, data_dir: Path, tmp_path: Path
+) -> None:
     from deliverables.models import Deliverable
 
     secret = tmp_path / "secret.txt"
     secret.write_text("TOP-SECRET-FILE")
-    session = Session.objects.create(session_id="d", project="demo", project_root=str(tmp_path), cwd=str(tmp_path))
-    for i, stored in enumerate(["../../secret.txt", str(secret), "../secret_key", "/etc/passwd", ""]):
+    session = Session.objects.create(
+        session_id="d", project="demo", project_root=str(tmp_path), cwd=str(tmp_path)
+    )
+    for i, stored in enumerate(
+        ["../../secret.txt", str(secret), "../secret_key", "/etc/passwd", ""]
+    ):
         row = Deliverable.objects.create(
             session=session, project="demo", original_path=str(secret), stored_path=stored,
             size=15, sha256=f"{i:064d}",
@@ -250,23 +408,49 @@ SCRIPT = '<script>alert("cmem-xss")</script>'
 IMG = '<img src=x onerror="alert(2)">'
 
 
-def test_html_from_prompts_and_tool_output_is_escaped_on_every_page(client: Client, tmp_path: Path) -> None:
-    base = {"session_id": "xss", "cwd": str(tmp_path), "transcript_path": str(tmp_path / "t.jsonl"), "prompt_id": "p1"}
-    assert _post(client, "session-init", json.dumps({**base, "prompt": f"fix {SCRIPT} please"})).status_code == 200
+def test_html_from_prompts_and_tool_output_is_escaped_on_every_page(
+    client: Client, tmp_path: Path
+) -> None:
+    base = {
+        "session_id": "xss",
+        "cwd": str(tmp_path),
+        "transcript_path": str(tmp_path / "t.jsonl"),
+        "prompt_id": "p1",
+    }
+    assert (
+        _post(
+            client, "session-init", json.dumps({**base, "prompt": f"fix {SCRIPT} please"})
+        ).status_code
+        == 200
+    )
     tool = {
         **base, "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": "x1",
         "tool_input": {"command": f"pytest tests/test_render.py -k '{IMG}'", "description": SCRIPT},
         "tool_response": {"stdout": f"FAILED test_render - {IMG}\n{SCRIPT}\n1 failed", "stderr": ""},
     }  # fmt: skip
     assert _post(client, "observation", json.dumps(tool)).status_code == 200
-    stop = {**base, "hook_event_name": "Stop", "stop_hook_active": False, "last_assistant_message": f"done {SCRIPT} {IMG}"}
+    stop = {
+        **base,
+        "hook_event_name": "Stop",
+        "stop_hook_active": False,
+        "last_assistant_message": f"done {SCRIPT} {IMG}",
+    }
     assert _post(client, "summarize", json.dumps(stop)).status_code == 200
     # The test transaction never commits, so the on-commit task is run here (offline: no key).
     from memory.compression.service import session_events_process
 
     session = Session.objects.get(session_id="xss")
     session_events_process(session_pk=session.pk)
-    pages = ["/", "/live/", f"/sessions/{session.pk}/", "/search/?q=alert", "/search/?q=" + SCRIPT, "/stats/", "/work/", "/settings/"]
+    pages = [
+        "/",
+        "/live/",
+        f"/sessions/{session.pk}/",
+        "/search/?q=alert",
+        "/search/?q=" + SCRIPT,
+        "/stats/",
+        "/work/",
+        "/settings/",
+    ]
     pages += [f"/observations/{pk}/" for pk in Observation.objects.values_list("pk", flat=True)]
     assert len(pages) > 8, "the offline compressor stored no observation"
     for page in pages:
@@ -283,11 +467,53 @@ def test_html_from_prompts_and_tool_output_is_escaped_on_every_page(client: Clie
 
 
 def test_no_page_or_api_answers_5xx_to_odd_query_strings(client: Client) -> None:
-    odd = ["'", '"', "<script>", "%00", "\x00", "a" * 5000, "1e999", "-1", "∞", "../..", "${jndi:x}", "NaN"]
-    urls = ["/", "/live/", "/search/", "/stats/", "/work/", "/api/search", "/api/timeline", "/api/observations", "/api/context", "/api/observations/by-file", "/api/ledger", "/api/stats", "/api/deliverables"]
+    odd = [
+        "'",
+        '"',
+        "<script>",
+        "%00",
+        "\x00",
+        "a" * 5000,
+        "1e999",
+        "-1",
+        "∞",
+        "../..",
+        "${jndi:x}",
+        "NaN",
+    ]
+    urls = [
+        "/",
+        "/live/",
+        "/search/",
+        "/stats/",
+        "/work/",
+        "/api/search",
+        "/api/timeline",
+        "/api/observations",
+        "/api/context",
+        "/api/observations/by-file",
+        "/api/ledger",
+        "/api/stats",
+        "/api/deliverables",
+    ]
     for url in urls:
         for value in odd:
-            keys = ("q", "query", "project", "days", "page", "id", "ids", "path", "anchor", "limit", "type", "cursor", "since", "offset")
+            keys = (
+                "q",
+                "query",
+                "project",
+                "days",
+                "page",
+                "id",
+                "ids",
+                "path",
+                "anchor",
+                "limit",
+                "type",
+                "cursor",
+                "since",
+                "offset",
+            )
             resp = client.get(url, dict.fromkeys(keys, value))
             assert resp.status_code < 500, (url, value, resp.status_code)
     assert os.environ.get("CLAUDE_MEM_DATA_DIR")

@@ -20,5 +20,11 @@ schema = schemathesis.openapi.from_wsgi("/api/openapi.json", application)
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 def test_no_api_operation_answers_5xx(case: schemathesis.Case) -> None:
     response = case.call()
-    assert response.status_code < 500, (case.method, case.path, case.query, case.body, response.text[:500])
+    assert response.status_code < 500, (
+        case.method,
+        case.path,
+        case.query,
+        case.body,
+        response.text[:500],
+    )
     case.validate_response(response, checks=[not_a_server_error])

@@ -39,7 +39,15 @@ SECRETS = {
     "pem": "MIIEPl4nt3dPr1v4teK3yB0dyAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
     "named": "Pl4nt3dNamedValue",
 }
-PRIVATE = ["PRIV-PROMPT-PASSAGE", "PRIV-TOOL-OUTPUT", "PRIV-WHOLE-PROMPT", "PRIV-TURN-TOOL", "PRIV-LAST-MESSAGE", "PRIV-SPOOLED", "PRIV-FILE"]
+PRIVATE = [
+    "PRIV-PROMPT-PASSAGE",
+    "PRIV-TOOL-OUTPUT",
+    "PRIV-WHOLE-PROMPT",
+    "PRIV-TURN-TOOL",
+    "PRIV-LAST-MESSAGE",
+    "PRIV-SPOOLED",
+    "PRIV-FILE",
+]
 VISIBLE = ["VISIBLE-PROMPT-TEXT", "VISIBLE-TOOL-OUTPUT"]
 PEM = f"-----BEGIN RSA PRIVATE KEY-----\n{SECRETS['pem']}\n-----END RSA PRIVATE KEY-----"
 
@@ -50,19 +58,36 @@ def _files(folder: Path) -> list[Path]:
 
 def test_planted_secrets_and_private_passages_are_found_nowhere(tmp_path: Path) -> None:
     fake = FakeAnthropic(default=Reply(fn=echo_observations)).start()
-    worker = new_worker(tmp_path, **api_settings(fake.url, CLAUDE_MEM_BATCH_SIZE="3", CLAUDE_MEM_LOG_LEVEL="DEBUG"))
+    worker = new_worker(
+        tmp_path, **api_settings(fake.url, CLAUDE_MEM_BATCH_SIZE="3", CLAUDE_MEM_LOG_LEVEL="DEBUG")
+    )
     data = worker.data_dir
     project = tmp_path / "proj"
     project.mkdir()
     config_file = project / "settings_local.py"
-    config_file.write_text(f'API_KEY = "{SECRETS["anthropic"]}"\n{PEM}\n# <private>PRIV-FILE</private>\n')
+    config_file.write_text(
+        f'API_KEY = "{SECRETS["anthropic"]}"\n{PEM}\n# <private>PRIV-FILE</private>\n'
+    )
     s = Session(project, session_id="secrets")
     try:
         # 1. Worker down: these go to the spool, which must be clean before any ingest.
         (data / "worker.spawn.lock").write_text("0 0\n")
         down = [
-            ("session-init", s.prompt(f"VISIBLE-PROMPT-TEXT use {SECRETS['aws']} <private>PRIV-PROMPT-PASSAGE</private>", prompt_id="p1")),
-            ("observation", s.bash(1, command=f"export OPENAI_API_KEY={SECRETS['openai']} && deploy tool-1", stdout="<private>PRIV-SPOOLED</private> ok")),
+            (
+                "session-init",
+                s.prompt(
+                    f"VISIBLE-PROMPT-TEXT use {SECRETS['aws']} <private>PRIV-PROMPT-PASSAGE</private>",
+                    prompt_id="p1",
+                ),
+            ),
+            (
+                "observation",
+                s.bash(
+                    1,
+                    command=f"export OPENAI_API_KEY={SECRETS['openai']} && deploy tool-1",
+                    stdout="<private>PRIV-SPOOLED</private> ok",
+                ),
+            ),
         ]
         for event, payload in down:
             result, _ = hook(worker.env, event, payload)
@@ -77,16 +102,34 @@ def test_planted_secrets_and_private_passages_are_found_nowhere(tmp_path: Path) 
         # 2. Live: every other event type.
         worker.start()
         tool_input = json.loads(s.bash(2))
-        tool_input["tool_input"] = {"command": "curl tool-2", "headers": {"Authorization": f"Bearer {SECRETS['bearer']}"}, "api_key": SECRETS["named"]}
-        tool_input["tool_response"]["stdout"] = f"VISIBLE-TOOL-OUTPUT token {SECRETS['github']}\n<private>PRIV-TOOL-OUTPUT</private>\npassword={SECRETS['password']}"
+        tool_input["tool_input"] = {
+            "command": "curl tool-2",
+            "headers": {"Authorization": f"Bearer {SECRETS['bearer']}"},
+            "api_key": SECRETS["named"],
+        }
+        tool_input["tool_response"]["stdout"] = (
+            f"VISIBLE-TOOL-OUTPUT token {SECRETS['github']}\n<private>PRIV-TOOL-OUTPUT</private>\npassword={SECRETS['password']}"
+        )
         live = [
             ("observation", json.dumps(tool_input).encode()),
-            ("observation", s.failure(3, f"tool-3 failed: slack said invalid_auth for {SECRETS['slack']}")),
+            (
+                "observation",
+                s.failure(3, f"tool-3 failed: slack said invalid_auth for {SECRETS['slack']}"),
+            ),
             ("observation", s.read(4, config_file, config_file.read_text())),
-            ("summarize", s.stop(f"Done. I used {SECRETS['google']} <private>PRIV-LAST-MESSAGE</private>")),
+            (
+                "summarize",
+                s.stop(f"Done. I used {SECRETS['google']} <private>PRIV-LAST-MESSAGE</private>"),
+            ),
             # A fully private prompt: neither it nor its turn's tool use is stored.
-            ("session-init", s.prompt("<private>PRIV-WHOLE-PROMPT and its secret</private>", prompt_id="p2")),
-            ("observation", s.bash(5, command="echo PRIV-TURN-TOOL tool-5", stdout="PRIV-TURN-TOOL")),
+            (
+                "session-init",
+                s.prompt("<private>PRIV-WHOLE-PROMPT and its secret</private>", prompt_id="p2"),
+            ),
+            (
+                "observation",
+                s.bash(5, command="echo PRIV-TURN-TOOL tool-5", stdout="PRIV-TURN-TOOL"),
+            ),
             ("summarize", s.stop("PRIV-TURN-TOOL summary")),
             ("context", s.start()),
             ("session-end", s.end()),
@@ -96,7 +139,10 @@ def test_planted_secrets_and_private_passages_are_found_nowhere(tmp_path: Path) 
             assert result.returncode == 0, result.stderr
         db = data / "cmem.sqlite3"
         wait_for(
-            lambda: not spooled(data) and scalar(db, "select count(*) from memory_event where status='done'") == 5,
+            lambda: (
+                not spooled(data)
+                and scalar(db, "select count(*) from memory_event where status='done'") == 5
+            ),
             90,
             "every event compressed",
         )
