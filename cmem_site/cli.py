@@ -4,6 +4,7 @@
 the agent, so it must not pay for importing Django. Everything else boots Django and runs
 the management command of the same name (`cmem start` is `manage.py start`).
 """
+from __future__ import annotations
 
 import sys
 

@@ -215,6 +215,23 @@ def _skipped_tool(event: HookEvent, settings: dict[str, str]) -> bool:
     return any("session-memory" in p for p in _tool_paths(event))
 
 
+def tool_use_payload(*, event: HookEvent, sanitizer: privacy.Sanitizer) -> dict[str, Any]:
+    """The sanitized tool use as an Event payload stores it (live capture and imports alike)."""
+    payload: dict[str, Any] = {
+        "hook_event_name": event.hook_event_name,
+        "tool_name": event.tool_name,
+        "tool_input": sanitizer.field(event.tool_input),
+        "tool_response": sanitizer.field(event.tool_response),
+        "cwd": event.cwd,
+        "prompt_id": str(event.raw.get("prompt_id") or ""),
+        "duration_ms": event.raw.get("duration_ms"),
+    }
+    if event.failed:
+        payload["error"] = sanitizer.text(event.error)
+        payload["is_interrupt"] = event.is_interrupt
+    return payload
+
+
 def observation_record(*, event: HookEvent) -> HookResult:
     """PostToolUse / PostToolUseFailure.
 
@@ -230,18 +247,7 @@ def observation_record(*, event: HookEvent) -> HookResult:
     if project is None or _in_private_turn(event):
         return HookResult()
     sanitizer = privacy.Sanitizer(settings=settings)
-    payload: dict[str, Any] = {
-        "hook_event_name": event.hook_event_name,
-        "tool_name": event.tool_name,
-        "tool_input": sanitizer.field(event.tool_input),
-        "tool_response": sanitizer.field(event.tool_response),
-        "cwd": event.cwd,
-        "prompt_id": str(event.raw.get("prompt_id") or ""),
-        "duration_ms": event.raw.get("duration_ms"),
-    }
-    if event.failed:
-        payload["error"] = sanitizer.text(event.error)
-        payload["is_interrupt"] = event.is_interrupt
+    payload = tool_use_payload(event=event, sanitizer=sanitizer)
     if event.agent_id:
         payload["agent_id"] = event.agent_id
         payload["agent_type"] = event.agent_type

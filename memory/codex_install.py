@@ -101,67 +101,24 @@ def _is_cmem_hook(hook: Any) -> bool:
     return isinstance(hook, dict) and is_cmem_command(hook.get("command"))
 
 
-def _without_cmem(hooks: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-    out: dict[str, Any] = {}
-    removed = False
-    for event, groups in hooks.items():
-        if not isinstance(groups, list):
-            out[event] = groups
-            continue
-        kept_groups = []
-        for group in groups:
-            inner = group.get("hooks") if isinstance(group, dict) else None
-            if not isinstance(inner, list):
-                kept_groups.append(group)
-                continue
-            kept = [h for h in inner if not _is_cmem_hook(h)]
-            if len(kept) != len(inner):
-                removed = True
-                if not kept:
-                    continue
-                group = {**group, "hooks": kept}
-            kept_groups.append(group)
-        if kept_groups or not groups:
-            out[event] = kept_groups
-        else:
-            removed = True
-    return out, removed
-
-
 def hooks_install(*, path: Path, command: str) -> installer.InstallReport:
     """Add cmem's hooks to Codex's hooks.json (replacing older cmem entries), keeping the rest."""
-    data, original = installer._read(path)
-    hooks, _ = _without_cmem(dict(data.get("hooks") or {}))
-    for event, groups in hook_entries(command=command).items():
-        hooks[event] = [*(hooks.get(event) or []), *groups]
-    new = {**data, "hooks": hooks}
-    if original is not None and new == data:
-        return installer.InstallReport(path=path, changed=False, command=command)
+    # Unlike ~/.claude, $CODEX_HOME may not exist yet on a machine that never ran Codex.
     path.parent.mkdir(parents=True, exist_ok=True)
-    backup = installer._write(path, new, original)
-    return installer.InstallReport(path=path, changed=True, backup=backup, command=command)
+    return installer.hooks_add(
+        path=path, entries=hook_entries(command=command), is_ours=_is_cmem_hook, command=command
+    )
 
 
 def hooks_uninstall(*, path: Path) -> installer.InstallReport:
     """Remove cmem's hooks from Codex's hooks.json and nothing else."""
-    data, original = installer._read(path)
-    if original is None or not isinstance(data.get("hooks"), dict):
-        return installer.InstallReport(path=path, changed=False)
-    hooks, removed = _without_cmem(data["hooks"])
-    if not removed:
-        return installer.InstallReport(path=path, changed=False)
-    new = {**data, "hooks": hooks}
-    if not hooks:
-        new.pop("hooks")
-    return installer.InstallReport(
-        path=path, changed=True, backup=installer._write(path, new, original)
-    )
+    return installer.hooks_remove(path=path, is_ours=_is_cmem_hook)
 
 
 def installed_commands(path: Path) -> list[str]:
     """The cmem hook commands in a Codex hooks.json (empty when none or unreadable)."""
     try:
-        data, _ = installer._read(path)
+        data, _ = installer.settings_read(path)
     except installer.InstallError:
         return []
     found = []
@@ -314,7 +271,7 @@ def _snake(name: str) -> str:
 def trust_state_keys(path: Path) -> list[str]:
     """The hooks.state keys of cmem's entries, computed as Codex does (path:event:group:handler)."""
     try:
-        data, _ = installer._read(path)
+        data, _ = installer.settings_read(path)
     except installer.InstallError:
         return []
     keys = []

@@ -32,8 +32,11 @@ def cross_site_reason(request: HttpRequest) -> str:
     origin = request.headers.get("Origin")
     if origin is None:
         return ""
-    own = f"{'https' if request.is_secure() else 'http'}://{request.get_host()}"
-    if origin.strip().rstrip("/").lower() != own.lower():
+    # Hosts are compared, not schemes: behind a TLS-terminating proxy (team mode) the browser
+    # says https while the worker sees http.
+    own = request.get_host().lower()
+    scheme, sep, rest = origin.strip().lower().partition("://")
+    if not sep or rest.split("/", 1)[0] != own:
         return f"cross-site request refused (Origin {origin[:100]!r} is not {own})"
     return ""
 

@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -108,7 +109,10 @@ def is_cmem_hook(hook: Any) -> bool:
     )
 
 
-def _read(path: Path) -> tuple[dict[str, Any], bytes | None]:
+def settings_read(path: Path) -> tuple[dict[str, Any], bytes | None]:
+    """A hooks settings file as a dict plus its raw bytes (None when absent). Raises InstallError.
+
+    Shared by Claude Code's settings.json and Codex's hooks.json (same shape)."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -130,8 +134,10 @@ def _read(path: Path) -> tuple[dict[str, Any], bytes | None]:
     return data, raw
 
 
-def _without_cmem(hooks: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-    """`hooks` minus cmem's entries; groups and events that held only cmem's go too."""
+def hooks_without(
+    hooks: dict[str, Any], *, is_ours: Callable[[Any], bool]
+) -> tuple[dict[str, Any], bool]:
+    """`hooks` minus the entries `is_ours` claims; groups and events that held only those go too."""
     out: dict[str, Any] = {}
     removed = False
     for event, groups in hooks.items():
@@ -144,7 +150,7 @@ def _without_cmem(hooks: dict[str, Any]) -> tuple[dict[str, Any], bool]:
             if not isinstance(inner, list):
                 kept_groups.append(group)
                 continue
-            kept = [h for h in inner if not is_cmem_hook(h)]
+            kept = [h for h in inner if not is_ours(h)]
             if len(kept) != len(inner):
                 removed = True
                 if not kept:
@@ -158,7 +164,8 @@ def _without_cmem(hooks: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     return out, removed
 
 
-def _write(path: Path, data: dict[str, Any], original: bytes | None) -> Path | None:
+def settings_write(path: Path, data: dict[str, Any], original: bytes | None) -> Path | None:
+    """Write `data` atomically (keeping the file's mode), backing up `original` first if any."""
     backup = None
     if original is not None:
         backup = path.with_name(f"{path.name}.bak.{datetime.now():%Y%m%d-%H%M%S}")
@@ -174,37 +181,55 @@ def _write(path: Path, data: dict[str, Any], original: bytes | None) -> Path | N
     return backup
 
 
-def settings_install(*, path: Path, command: str) -> InstallReport:
-    """Add cmem's hooks to `path` (replacing any older cmem entries), keeping everything else."""
-    data, original = _read(path)
-    hooks, _ = _without_cmem(dict(data.get("hooks") or {}))
-    for event, groups in hook_entries(command=command).items():
+def hooks_add(
+    *,
+    path: Path,
+    entries: dict[str, list[dict[str, Any]]],
+    is_ours: Callable[[Any], bool],
+    command: str,
+) -> InstallReport:
+    """Add `entries` to the hooks file at `path` (replacing older ones of ours), keeping the rest."""
+    data, original = settings_read(path)
+    hooks, _ = hooks_without(dict(data.get("hooks") or {}), is_ours=is_ours)
+    for event, groups in entries.items():
         hooks[event] = [*(hooks.get(event) or []), *groups]
     new = {**data, "hooks": hooks}
     if original is not None and new == data:
         return InstallReport(path=path, changed=False, command=command)
     return InstallReport(
-        path=path, changed=True, backup=_write(path, new, original), command=command
+        path=path, changed=True, backup=settings_write(path, new, original), command=command
     )
 
 
-def settings_uninstall(*, path: Path) -> InstallReport:
-    """Remove cmem's hooks from `path` and nothing else."""
-    data, original = _read(path)
+def hooks_remove(*, path: Path, is_ours: Callable[[Any], bool]) -> InstallReport:
+    """Remove the entries `is_ours` claims from the hooks file at `path`, and nothing else."""
+    data, original = settings_read(path)
     if original is None or not isinstance(data.get("hooks"), dict):
         return InstallReport(path=path, changed=False)
-    hooks, removed = _without_cmem(data["hooks"])
+    hooks, removed = hooks_without(data["hooks"], is_ours=is_ours)
     if not removed:
         return InstallReport(path=path, changed=False)
     new = {**data, "hooks": hooks}
     if not hooks:
         del new["hooks"]
-    return InstallReport(path=path, changed=True, backup=_write(path, new, original))
+    return InstallReport(path=path, changed=True, backup=settings_write(path, new, original))
+
+
+def settings_install(*, path: Path, command: str) -> InstallReport:
+    """Add cmem's hooks to `path` (replacing any older cmem entries), keeping everything else."""
+    return hooks_add(
+        path=path, entries=hook_entries(command=command), is_ours=is_cmem_hook, command=command
+    )
+
+
+def settings_uninstall(*, path: Path) -> InstallReport:
+    """Remove cmem's hooks from `path` and nothing else."""
+    return hooks_remove(path=path, is_ours=is_cmem_hook)
 
 
 def installed_events(path: Path) -> dict[str, list[dict[str, Any]]]:
     """cmem's hooks found in `path`, per Claude Code event (for doctor). Raises InstallError."""
-    data, _ = _read(path)
+    data, _ = settings_read(path)
     found: dict[str, list[dict[str, Any]]] = {}
     for event, groups in (data.get("hooks") or {}).items():
         for group in groups if isinstance(groups, list) else []:

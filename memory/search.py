@@ -172,6 +172,14 @@ def _common_filters(query: SearchQuery, *, project_col: str | None, created_col:
     return sql
 
 
+def file_match_params(file: str) -> list[str]:
+    """Parameters of the by-file match (SQLite and PostgreSQL): (path, LIKE suffix, path) for
+    each of the three places a path is stored (ObservationFile, files_modified, files_read)."""
+    path = file.strip().removeprefix("./")
+    suffix = "%/" + path.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return [path, suffix, path] * 3
+
+
 def _observation_filters(query: SearchQuery, *, in_fts: bool) -> _Sql:
     sql = _common_filters(query, project_col=None if in_fts else "o.project", created_col="o.created")
     if query.types and not in_fts:
@@ -182,8 +190,6 @@ def _observation_filters(query: SearchQuery, *, in_fts: bool) -> _Sql:
             query.concept.strip(),
         )
     if query.file:
-        path = query.file.strip().removeprefix("./")
-        suffix = "%/" + path.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         # A stored path matches when it is the path asked, ends with it (`models.py`), or
         # is the project-relative tail of an absolute path asked.
         match = "({v} = %s OR {v} LIKE %s ESCAPE '\\' OR substr(%s, -length({v}) - 1) = '/' || {v})"
@@ -195,7 +201,7 @@ def _observation_filters(query: SearchQuery, *, in_fts: bool) -> _Sql:
             + ") OR EXISTS (SELECT 1 FROM json_each(o.files_read) r WHERE "
             + match.format(v="r.value")
             + "))",
-            *([path, suffix, path] * 3),
+            *file_match_params(query.file),
         )
     return sql
 

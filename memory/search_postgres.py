@@ -16,7 +16,15 @@ from typing import Any
 
 from django.db import connection
 
-from memory.search import HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, Kind, SearchHit, SearchQuery, fts_terms
+from memory.search import (
+    HIGHLIGHT_CLOSE,
+    HIGHLIGHT_OPEN,
+    Kind,
+    SearchHit,
+    SearchQuery,
+    file_match_params,
+    fts_terms,
+)
 
 # Documents split on these too (migration 0003), so `search.py` finds `memory/search.py`.
 SPLIT_CHARS = "/._-:@"
@@ -131,8 +139,6 @@ def _filters(query: SearchQuery, kind: Kind, spec: _Kind) -> tuple[list[str], li
         if query.file:
             # As on SQLite: a stored path matches when it is the path asked, ends with it
             # (`models.py`), or is the project-relative tail of an absolute path asked.
-            path = query.file.strip().removeprefix("./")
-            suffix = "%/" + path.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
             match = (
                 "({v} = %s OR {v} LIKE %s ESCAPE '\\' OR right(%s, length({v}) + 1) = '/' || {v})"
             )
@@ -145,7 +151,7 @@ def _filters(query: SearchQuery, kind: Kind, spec: _Kind) -> tuple[list[str], li
                 + match.format(v="r.v")
                 + "))"
             )
-            params += [path, suffix, path] * 3
+            params += file_match_params(query.file)
     return where, params
 
 

@@ -127,36 +127,23 @@ def _date_filter(qs: QuerySet[Any], filters: FeedFilters) -> QuerySet[Any]:
 def _feed_querysets(filters: FeedFilters) -> list[QuerySet[Any]]:
     """One (id, created, kind) queryset per wanted kind, filtered, ready for a UNION."""
     parts: list[QuerySet[Any]] = []
-    qs: QuerySet[Any]
-    if filters.wants("prompt"):
-        qs = Prompt.objects.all()
+    # (kind, model, the lookup of its project): a prompt knows its project through its session.
+    kinds: list[tuple[str, type[Prompt] | type[Observation] | type[Summary], str]] = [
+        ("prompt", Prompt, "session__project"),
+        ("observation", Observation, "project"),
+        ("summary", Summary, "project"),
+    ]
+    for kind, model, project_lookup in kinds:
+        if not filters.wants(kind):
+            continue
+        qs: QuerySet[Any] = model.objects.all()
         if filters.project:
-            qs = qs.filter(session__project=filters.project)
-        if filters.q:
-            qs = qs.filter(pk__in=_search_ids(filters, "prompt"))
-        parts.append(
-            _date_filter(qs, filters).annotate(kind=Value("prompt", output_field=CharField()))
-        )
-    if filters.wants("observation"):
-        qs = Observation.objects.all()
-        if filters.project:
-            qs = qs.filter(project=filters.project)
-        if filters.type:
+            qs = qs.filter(**{project_lookup: filters.project})
+        if kind == "observation" and filters.type:
             qs = qs.filter(type=filters.type)
         if filters.q:
-            qs = qs.filter(pk__in=_search_ids(filters, "observation"))
-        parts.append(
-            _date_filter(qs, filters).annotate(kind=Value("observation", output_field=CharField()))
-        )
-    if filters.wants("summary"):
-        qs = Summary.objects.all()
-        if filters.project:
-            qs = qs.filter(project=filters.project)
-        if filters.q:
-            qs = qs.filter(pk__in=_search_ids(filters, "summary"))
-        parts.append(
-            _date_filter(qs, filters).annotate(kind=Value("summary", output_field=CharField()))
-        )
+            qs = qs.filter(pk__in=_search_ids(filters, kind))
+        parts.append(_date_filter(qs, filters).annotate(kind=Value(kind, output_field=CharField())))
     if filters.platform:
         parts = [qs.filter(session__platform=filters.platform) for qs in parts]
     # Model columns first, the annotation last: UNION aligns columns by position.

@@ -62,7 +62,7 @@ class LiveWorker:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 30.0) -> None:
-        log = open(self.data_dir / "serve.out", "ab")
+        log = open(self.data_dir / "serve.out", "ab")  # noqa: SIM115 - the worker child writes to it until it stops
         self.proc = subprocess.Popen([CMEM, "serve"], env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -256,6 +256,10 @@ def test_worker_stopped_an_observation_spools_fast_and_is_stored_once_after_star
                     break
             time.sleep(0.2)
         assert stored == 1
+        # The consumer can ingest the spool before the server has answered its first health
+        # check; wait until the worker announces its port so the retry goes over HTTP.
+        while time.monotonic() < deadline and not (data / "worker.port").exists():
+            time.sleep(0.1)
         # Delivered again live (a retry of the same tool use): still exactly one row.
         again = subprocess.run(
             [CMEM, "hook", "claude-code", "observation"],

@@ -34,6 +34,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from memory.benchmarks.harness import child_env, cmem_migrate, django_setup
+
 MIX = [("Read", 78), ("Bash", 52), ("Edit", 26), ("Grep", 24), ("Glob", 11), ("Write", 9)]
 FIELD_CAP = 16_000  # claude-mem's cap of `parameters` and `outcome`
 HISTORY_RESET_CHARS = 400_000  # claude-mem starts a new observer conversation past this
@@ -362,10 +364,7 @@ def claude_mem_cost(payloads: list[dict[str, Any]]) -> dict[str, int]:
 # -- the run ----------------------------------------------------------------------------------
 def _child_main(size: int) -> None:
     """Runs in a child process with its own data dir: replay through the real service."""
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cmem_site.settings")
-    import django
-
-    django.setup()
+    django_setup()
     from memory.compression import service
     from memory.models import Event, Observation, Session
     from tests.fakes.anthropic_api import FakeAnthropic, Reply
@@ -438,13 +437,8 @@ def _child_main(size: int) -> None:
 def run(*, out: Any, options: dict[str, Any]) -> None:
     size = options.get("size") or (60 if options.get("quick") else 200)
     with tempfile.TemporaryDirectory(prefix="cmem-bench-compress-") as tmp:
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("CLAUDE_MEM_", "ANTHROPIC_", "CMEM_"))
-        }
-        env.update(
-            CLAUDE_MEM_DATA_DIR=tmp,
+        env = child_env(
+            tmp,
             DJANGO_SETTINGS_MODULE="cmem_site.settings",
             CLAUDE_MEM_DAILY_TOKEN_BUDGET="0",
             CLAUDE_MEM_API_BACKOFF_MS="10",
@@ -453,12 +447,7 @@ def run(*, out: Any, options: dict[str, Any]) -> None:
         env["PYTHONPATH"] = os.pathsep.join([str(repo), env.get("PYTHONPATH", "")]).rstrip(
             os.pathsep
         )
-        subprocess.run(
-            [sys.executable, "-m", "cmem_site.cli", "migrate", "--noinput", "-v", "0"],
-            env=env,
-            check=True,
-            timeout=600,
-        )
+        cmem_migrate(env, timeout=600)
         done = subprocess.run(
             [sys.executable, "-m", "memory.benchmarks.compress", str(size)],
             env=env,

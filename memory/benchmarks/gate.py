@@ -27,8 +27,6 @@ import json
 import os
 import random
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -36,15 +34,17 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from memory.benchmarks.harness import (
+    child_env,
+    child_json,
+    child_main,
+    cmem_migrate,
+    django_setup,
+    percentile,
+)
+
 FILES = 5_000
 PER_SESSION = 20
-
-
-def _django() -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cmem_site.settings")
-    import django
-
-    django.setup()
 
 
 def _rel(i: int) -> str:
@@ -52,7 +52,7 @@ def _rel(i: int) -> str:
 
 
 def child_seed(size: int, project_dir: str) -> dict[str, Any]:
-    _django()
+    django_setup()
     from django.db import connection, transaction
     from django.utils import timezone
 
@@ -156,13 +156,8 @@ def child_seed(size: int, project_dir: str) -> dict[str, Any]:
     return {"seed_s": time.perf_counter() - started, "size": size, "project": project.name}
 
 
-def _pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))] * 1000
-
-
 def child_measure(runs: int, project_dir: str) -> dict[str, Any]:
-    _django()
+    django_setup()
     from django.test import Client
 
     from memory.context import context_cache_invalidate, context_text
@@ -254,48 +249,21 @@ def child_measure(runs: int, project_dir: str) -> dict[str, Any]:
         )
         endpoint.append(time.perf_counter() - t0)
     return {
-        "gate_p50_ms": _pct(gate, 0.5),
-        "gate_p99_ms": _pct(gate, 0.99),
-        "gate_cpu_p50_ms": _pct(gate_cpu, 0.5),
+        "gate_p50_ms": percentile(gate, 0.5) * 1000,
+        "gate_p99_ms": percentile(gate, 0.99) * 1000,
+        "gate_cpu_p50_ms": percentile(gate_cpu, 0.5) * 1000,
         "gate_decisions": decisions,
-        "by_file_p50_ms": _pct(lookup, 0.5),
-        "context_cold_p50_ms": _pct(cold, 0.5),
-        "context_cold_cpu_p50_ms": _pct(cold_cpu, 0.5),
+        "by_file_p50_ms": percentile(lookup, 0.5) * 1000,
+        "context_cold_p50_ms": percentile(cold, 0.5) * 1000,
+        "context_cold_cpu_p50_ms": percentile(cold_cpu, 0.5) * 1000,
         "load_average": os.getloadavg()[0],
-        "context_cached_p50_ms": _pct(warm, 0.5),
-        "context_endpoint_cold_p50_ms": _pct(endpoint, 0.5),
+        "context_cached_p50_ms": percentile(warm, 0.5) * 1000,
+        "context_endpoint_cold_p50_ms": percentile(endpoint, 0.5) * 1000,
         "context_chars": chars,
     }
 
 
 # --- parent side ---------------------------------------------------------------------------
-
-
-def _env(data_dir: Path) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("CLAUDE_MEM_", "ANTHROPIC_", "CMEM_"))
-    }
-    env.update(
-        CLAUDE_MEM_DATA_DIR=str(data_dir),
-        CLAUDE_MEM_COMPRESSOR="offline",
-        DJANGO_SETTINGS_MODULE="cmem_site.settings",
-    )
-    return env
-
-
-def _child(env: dict[str, str], *args: str, timeout: float = 1800) -> dict[str, Any]:
-    result = subprocess.run(
-        [sys.executable, "-m", "memory.benchmarks.gate", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    if result.returncode != 0:
-        raise RuntimeError(f"bench child {args[0]} failed: {result.stderr[-3000:]}")
-    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def _bench_size(size: int, runs: int, out: Any) -> dict[str, Any]:
@@ -310,18 +278,15 @@ def _bench_size(size: int, runs: int, out: Any) -> dict[str, Any]:
         path.write_text(
             f"# module {i}\n" + "value = compute(value)  # padding line\n" * rng.randrange(50, 150)
         )
-    env = _env(data)
+    env = child_env(
+        data, CLAUDE_MEM_COMPRESSOR="offline", DJANGO_SETTINGS_MODULE="cmem_site.settings"
+    )
     try:
-        subprocess.run(
-            [sys.executable, "-m", "cmem_site.cli", "migrate", "--noinput", "-v", "0"],
-            env=env,
-            check=True,
-            timeout=300,
-        )
+        cmem_migrate(env)
         out.write(f"{size:,} observations over {FILES:,} files: seeding…")
-        seeded = _child(env, "seed", str(size), str(project))
+        seeded = child_json("memory.benchmarks.gate", env, "seed", str(size), str(project))
         out.write(f"  seeded in {seeded['seed_s']:.1f}s; measuring {runs} gate decisions…")
-        return {**seeded, **_child(env, "measure", str(runs), str(project))}
+        return {**seeded, **child_json("memory.benchmarks.gate", env, "measure", str(runs), str(project))}
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -367,7 +332,4 @@ def run(*, out: Any, options: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "seed":
-        print(json.dumps(child_seed(int(sys.argv[2]), sys.argv[3])))
-    elif sys.argv[1] == "measure":
-        print(json.dumps(child_measure(int(sys.argv[2]), sys.argv[3])))
+    child_main(seed=child_seed, measure=child_measure)

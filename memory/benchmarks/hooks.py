@@ -13,15 +13,15 @@ import http.client
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
+
+from memory.benchmarks.harness import child_env, free_port, percentile, wait_health
 
 FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "claude-code-2.1.332"
 
@@ -50,26 +50,8 @@ OBSERVATION = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _cmem() -> str:
     return str(Path(sys.executable).with_name("cmem"))
-
-
-def _wait_health(url: str, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url + "/api/health", timeout=0.5) as resp:
-                if resp.status == 200:
-                    return True
-        except OSError:
-            time.sleep(0.1)
-    return False
 
 
 def _time(cmd: list[str], payload: bytes, env: dict[str, str]) -> float:
@@ -114,28 +96,14 @@ def _ingest_times(port: int, count: int, *, pause: float = 0.0, start: int = 100
     return times
 
 
-def _percentile(values: list[float], pct: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(pct / 100 * (len(ordered) - 1))))]
-
-
 def run(*, out: Any, options: dict[str, Any]) -> None:
     runs = options.get("runs") or (10 if options.get("quick") else 30)
     ingest_count = 50 if options.get("quick") else 200
     with tempfile.TemporaryDirectory(prefix="cmem-bench-hooks-") as tmp:
         data = Path(tmp) / "data"
         data.mkdir(mode=0o700)
-        port = _free_port()
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("CLAUDE_MEM_", "ANTHROPIC_", "CMEM_"))
-        }
-        env.update(
-            CLAUDE_MEM_DATA_DIR=str(data),
-            CLAUDE_MEM_WORKER_PORT=str(port),
-            CLAUDE_MEM_WORKER_HOST="127.0.0.1",
-        )
+        port = free_port()
+        env = child_env(data, CLAUDE_MEM_WORKER_PORT=str(port), CLAUDE_MEM_WORKER_HOST="127.0.0.1")
         # Real installs have bytecode caches; a dev shell with PYTHONDONTWRITEBYTECODE would
         # make every hook recompile its modules and measure the compiler instead.
         env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -149,7 +117,7 @@ def run(*, out: Any, options: dict[str, Any]) -> None:
         )
         try:
             if (
-                not _wait_health(f"http://127.0.0.1:{port}", 60)
+                not wait_health(f"http://127.0.0.1:{port}", 60)
                 or not (data / "worker.port").exists()
             ):
                 time.sleep(0.5)
@@ -201,5 +169,5 @@ def _report(out: Any, *, runs: int, ingest_count: int, env: dict[str, str], port
         ingest = _ingest_times(port, ingest_count, pause=pause, start=start)
         out.write(
             f"worker ingest per observation ({label}; HTTP POST on a keep-alive connection, {ingest_count} events): "
-            f"p50 {_percentile(ingest, 50) * 1000:.2f} ms, p99 {_percentile(ingest, 99) * 1000:.2f} ms"
+            f"p50 {percentile(ingest, 0.50) * 1000:.2f} ms, p99 {percentile(ingest, 0.99) * 1000:.2f} ms"
         )

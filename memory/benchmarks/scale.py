@@ -33,6 +33,18 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from memory.benchmarks.harness import (
+    child_env,
+    child_json,
+    child_main,
+    cmem_migrate,
+    django_setup,
+    free_port,
+    percentile,
+    wait_health,
+    zipf_cum_weights,
+)
+
 PG_URL = os.environ.get("CMEM_BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432")
 REDIS_URL = os.environ.get("CMEM_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
 CLIENTS = 16
@@ -104,11 +116,7 @@ def _vocabulary(rng: random.Random) -> tuple[list[str], list[float]]:
             seen.add(word)
             words.append(word)
     words[100:100] = TECH
-    cumulative, total = [], 0.0
-    for rank in range(len(words)):
-        total += 1.0 / (rank + 1)
-        cumulative.append(total)
-    return words, cumulative
+    return words, zipf_cum_weights(len(words))
 
 
 def _pool(rng: random.Random, words: list[str], cum: list[float], length: int, count: int = 40_000) -> list[str]:
@@ -119,15 +127,8 @@ def _pool(rng: random.Random, words: list[str], cum: list[float], length: int, c
 # --- child side: runs with Django set up on the benchmark database ----------------------
 
 
-def _django() -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cmem_site.settings")
-    import django
-
-    django.setup()
-
-
 def child_seed(size: int, project_dir: str) -> dict[str, Any]:
-    _django()
+    django_setup()
     from django.db import connection
     from django.utils import timezone
 
@@ -269,13 +270,8 @@ def _prep(field: Any, value: Any, connection: Any) -> Any:
     return field.get_db_prep_save(value, connection)
 
 
-def _pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))] * 1000
-
-
 def child_measure(runs: int, project_dir: str) -> dict[str, Any]:
-    _django()
+    django_setup()
     from memory.gate import gate_decide
     from memory.platforms.base import HookEvent
     from memory.search import SearchQuery, search
@@ -307,12 +303,12 @@ def child_measure(runs: int, project_dir: str) -> dict[str, Any]:
         decision = result.gate.decision if result.gate else "none"
         decisions[decision] = decisions.get(decision, 0) + 1
     return {
-        "search_p50_ms": _pct(samples, 0.5),
-        "search_p99_ms": _pct(samples, 0.99),
+        "search_p50_ms": percentile(samples, 0.5) * 1000,
+        "search_p99_ms": percentile(samples, 0.99) * 1000,
         "searches": len(samples),
         "hits_per_search": hits / max(1, len(samples)),
-        "gate_p50_ms": _pct(gate, 0.5),
-        "gate_p99_ms": _pct(gate, 0.99),
+        "gate_p50_ms": percentile(gate, 0.5) * 1000,
+        "gate_p99_ms": percentile(gate, 0.99) * 1000,
         "gate_decisions": decisions,
     }
 
@@ -320,53 +316,13 @@ def child_measure(runs: int, project_dir: str) -> dict[str, Any]:
 # --- parent side ---------------------------------------------------------------------------
 
 
-def _env(data_dir: Path, **extra: str) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("CLAUDE_MEM_", "ANTHROPIC_", "CMEM_"))
-    }
-    env.update(
-        CLAUDE_MEM_DATA_DIR=str(data_dir),
-        CLAUDE_MEM_COMPRESSOR="offline",
-        DJANGO_SETTINGS_MODULE="cmem_site.settings",
-        **extra,
-    )
-    return env
-
-
-def _cmem() -> list[str]:
-    return [sys.executable, "-m", "cmem_site.cli"]
-
-
-def _child(env: dict[str, str], *args: str, timeout: float = 1800) -> dict[str, Any]:
-    result = subprocess.run(
-        [sys.executable, "-m", "memory.benchmarks.scale", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    if result.returncode != 0:
-        raise RuntimeError(f"bench child {args[0]} failed: {result.stderr[-3000:]}")
-    return json.loads(result.stdout.strip().splitlines()[-1])
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _ingest(env: dict[str, str], project_dir: str, total: int) -> dict[str, Any]:
     """A real worker; CLIENTS threads post observation hooks (one session each) over HTTP."""
-    port = _free_port()
+    port = free_port()
     env = dict(env, CLAUDE_MEM_WORKER_PORT=str(port), CLAUDE_MEM_WORKER_HOST="127.0.0.1")
     with open(Path(env["CLAUDE_MEM_DATA_DIR"]) / "serve.out", "ab") as log:
         proc = subprocess.Popen(
-            [*_cmem(), "serve", "--no-migrate"],
+            [sys.executable, "-m", "cmem_site.cli", "serve", "--no-migrate"],
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -374,14 +330,7 @@ def _ingest(env: dict[str, str], project_dir: str, total: int) -> dict[str, Any]
         )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(url + "/api/health", timeout=0.5):
-                    break
-            except OSError:
-                time.sleep(0.2)
-        else:
+        if not wait_health(url, 60):
             raise RuntimeError("worker did not start for the ingest benchmark")
         latencies: list[float] = []
         errors: list[str] = []
@@ -442,8 +391,8 @@ def _ingest(env: dict[str, str], project_dir: str, total: int) -> dict[str, Any]
         wall = time.perf_counter() - t0
         return {
             "ingest_per_s": len(latencies) / wall,
-            "ingest_p50_ms": _pct(latencies, 0.5) if latencies else 0.0,
-            "ingest_p99_ms": _pct(latencies, 0.99) if latencies else 0.0,
+            "ingest_p50_ms": percentile(latencies, 0.5) * 1000 if latencies else 0.0,
+            "ingest_p99_ms": percentile(latencies, 0.99) * 1000 if latencies else 0.0,
             "ingest_requests": len(latencies),
             "ingest_errors": len(errors),
         }
@@ -478,20 +427,20 @@ def _bench_backend(
             "CMEM_HUEY_NAME": f"cmem-bench-{os.getpid()}",
         }
         _pg_admin(f'CREATE DATABASE "{db_name}"')
-    env = _env(data, **extra)
+    env = child_env(
+        data, CLAUDE_MEM_COMPRESSOR="offline", DJANGO_SETTINGS_MODULE="cmem_site.settings", **extra
+    )
     try:
         t0 = time.perf_counter()
-        subprocess.run(
-            [*_cmem(), "migrate", "--noinput", "-v", "0"], env=env, check=True, timeout=300
-        )
+        cmem_migrate(env)
         out.write(
             f"{backend}: migrated in {time.perf_counter() - t0:.1f}s; seeding {size:,} observations…"
         )
-        seeded = _child(env, "seed", str(size), str(project))
+        seeded = child_json("memory.benchmarks.scale", env, "seed", str(size), str(project))
         out.write(
             f"{backend}: seeded in {seeded['seed_s']:.1f}s (rows {seeded['insert_s']:.1f}s); measuring…"
         )
-        measured = _child(env, "measure", str(runs), str(project))
+        measured = child_json("memory.benchmarks.scale", env, "measure", str(runs), str(project))
         ingest = _ingest(env, str(project), ingest_total)
         return {"backend": backend, "size": size, **seeded, **measured, **ingest}
     finally:
@@ -546,7 +495,4 @@ def run(*, out: Any, options: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "seed":
-        print(json.dumps(child_seed(int(sys.argv[2]), sys.argv[3])))
-    elif sys.argv[1] == "measure":
-        print(json.dumps(child_measure(int(sys.argv[2]), sys.argv[3])))
+    child_main(seed=child_seed, measure=child_measure)

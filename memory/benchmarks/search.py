@@ -25,6 +25,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memory import config
+from memory.benchmarks.harness import percentile, zipf_cum_weights
 
 # Folder names, as cmem derives projects from them.
 PROJECTS = ["shop", "blog", "cmem", "api-gateway", "infra", "mobile-app", "billing", "search-service", "docs", "auth",
@@ -175,11 +176,7 @@ def _words(rng: random.Random) -> tuple[list[str], list[float]]:
     while len(words) < 20_000:
         words.append("".join(rng.choice(syllables) for _ in range(rng.randint(2, 5))))
     words = list(dict.fromkeys(words))
-    cumulative, total = [], 0.0
-    for rank in range(len(words)):
-        total += 1.0 / (rank + 1)
-        cumulative.append(total)
-    return words, cumulative
+    return words, zipf_cum_weights(len(words))
 
 
 def _seed(size: int, out: Any) -> None:
@@ -257,11 +254,6 @@ def _seed(size: int, out: Any) -> None:
     )
 
 
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
-
-
 def _measure(runs: int, out: Any) -> None:
     from django.db import connection
     from django.test import Client
@@ -298,13 +290,13 @@ def _measure(runs: int, out: Any) -> None:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     out.write(f"database: {connection.vendor}, {len(QUERIES)} queries × {runs} runs, load average {load:.1f} on {os.cpu_count()} CPUs")
     out.write(
-        f"search service  p50 {_percentile(service, 0.5):.2f} ms  p95 {_percentile(service, 0.95):.2f} ms  p99 {_percentile(service, 0.99):.2f} ms"
+        f"search service  p50 {percentile(service, 0.5):.2f} ms  p95 {percentile(service, 0.95):.2f} ms  p99 {percentile(service, 0.99):.2f} ms"
     )
     # CPU time of the searching thread: what the search costs when it is not waiting for a
     # core (on a shared, loaded machine wall time mostly measures the queue for the CPU).
-    out.write(f"search service CPU p50 {_percentile(cpu, 0.5):.2f} ms  p95 {_percentile(cpu, 0.95):.2f} ms  p99 {_percentile(cpu, 0.99):.2f} ms")
+    out.write(f"search service CPU p50 {percentile(cpu, 0.5):.2f} ms  p95 {percentile(cpu, 0.95):.2f} ms  p99 {percentile(cpu, 0.99):.2f} ms")
     out.write(
-        f"GET /api/search p50 {_percentile(http, 0.5):.2f} ms  p95 {_percentile(http, 0.95):.2f} ms  p99 {_percentile(http, 0.99):.2f} ms"
+        f"GET /api/search p50 {percentile(http, 0.5):.2f} ms  p95 {percentile(http, 0.95):.2f} ms  p99 {percentile(http, 0.99):.2f} ms"
     )
     out.write(f"slowest query (median): {slowest[0]} {statistics.median(slowest[1]):.2f} ms")
     for name, values in per_query.items():

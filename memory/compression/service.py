@@ -14,13 +14,14 @@ Exactly once, whatever dies when:
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -36,6 +37,9 @@ from memory.compression.parse import (
 from memory.compression.tooluse import ToolUse
 from memory.models import Event, Observation, ObservationFile, Prompt, Session, Summary
 from memory.projects import relative_path
+
+# What one observer answer parses into: observations, or a session summary.
+_Parsed = TypeVar("_Parsed")
 
 log = logging.getLogger(__name__)
 
@@ -192,6 +196,17 @@ def _guarded(fn: Any, *, session: Session, events: list[Event], stamp: Any) -> P
     except ClaimLost as exc:
         log.warning("%s", exc)
         return ProcessReport()
+    except OperationalError:
+        # A busy database (SQLite's lock held past busy_timeout under load) is not the batch's
+        # fault: hand the events back and stop this run; the sweep re-enqueues the session.
+        # (Marking them failed lost their compression for good under `cmem bench load`.)
+        log.warning("database busy while compressing events %s; will retry", [e.pk for e in events])
+        # Still busy: then the claim expires (CLAUDE_MEM_CLAIM_TIMEOUT_SECONDS) instead.
+        with contextlib.suppress(OperationalError):
+            Event.objects.filter(
+                pk__in=[e.pk for e in events], status=Event.Status.CLAIMED, claimed_at=stamp
+            ).update(status=Event.Status.PENDING, claimed_at=None)
+        raise
     except Exception as exc:  # noqa: BLE001 - keep the queue moving; the error is kept on the rows
         log.exception("compression of events %s failed", [e.pk for e in events])
         Event.objects.filter(
@@ -222,16 +237,11 @@ def observations_compress(*, session: Session, events: list[Event], stamp: Any) 
     compressor = OFFLINE
     error = ""
     if mode == "api" and max(e.attempts for e in events) <= MAX_API_ATTEMPTS:
-        try:
-            parsed, usage, compressor = _observations_via_api(session, uses, prompt_texts)
-            health.observer_record_success(tokens=usage.total)
-        except llm.LLMError as exc:
-            error = str(exc)
-            health.observer_record_failure(error=error)
-        except MalformedReply as exc:
-            usage = exc.usage
-            error = f"unusable model reply after one repair: {exc}"
-            health.observer_record_failure(error=error, tokens=usage.total)
+        result, usage, error = _observer_attempt(
+            lambda: _observations_via_api(session, uses, prompt_texts)
+        )
+        if result is not None:
+            parsed, usage, compressor = result
     if parsed is None:
         parsed = offline.observations_for_batch(
             uses, prompts=prompt_texts, failed_before=_failed_before(session, events[0])
@@ -256,31 +266,65 @@ def _observations_via_api(
     message = prompts.render_batch(
         project=session.project, uses=uses, prompts=prompt_texts, caps=prompts.Caps.from_settings()
     )
-    messages: list[dict[str, Any]] = [{"role": "user", "content": message}]
-    reply = llm.complete(
-        system=prompts.SYSTEM_PROMPT, messages=messages, max_tokens=prompts.OBSERVATION_MAX_TOKENS
+    return _complete_with_repair(
+        message,
+        max_tokens=prompts.OBSERVATION_MAX_TOKENS,
+        summary=False,
+        parse=lambda reply: parse_observations(_complete_blocks(reply)),
     )
+
+
+def _complete_with_repair(
+    message: str,
+    *,
+    max_tokens: int,
+    summary: bool,
+    parse: Callable[[llm.LLMReply], _Parsed],
+) -> tuple[_Parsed, llm.Usage, str]:
+    """Ask the observer; an unparseable answer gets one repair request quoting the error.
+
+    Returns (parsed, usage of both requests, model). Raises llm.LLMError when the first
+    request fails, MalformedReply (carrying the usage spent) when the repair fails too."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": message}]
+    reply = llm.complete(system=prompts.SYSTEM_PROMPT, messages=messages, max_tokens=max_tokens)
     try:
-        return parse_observations(_complete_blocks(reply)), reply.usage, reply.model
+        return parse(reply), reply.usage, reply.model
     except ParseError as exc:
         reason = str(exc)
     messages += [
         {"role": "assistant", "content": reply.text.strip() or "(empty)"},
-        {"role": "user", "content": prompts.repair_message(reason=reason, summary=False)},
+        {"role": "user", "content": prompts.repair_message(reason=reason, summary=summary)},
     ]
     try:
         second = llm.complete(
-            system=prompts.SYSTEM_PROMPT,
-            messages=messages,
-            max_tokens=prompts.OBSERVATION_MAX_TOKENS,
+            system=prompts.SYSTEM_PROMPT, messages=messages, max_tokens=max_tokens
         )
     except llm.LLMError as exc:
         raise MalformedReply(f"{reason}; the repair request failed: {exc}", reply.usage) from None
     usage = _sum_usage(reply.usage, second.usage)
     try:
-        return parse_observations(_complete_blocks(second)), usage, second.model
+        return parse(second), usage, second.model
     except ParseError as exc:
         raise MalformedReply(str(exc), usage) from None
+
+
+def _observer_attempt(
+    call: Callable[[], tuple[_Parsed, llm.Usage, str]],
+) -> tuple[tuple[_Parsed, llm.Usage, str] | None, llm.Usage, str]:
+    """Run one observer API call and record its outcome for the health check.
+
+    Returns (the call's result or None on failure, the usage to bill, the error or "")."""
+    try:
+        result = call()
+    except llm.LLMError as exc:
+        health.observer_record_failure(error=str(exc))
+        return None, llm.Usage(), str(exc)
+    except MalformedReply as exc:
+        error = f"unusable model reply after one repair: {exc}"
+        health.observer_record_failure(error=error, tokens=exc.usage.total)
+        return None, exc.usage, error
+    health.observer_record_success(tokens=result[1].total)
+    return result, result[1], ""
 
 
 def _complete_blocks(reply: llm.LLMReply) -> str:
@@ -477,17 +521,12 @@ def summary_compress(*, session: Session, events: list[Event], stamp: Any) -> Pr
     parsed: ParsedSummary | None = None
     done = False
     if mode == "api" and event.attempts <= MAX_API_ATTEMPTS and (rows or last_message or prompt):
-        try:
-            parsed, usage, compressor = _summary_via_api(session, prompt, rows, last_message)
+        attempt, usage, error = _observer_attempt(
+            lambda: _summary_via_api(session, prompt, rows, last_message)
+        )
+        if attempt is not None:
+            parsed, usage, compressor = attempt
             done = True
-            health.observer_record_success(tokens=usage.total)
-        except llm.LLMError as exc:
-            error = str(exc)
-            health.observer_record_failure(error=error)
-        except MalformedReply as exc:
-            usage = exc.usage
-            error = f"unusable model reply after one repair: {exc}"
-            health.observer_record_failure(error=error, tokens=usage.total)
     if not done and (rows or last_message or prompt):
         parsed = offline.summary_for(request=prompt, observations=rows, last_message=last_message)
     now = timezone.now()
@@ -540,26 +579,9 @@ def _summary_via_api(
     message = prompts.render_summary_request(
         project=session.project, request=prompt, observations=lines, last_message=last_message
     )
-    messages: list[dict[str, Any]] = [{"role": "user", "content": message}]
-    reply = llm.complete(
-        system=prompts.SYSTEM_PROMPT, messages=messages, max_tokens=prompts.SUMMARY_MAX_TOKENS
+    return _complete_with_repair(
+        message,
+        max_tokens=prompts.SUMMARY_MAX_TOKENS,
+        summary=True,
+        parse=lambda reply: parse_summary(reply.text),
     )
-    try:
-        return parse_summary(reply.text), reply.usage, reply.model
-    except ParseError as exc:
-        reason = str(exc)
-    messages += [
-        {"role": "assistant", "content": reply.text.strip() or "(empty)"},
-        {"role": "user", "content": prompts.repair_message(reason=reason, summary=True)},
-    ]
-    try:
-        second = llm.complete(
-            system=prompts.SYSTEM_PROMPT, messages=messages, max_tokens=prompts.SUMMARY_MAX_TOKENS
-        )
-    except llm.LLMError as exc:
-        raise MalformedReply(f"{reason}; the repair request failed: {exc}", reply.usage) from None
-    usage = _sum_usage(reply.usage, second.usage)
-    try:
-        return parse_summary(second.text), usage, second.model
-    except ParseError as exc:
-        raise MalformedReply(str(exc), usage) from None

@@ -26,11 +26,20 @@ from django.utils import timezone
 
 from memory import config, privacy
 from memory.importers.report import ImportReport
-from memory.importers.sanitize import observation_payload, prompt_sanitize
-from memory.models import Event, Prompt, Session
+from memory.importers.sanitize import observation_payload
+from memory.importers.session_store import (
+    ImportFilter,
+    import_arguments,
+    import_options,
+    imported_prompts_store,
+    imported_session_get_or_create,
+    session_filtered_out,
+    timestamp_parse,
+)
+from memory.models import Event, Session
 from memory.platforms import claude_code
 from memory.platforms.base import HookInputError
-from memory.projects import Project, is_excluded, project_for_cwd
+from memory.projects import Project, project_for_cwd
 from memory.tasks import session_events_process_task
 
 # Prompts Claude Code writes itself (slash-command echoes, local command output): not the user's.
@@ -83,16 +92,6 @@ def transcript_files(path: Path | None = None) -> list[Path]:
     if not root.is_dir():
         return []
     return sorted(p for p in root.rglob("*.jsonl") if p.is_file())
-
-
-def _timestamp(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else timezone.make_aware(parsed)
 
 
 def transcript_lines(path: Path, report: ImportReport) -> Iterator[dict[str, Any]]:
@@ -158,7 +157,7 @@ def transcript_parse(
         session = sessions.setdefault(
             sid, TranscriptSession(session_id=sid, transcript_path=transcript_path)
         )
-        at = _timestamp(entry.get("timestamp"))
+        at = timestamp_parse(entry.get("timestamp"))
         session.seen(at)
         if not session.cwd and isinstance(entry.get("cwd"), str):
             session.cwd = entry["cwd"]
@@ -221,12 +220,6 @@ def _hook_payload(session: TranscriptSession, use: ToolUse) -> dict[str, Any]:
     return payload
 
 
-@dataclass
-class ImportFilter:
-    since: datetime | None = None
-    project: str = ""
-
-
 def transcript_session_import(
     *, parsed: TranscriptSession, report: ImportReport, only: ImportFilter
 ) -> Session | None:
@@ -239,52 +232,30 @@ def transcript_session_import(
     5. On commit, queue the session for compression.
     """
     project = project_for_cwd(parsed.cwd)
-    if only.project and project.name != only.project:
-        report.add("session", created=False)
-        return None
-    if is_excluded(parsed.cwd, project):
-        report.add("session", created=False)
-        return None
-    if only.since and parsed.last and parsed.last < only.since:
+    if session_filtered_out(cwd=parsed.cwd, project=project, last=parsed.last, only=only):
         report.add("session", created=False)
         return None
     skip_tools = set(config.get_list("CLAUDE_MEM_SKIP_TOOLS"))
     queued = False
     with transaction.atomic():
-        session, created = Session.objects.get_or_create(
+        session, created = imported_session_get_or_create(
             platform=claude_code.platform,
             session_id=parsed.session_id,
-            defaults={
-                "project": project.name,
-                "project_root": project.root,
-                "cwd": parsed.cwd,
-                "transcript_path": parsed.transcript_path,
-                "status": Session.Status.COMPLETED,
-                "started": parsed.first or timezone.now(),
-                "ended": parsed.last,
-            },
+            project=project,
+            cwd=parsed.cwd,
+            transcript_path=parsed.transcript_path,
+            first=parsed.first,
+            last=parsed.last,
         )
         report.add("session", created)
         sanitizer = privacy.Sanitizer()
-        private: set[int] = set()
-        for number, (text, at) in enumerate(parsed.prompts, start=1):
-            cleaned = prompt_sanitize(text, sanitizer)
-            if cleaned is None:
-                # A private (or protocol) prompt stores nothing, nor do its turn's tool uses.
-                private.add(number)
-                report.add("prompt", created=False)
-                continue
-            too_old = bool(only.since and at and at < only.since)
-            if too_old or Prompt.objects.filter(session=session, number=number).exists():
-                report.add("prompt", created=False)
-                continue
-            Prompt.objects.create(
-                session=session, number=number, text=cleaned, created=at or timezone.now()
-            )
-            report.add("prompt", created=True)
-        if parsed.prompts and session.prompt_counter < len(parsed.prompts):
-            session.prompt_counter = len(parsed.prompts)
-            session.save(update_fields=["prompt_counter"])
+        private = imported_prompts_store(
+            session=session,
+            prompts=parsed.prompts,
+            sanitizer=sanitizer,
+            report=report,
+            since=only.since,
+        )
         for use in parsed.tool_uses.values():
             if use.prompt_number in private:
                 report.add("tool use", created=False)
@@ -364,29 +335,16 @@ HELP = "Claude Code transcripts (~/.claude/projects/*/*.jsonl, or PATH: a file o
 
 
 def add_arguments(parser: Any) -> None:
-    parser.add_argument("path", nargs="?", type=Path, help="A transcript file or a folder of them.")
-    parser.add_argument(
-        "--since", type=_since, help="Only entries from this date on (YYYY-MM-DD or ISO time)."
-    )
-    parser.add_argument("--project", default="", help="Only sessions of this project.")
-
-
-def _since(value: str) -> datetime:
-    parsed = _timestamp(value if "T" in value else f"{value}T00:00:00")
-    if parsed is None:
-        raise ValueError(f"--since: {value!r} is not a date (YYYY-MM-DD)")
-    return parsed
+    import_arguments(parser, path_help="A transcript file or a folder of them.")
 
 
 def import_from(*, options: dict[str, Any], report: ImportReport, progress: Any) -> ImportReport:
-    path: Path | None = options.get("path")
-    if path is not None and not path.exists():
-        raise ValueError(f"{path}: no such file or folder")
+    path, only = import_options(options)
     files = transcript_files(path)
     tick = progress(len(files), "transcripts")
     return transcripts_import(
         files=files,
-        only=ImportFilter(since=options.get("since"), project=options.get("project") or ""),
+        only=only,
         report=report,
         progress=tick,
     )

@@ -40,6 +40,18 @@ def _connect(path: Path) -> sqlite3.Connection:
     return db
 
 
+def _owner(
+    by_memory_id: dict[str, dict[str, Any]], row: dict[str, Any], *, table: str, report: ImportReport
+) -> dict[str, Any] | None:
+    """The session a row belongs to through its memory_session_id; a problem noted when none."""
+    owner = by_memory_id.get(row.get("memory_session_id") or "")
+    if owner is None:
+        report.problem(
+            f"{table} #{row['id']}: no session with memory_session_id {row.get('memory_session_id')!r}"
+        )
+    return owner
+
+
 def _rows(db: sqlite3.Connection, table: str, order: str) -> list[dict[str, Any]]:
     exists = db.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
@@ -111,11 +123,8 @@ def claude_mem_document(db: sqlite3.Connection, report: ImportReport) -> dict[st
             }
         )
     for row in _rows(db, "observations", "created_at_epoch, id"):
-        owner = by_memory_id.get(row.get("memory_session_id") or "")
+        owner = _owner(by_memory_id, row, table="observations", report=report)
         if owner is None:
-            report.problem(
-                f"observations #{row['id']}: no session with memory_session_id {row.get('memory_session_id')!r}"
-            )
             continue
         title = (
             row.get("title")
@@ -140,11 +149,8 @@ def claude_mem_document(db: sqlite3.Connection, report: ImportReport) -> dict[st
             }
         )
     for row in _rows(db, "session_summaries", "created_at_epoch, id"):
-        owner = by_memory_id.get(row.get("memory_session_id") or "")
+        owner = _owner(by_memory_id, row, table="session_summaries", report=report)
         if owner is None:
-            report.problem(
-                f"session_summaries #{row['id']}: no session with memory_session_id {row.get('memory_session_id')!r}"
-            )
             continue
         fields = ("request", "investigated", "learned", "completed", "next_steps", "notes")
         summary: dict[str, Any] = {f: row.get(f) or "" for f in fields}

@@ -29,13 +29,22 @@ from django.db import transaction
 from django.utils import timezone
 
 from memory import config, privacy
-from memory.importers.claude_code import ImportFilter, _since, _timestamp, transcript_lines
+from memory.importers.claude_code import transcript_lines
 from memory.importers.report import ImportReport
-from memory.importers.sanitize import observation_payload, prompt_sanitize
-from memory.models import Event, Prompt, Session
+from memory.importers.sanitize import observation_payload
+from memory.importers.session_store import (
+    ImportFilter,
+    import_arguments,
+    import_options,
+    imported_prompts_store,
+    imported_session_get_or_create,
+    session_filtered_out,
+    timestamp_parse,
+)
+from memory.models import Event, Session
 from memory.platforms import codex
 from memory.platforms.base import HookInputError
-from memory.projects import is_excluded, project_for_cwd
+from memory.projects import project_for_cwd
 from memory.tasks import session_events_process_task
 
 SHELL_TOOLS = {"exec_command", "shell", "local_shell"}
@@ -131,7 +140,7 @@ def rollout_parse(lines: Any, *, path: str) -> Rollout:
         ordinal = entry.get("ordinal")
         if isinstance(ordinal, int) and ordinal < skip_before:
             continue
-        at = _timestamp(entry.get("timestamp"))
+        at = timestamp_parse(entry.get("timestamp"))
         if at is not None:
             rollout.first = at if rollout.first is None or at < rollout.first else rollout.first
             rollout.last = at if rollout.last is None or at > rollout.last else rollout.last
@@ -179,49 +188,27 @@ def rollout_import(*, rollout: Rollout, report: ImportReport, only: ImportFilter
         report.problem(f"{rollout.path}: no session_meta line")
         return None
     project = project_for_cwd(rollout.cwd)
-    too_old = bool(only.since and rollout.last and rollout.last < only.since)
-    if (
-        (only.project and project.name != only.project)
-        or is_excluded(rollout.cwd, project)
-        or too_old
-    ):
+    if session_filtered_out(cwd=rollout.cwd, project=project, last=rollout.last, only=only):
         report.add("session", created=False)
         return None
     skip_tools = set(config.get_list("CLAUDE_MEM_SKIP_TOOLS"))
     sanitizer = privacy.Sanitizer()
     queued = False
     with transaction.atomic():
-        session, created = Session.objects.get_or_create(
+        session, created = imported_session_get_or_create(
             platform=codex.platform,
             session_id=rollout.session_id,
-            defaults={
-                "project": project.name,
-                "project_root": project.root,
-                "cwd": rollout.cwd,
-                "transcript_path": rollout.path,
-                "status": Session.Status.COMPLETED,
-                "started": rollout.first or timezone.now(),
-                "ended": rollout.last,
-            },
+            project=project,
+            cwd=rollout.cwd,
+            transcript_path=rollout.path,
+            first=rollout.first,
+            last=rollout.last,
         )
         report.add("session", created)
-        private: set[int] = set()
-        for number, (text, at) in enumerate(rollout.prompts, start=1):
-            cleaned = prompt_sanitize(text, sanitizer)
-            if cleaned is None:
-                private.add(number)
-                report.add("prompt", created=False)
-                continue
-            if Prompt.objects.filter(session=session, number=number).exists():
-                report.add("prompt", created=False)
-                continue
-            Prompt.objects.create(
-                session=session, number=number, text=cleaned, created=at or timezone.now()
-            )
-            report.add("prompt", created=True)
-        if session.prompt_counter < len(rollout.prompts):
-            session.prompt_counter = len(rollout.prompts)
-            session.save(update_fields=["prompt_counter"])
+        # since=None: this importer has always kept a rollout's prompts whatever their date.
+        private = imported_prompts_store(
+            session=session, prompts=rollout.prompts, sanitizer=sanitizer, report=report, since=None
+        )
         for call in rollout.calls.values():
             old = bool(only.since and call.at and call.at < only.since)
             if (
@@ -263,20 +250,13 @@ HELP = "Codex rollouts ($CODEX_HOME/sessions/**/rollout-*.jsonl, or PATH: a file
 
 
 def add_arguments(parser: Any) -> None:
-    parser.add_argument("path", nargs="?", type=Path, help="A rollout file or a folder of them.")
-    parser.add_argument(
-        "--since", type=_since, help="Only entries from this date on (YYYY-MM-DD or ISO time)."
-    )
-    parser.add_argument("--project", default="", help="Only sessions of this project.")
+    import_arguments(parser, path_help="A rollout file or a folder of them.")
 
 
 def import_from(*, options: dict[str, Any], report: ImportReport, progress: Any) -> ImportReport:
-    path: Path | None = options.get("path")
-    if path is not None and not path.exists():
-        raise ValueError(f"{path}: no such file or folder")
+    path, only = import_options(options)
     files = rollout_files(path)
     tick = progress(len(files), "rollouts")
-    only = ImportFilter(since=options.get("since"), project=options.get("project") or "")
     for file in files:
         try:
             rollout = rollout_parse(transcript_lines(file, report), path=str(file))

@@ -41,18 +41,7 @@ def observation_payload(
     """The Event payload `capture.observation_record` would have stored for this tool use."""
     # Facts "reported" empty: capture then neither stats nor hashes the file (see above).
     event.file_facts = {path: {} for path in _tool_paths(event)}
-    payload: dict[str, Any] = {
-        "hook_event_name": event.hook_event_name,
-        "tool_name": event.tool_name,
-        "tool_input": sanitizer.field(event.tool_input),
-        "tool_response": sanitizer.field(event.tool_response),
-        "cwd": event.cwd,
-        "prompt_id": str(event.raw.get("prompt_id") or ""),
-        "duration_ms": event.raw.get("duration_ms"),
-    }
-    if event.failed:
-        payload["error"] = sanitizer.text(event.error)
-        payload["is_interrupt"] = event.is_interrupt
+    payload = capture.tool_use_payload(event=event, sanitizer=sanitizer)
     payload["cmem_files"] = capture.files_facts(event=event, project=project)
     payload["cmem_imported"] = True
     return payload

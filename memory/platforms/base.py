@@ -3,12 +3,43 @@ and turn a service's platform-neutral answer back into what that platform expect
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 
 class HookInputError(ValueError):
     """The hook payload cannot be used; the message says why (answered as a 400)."""
+
+
+def field_str(data: dict[str, Any], key: str) -> str:
+    """`data[key]` as a string ("" when absent); a scalar is stringified, anything else refused."""
+    value = data.get(key)
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float | bool):
+        return str(value)
+    raise HookInputError(f"field {key!r} must be a string, got {type(value).__name__}")
+
+
+def parse_common(
+    event: str, data: dict[str, Any], *, events: Collection[str]
+) -> tuple[str, dict[str, Any]]:
+    """Check what every platform's hook payload needs: a known event, a session id and an
+    object `tool_input` (or none). Returns (session_id, tool_input)."""
+    if event not in events:
+        raise HookInputError(
+            f"unknown event {event!r}; expected one of {', '.join(sorted(events))}"
+        )
+    session_id = field_str(data, "session_id")
+    if not session_id:
+        raise HookInputError("missing field 'session_id'")
+    tool_input = data.get("tool_input") or {}
+    if not isinstance(tool_input, dict):
+        raise HookInputError("field 'tool_input' must be an object")
+    return session_id, tool_input
 
 
 @dataclass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory.platforms.base import HookEvent, HookInputError, HookResult
+from memory.platforms.base import HookEvent, HookResult, field_str, parse_common
 
 platform = "claude-code"
 
@@ -20,49 +20,29 @@ _HOOK_EVENT_NAMES = {
 }
 
 
-def _str(data: dict[str, Any], key: str) -> str:
-    value = data.get(key)
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, int | float | bool):
-        return str(value)
-    raise HookInputError(f"field {key!r} must be a string, got {type(value).__name__}")
-
-
 def parse(event: str, data: dict[str, Any]) -> HookEvent:
-    if event not in EVENTS:
-        raise HookInputError(
-            f"unknown event {event!r}; expected one of {', '.join(sorted(EVENTS))}"
-        )
-    session_id = _str(data, "session_id")
-    if not session_id:
-        raise HookInputError("missing field 'session_id'")
-    tool_input = data.get("tool_input") or {}
-    if not isinstance(tool_input, dict):
-        raise HookInputError("field 'tool_input' must be an object")
+    session_id, tool_input = parse_common(event, data, events=EVENTS)
     facts = data.get("cmem_file_facts") or {}
     return HookEvent(
         platform=platform,
         event=event,
         session_id=session_id,
-        cwd=_str(data, "cwd"),
-        hook_event_name=_str(data, "hook_event_name") or _HOOK_EVENT_NAMES[event],
-        transcript_path=_str(data, "transcript_path"),
-        prompt=_str(data, "prompt"),
-        source=_str(data, "source"),
-        tool_name=_str(data, "tool_name"),
+        cwd=field_str(data, "cwd"),
+        hook_event_name=field_str(data, "hook_event_name") or _HOOK_EVENT_NAMES[event],
+        transcript_path=field_str(data, "transcript_path"),
+        prompt=field_str(data, "prompt"),
+        source=field_str(data, "source"),
+        tool_name=field_str(data, "tool_name"),
         tool_input=tool_input,
         tool_response=data.get("tool_response"),
-        tool_use_id=_str(data, "tool_use_id"),
-        error=_str(data, "error"),
+        tool_use_id=field_str(data, "tool_use_id"),
+        error=field_str(data, "error"),
         is_interrupt=bool(data.get("is_interrupt")),
         stop_hook_active=bool(data.get("stop_hook_active")),
-        last_assistant_message=_str(data, "last_assistant_message"),
-        reason=_str(data, "reason"),
-        agent_id=_str(data, "agent_id"),
-        agent_type=_str(data, "agent_type"),
+        last_assistant_message=field_str(data, "last_assistant_message"),
+        reason=field_str(data, "reason"),
+        agent_id=field_str(data, "agent_id"),
+        agent_type=field_str(data, "agent_type"),
         file_facts=facts if isinstance(facts, dict) else {},
         raw=data,
     )

@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from memory.codex_shell_reads import shell_read_paths
-from memory.platforms.base import HookEvent, HookInputError, HookResult
+from memory.platforms.base import HookEvent, HookResult, field_str, parse_common
 
 platform = "codex"
 
@@ -38,17 +38,6 @@ _PATCH_FILE = re.compile(
 )
 
 
-def _str(data: dict[str, Any], key: str) -> str:
-    value = data.get(key)
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, int | float | bool):
-        return str(value)
-    raise HookInputError(f"field {key!r} must be a string, got {type(value).__name__}")
-
-
 def patch_files(patch: str) -> list[str]:
     """The files an apply_patch touches, from its `*** Add/Update/Delete File:` and
     `*** Move to:` headers, in order, once each."""
@@ -70,43 +59,34 @@ def _tool_files(tool_name: str, tool_input: dict[str, Any]) -> list[tuple[str, s
 
 
 def parse(event: str, data: dict[str, Any]) -> HookEvent:
-    if event not in EVENTS:
-        raise HookInputError(
-            f"unknown event {event!r}; expected one of {', '.join(sorted(EVENTS))}"
-        )
-    session_id = _str(data, "session_id")
-    if not session_id:
-        raise HookInputError("missing field 'session_id'")
-    tool_input = data.get("tool_input") or {}
-    if not isinstance(tool_input, dict):
-        raise HookInputError("field 'tool_input' must be an object")
+    session_id, tool_input = parse_common(event, data, events=EVENTS)
     raw = dict(data)
     # A Codex turn is what Claude Code calls a prompt: the capture services key private
     # turns and one-summary-per-turn on `prompt_id`.
     if not raw.get("prompt_id") and raw.get("turn_id"):
-        raw["prompt_id"] = _str(data, "turn_id")
+        raw["prompt_id"] = field_str(data, "turn_id")
     facts = data.get("cmem_file_facts") or {}
-    tool_name = _str(data, "tool_name")
+    tool_name = field_str(data, "tool_name")
     return HookEvent(
         platform=platform,
         event=event,
         session_id=session_id,
-        cwd=_str(data, "cwd"),
-        hook_event_name=_str(data, "hook_event_name") or HOOK_EVENT_NAMES[event],
-        transcript_path=_str(data, "transcript_path"),
-        prompt=_str(data, "prompt"),
-        source=_str(data, "source") or _str(data, "trigger"),
+        cwd=field_str(data, "cwd"),
+        hook_event_name=field_str(data, "hook_event_name") or HOOK_EVENT_NAMES[event],
+        transcript_path=field_str(data, "transcript_path"),
+        prompt=field_str(data, "prompt"),
+        source=field_str(data, "source") or field_str(data, "trigger"),
         tool_name=tool_name,
         tool_input=tool_input,
         # Codex sends the output only, as a string, and fires PostToolUse for failed
         # commands too (no exit code): a failure is the compressor's call, not ours.
         tool_response=data.get("tool_response"),
-        tool_use_id=_str(data, "tool_use_id"),
+        tool_use_id=field_str(data, "tool_use_id"),
         stop_hook_active=bool(data.get("stop_hook_active")),
-        last_assistant_message=_str(data, "last_assistant_message"),
-        reason=_str(data, "reason"),
-        agent_id=_str(data, "agent_id"),
-        agent_type=_str(data, "agent_type"),
+        last_assistant_message=field_str(data, "last_assistant_message"),
+        reason=field_str(data, "reason"),
+        agent_id=field_str(data, "agent_id"),
+        agent_type=field_str(data, "agent_type"),
         file_facts=facts if isinstance(facts, dict) else {},
         tool_files=_tool_files(tool_name, tool_input),
         raw=raw,

@@ -32,13 +32,21 @@ def claude_binary() -> Path:
         NODE_DIR / "@anthropic-ai" / "claude-code-linux-x64" / "claude",
         NODE_DIR / ".bin" / "claude",
     ]
+    return installed_cli(
+        candidates, name="Claude Code", package=f"@anthropic-ai/claude-code@{PINNED_VERSION}"
+    )
+
+
+def installed_cli(candidates: list[Path | None], *, name: str, package: str) -> Path:
+    """The first executable candidate; else a failure under CMEM_E2E_REQUIRED (CI), a skip
+    elsewhere, both saying how to install `package`."""
     for path in candidates:
         if path and path.exists() and os.access(path, os.X_OK):
             return path
-    hint = f"npm install --prefix {REPO / '.e2e-node'} @anthropic-ai/claude-code@{PINNED_VERSION}"
+    hint = f"npm install --prefix {REPO / '.e2e-node'} {package}"
     if os.environ.get("CMEM_E2E_REQUIRED"):
-        pytest.fail(f"the Claude Code CLI is not installed: {hint}")
-    pytest.skip(f"the Claude Code CLI is not installed: {hint}")
+        pytest.fail(f"the {name} CLI is not installed: {hint}")
+    pytest.skip(f"the {name} CLI is not installed: {hint}")
 
 
 @dataclass
@@ -123,6 +131,17 @@ def query(worker: LiveWorker, sql: str, params: tuple[Any, ...] = ()) -> list[sq
 def get_json(worker: LiveWorker, path: str) -> dict[str, Any]:
     with urllib.request.urlopen(worker.url + path, timeout=5) as resp:
         return json.loads(resp.read())
+
+
+def wait_for(check: Any, *, timeout: float = 45) -> Any:
+    """`check()`'s first truthy answer within `timeout` seconds, else its last answer."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.2)
+    return check()
 
 
 def wait_until_compressed(worker: LiveWorker, *, timeout: float = 45) -> dict[str, Any]:

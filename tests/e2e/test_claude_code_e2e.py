@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +30,7 @@ from tests.e2e.harness import (
     claude_env,
     cmem_install,
     query,
+    wait_for,
     wait_until_compressed,
 )
 
@@ -178,7 +178,7 @@ def run1(world: World) -> World:
     assert result.result.get("result") == "Edited handler_7 and wrote the report.", result.result
     world.runs[RUN1] = result
     wait_until_compressed(world.worker)
-    _wait_for(
+    wait_for(
         lambda: query(
             world.worker,
             "SELECT 1 FROM memory_summary WHERE session_id = ?",
@@ -220,16 +220,6 @@ def run3(run2: World) -> World:
     run2.runs[RUN3] = result
     run2.sent[RUN3] = run2.api.requests_for(RUN3)
     return run2
-
-
-def _wait_for(check: Any, timeout: float = 45) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    return check()
 
 
 def test_run1_stores_session_and_prompt(run1: World) -> None:

@@ -22,6 +22,7 @@ from tests.fakes.anthropic_api import FakeAnthropic, Reply
 from tests.reliability.helpers import (
     Session,
     api_settings,
+    echo_observations,
     hook,
     integrity,
     new_worker,
@@ -178,21 +179,29 @@ def test_api_down_for_a_long_stretch_goes_offline_says_so_and_loses_nothing(tmp_
 
 
 def test_database_locked_by_another_writer_degrades_then_recovers(tmp_path: Path) -> None:
-    worker = new_worker(tmp_path, CLAUDE_MEM_COMPRESSOR="offline", CLAUDE_MEM_HOOK_TIMEOUT_MS="800")
+    fake = FakeAnthropic(default=Reply(fn=echo_observations)).start()
+    # The first compression request takes 3 s: the lock below is taken while it runs, so the
+    # consumer's store meets the lock too (it must hand the events back, not fail them).
+    fake.script(Reply(fn=lambda body: echo_observations(body, delay=3)))
+    worker = new_worker(tmp_path, **api_settings(fake.url, CLAUDE_MEM_HOOK_TIMEOUT_MS="800"))
     session = Session(tmp_path, session_id="locked")
     worker.start()
     try:
         db = worker.data_dir / "cmem.sqlite3"
         assert hook(worker.env, "session-init", session.prompt("lock test"))[0].returncode == 0
+        assert hook(worker.env, "observation", session.bash(0))[0].returncode == 0
+        assert fake.wait_for_requests(1, timeout=60)
         blocker = sqlite3.connect(db, timeout=1, isolation_level=None)
         blocker.execute("BEGIN IMMEDIATE")  # another writer holds the lock...
+        locked_at = time.monotonic()
         try:
             result, took = hook(worker.env, "observation", session.bash(1))
             assert result.returncode == 0 and result.stdout == b""
             assert took < AT_ONCE_S  # ...the hook does not wait for it
             warning = result.stderr.decode()
             assert "did not answer in time" in warning and "saved to the spool" in warning, warning
-            time.sleep(6.5)  # past the worker's busy_timeout (5 s): its write fails
+            # Past the reply (3 s) plus the worker's busy_timeout (5 s): its writes fail.
+            time.sleep(max(0.0, 9.0 - (time.monotonic() - locked_at)))
         finally:
             blocker.execute("ROLLBACK")
             blocker.close()
@@ -200,20 +209,26 @@ def test_database_locked_by_another_writer_degrades_then_recovers(tmp_path: Path
         result, _ = hook(worker.env, "observation", session.bash(2))
         assert result.returncode == 0 and result.stderr == b"", result.stderr
 
-        def drained() -> bool:
+        def recovered() -> bool:
             if spooled(worker.data_dir):
                 hook(worker.env, "observation", session.bash(2))  # a live hook kicks the ingest
                 return False
-            return scalar(db, "select count(*) from memory_event where kind='observation'") == 2
+            return scalar(db, "select count(*) from memory_event where status='done'") == 3
 
-        wait_for(drained, 60, "the spooled event to be ingested", interval=2.5)
+        wait_for(recovered, 60, "every event stored and compressed", interval=2.5)
         ids = sorted(r[0] for r in rows(db, "select tool_use_id from memory_event"))
-        assert ids == ["toolu_rel_0001", "toolu_rel_0002"]
+        assert ids == ["toolu_rel_0000", "toolu_rel_0001", "toolu_rel_0002"]
+        titles = sorted(r[0] for r in rows(db, "select title from memory_observation"))
+        assert titles == ["obs of tool-0", "obs of tool-1", "obs of tool-2"]
+        assert scalar(db, "select count(*) from memory_event where status='failed'") == 0
         assert integrity(db) == "ok"
-        server_log = (worker.data_dir / "logs").glob("*.log")
-        assert any("database is locked" in p.read_text(errors="replace") for p in server_log)
+        logs = " ".join(
+            p.read_text(errors="replace") for p in (worker.data_dir / "logs").glob("*.log")
+        )
+        assert "database is locked" in logs and "database busy while compressing" in logs
     finally:
         worker.stop()
+        fake.stop()
 
 
 @contextlib.contextmanager

@@ -1,13 +1,16 @@
 from __future__ import annotations
 
 from argparse import ArgumentParser
-from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
 from memory.codex_install import codex_doctor_checks
 from memory.doctor import doctor_checks
+from memory.management.install_arguments import (
+    add_claude_settings_argument,
+    add_codex_home_argument,
+)
 
 MARKS = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}
 
@@ -16,17 +19,8 @@ class Command(BaseCommand):
     help = "Check the installation (PATH, settings, hooks, worker, database, spool, API key) and say how to fix each problem."
 
     def add_arguments(self, parser: ArgumentParser) -> None:
-        parser.add_argument(
-            "--claude-settings",
-            "--settings-file",
-            dest="claude_settings",
-            type=Path,
-            default=None,
-            help="Claude Code settings file to check.",
-        )
-        parser.add_argument(
-            "--codex-home", type=Path, default=None, help="Default $CODEX_HOME or ~/.codex."
-        )
+        add_claude_settings_argument(parser, help="Claude Code settings file to check.")
+        add_codex_home_argument(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         checks = doctor_checks(settings_path=options["claude_settings"])

@@ -7,6 +7,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from memory import codex_install, installer, mcp_install
+from memory.management.install_arguments import (
+    add_claude_settings_argument,
+    add_codex_home_argument,
+)
 
 
 class Command(BaseCommand):
@@ -15,14 +19,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
-        parser.add_argument(
-            "--claude-settings",
-            "--settings-file",
-            dest="claude_settings",
-            type=Path,
-            default=None,
-            help="Settings file (default ~/.claude/settings.json).",
-        )
+        add_claude_settings_argument(parser)
         parser.add_argument(
             "--plugin-dir",
             type=Path,
@@ -35,9 +32,7 @@ class Command(BaseCommand):
             action="store_true",
             help="Install the Codex CLI hooks ($CODEX_HOME/hooks.json) and trust them, instead.",
         )
-        parser.add_argument(
-            "--codex-home", type=Path, default=None, help="Default $CODEX_HOME or ~/.codex."
-        )
+        add_codex_home_argument(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["codex"]:

@@ -7,29 +7,24 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from memory import codex_install, installer, mcp_install
+from memory.management.install_arguments import (
+    add_claude_settings_argument,
+    add_codex_home_argument,
+)
 
 
 class Command(BaseCommand):
     help = "Remove cmem's hooks (and only them) from Claude Code's settings, and its MCP server."
 
     def add_arguments(self, parser: ArgumentParser) -> None:
-        parser.add_argument(
-            "--claude-settings",
-            "--settings-file",
-            dest="claude_settings",
-            type=Path,
-            default=None,
-            help="Settings file (default ~/.claude/settings.json).",
-        )
+        add_claude_settings_argument(parser)
         parser.add_argument(
             "--keep-mcp", action="store_true", help="Leave the MCP server registered."
         )
         parser.add_argument(
             "--codex", action="store_true", help="Remove the Codex CLI hooks instead."
         )
-        parser.add_argument(
-            "--codex-home", type=Path, default=None, help="Default $CODEX_HOME or ~/.codex."
-        )
+        add_codex_home_argument(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["codex"]:
@@ -38,10 +33,7 @@ class Command(BaseCommand):
                 report = codex_install.hooks_uninstall(path=path)
             except installer.InstallError as exc:
                 raise CommandError(str(exc)) from None
-            if report.changed:
-                self.stdout.write(f"cmem Codex hooks removed from {path} (backup: {report.backup})")
-            else:
-                self.stdout.write(f"no cmem hooks in {path}")
+            self._say_removed("cmem Codex hooks", report)
             self.stdout.write(f"your memory stays in {installer.config.data_dir()}")
             return
         path = options["claude_settings"] or installer.claude_settings_path()
@@ -49,12 +41,15 @@ class Command(BaseCommand):
             report = installer.settings_uninstall(path=path)
         except installer.InstallError as exc:
             raise CommandError(str(exc)) from None
-        if report.changed:
-            self.stdout.write(f"cmem hooks removed from {path} (backup: {report.backup})")
-        else:
-            self.stdout.write(f"no cmem hooks in {path}")
+        self._say_removed("cmem hooks", report)
         if not options["keep_mcp"]:
             note = mcp_install.mcp_unregister(home=Path.home())
             if note:
                 self.stdout.write(note)
         self.stdout.write(f"your memory stays in {installer.config.data_dir()}")
+
+    def _say_removed(self, what: str, report: installer.InstallReport) -> None:
+        if report.changed:
+            self.stdout.write(f"{what} removed from {report.path} (backup: {report.backup})")
+        else:
+            self.stdout.write(f"no cmem hooks in {report.path}")

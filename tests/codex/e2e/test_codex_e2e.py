@@ -20,7 +20,6 @@ import json
 import os
 import re
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +37,7 @@ from tests.codex.e2e.fake_responses_api import (
     say,
 )
 from tests.conftest import CMEM, REPO, LiveWorker, free_port, make_worker_env
-from tests.e2e.harness import query
+from tests.e2e.harness import installed_cli, query, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -59,13 +58,11 @@ def codex_binary() -> Path:
     """The pinned CLI from `.e2e-node/` (installed by `.ci/run`), or CMEM_CODEX_BIN.
     CI exports CMEM_E2E_REQUIRED=1 so a missing CLI fails there; elsewhere the tests skip."""
     explicit = os.environ.get("CMEM_CODEX_BIN")
-    for path in (Path(explicit) if explicit else None, NODE_BIN / "codex"):
-        if path and path.exists() and os.access(path, os.X_OK):
-            return path
-    hint = f"npm install --prefix {REPO / '.e2e-node'} @openai/codex@{PINNED_VERSION}"
-    if os.environ.get("CMEM_E2E_REQUIRED"):
-        pytest.fail(f"the Codex CLI is not installed: {hint}")
-    pytest.skip(f"the Codex CLI is not installed: {hint}")
+    return installed_cli(
+        [Path(explicit) if explicit else None, NODE_BIN / "codex"],
+        name="Codex",
+        package=f"@openai/codex@{PINNED_VERSION}",
+    )
 
 
 def _agent_id(body: dict[str, Any]) -> str:
@@ -213,26 +210,17 @@ enabled = false
         )
 
 
-def _wait_for(check: Any, timeout: float = 30) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    return check()
-
-
 @pytest.fixture(scope="module")
 def run1(world: World) -> World:
     proc = world.codex(RUN1, "read handlers.py and patch handler 7", model="gpt-5.5")
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
     assert "Patched handler_7." in proc.stdout.decode(), proc.stdout.decode()[-2000:]
-    _wait_for(
+    wait_for(
         lambda: query(
             world.worker,
             "SELECT 1 FROM memory_observationfile WHERE path = 'handlers.py' AND role = 'modified'",
-        )
+        ),
+        timeout=30,
     )
     return world
 
@@ -305,19 +293,21 @@ def test_run2_subagent_gets_the_index_and_the_fork_does_not(run2: World) -> None
 
 def test_run1_stop_and_session_end_reach_the_worker(run1: World) -> None:
     session = query(run1.worker, "SELECT id, status FROM memory_session")[0]
-    summaries = _wait_for(
+    summaries = wait_for(
         lambda: query(
             run1.worker,
             "SELECT 1 FROM memory_event WHERE kind = 'summary' AND session_id = ?",
             (session["id"],),
-        )
+        ),
+        timeout=30,
     )
     assert summaries, "Stop queued no summary"
     assert session["status"] == "completed"
-    observations = _wait_for(
+    observations = wait_for(
         lambda: query(
             run1.worker, "SELECT id FROM memory_observation WHERE session_id = ?", (session["id"],)
-        )
+        ),
+        timeout=30,
     )
     assert observations, "nothing was compressed into an observation"
 

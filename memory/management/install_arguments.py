@@ -1,0 +1,26 @@
+"""Options `cmem install`, `cmem uninstall` and `cmem doctor` share, spelled the same in all three."""
+
+from __future__ import annotations
+
+from argparse import ArgumentParser
+from pathlib import Path
+
+
+def add_claude_settings_argument(
+    parser: ArgumentParser, *, help: str = "Settings file (default ~/.claude/settings.json)."
+) -> None:
+    # `--settings-file` is the older spelling, kept so existing scripts still work.
+    parser.add_argument(
+        "--claude-settings",
+        "--settings-file",
+        dest="claude_settings",
+        type=Path,
+        default=None,
+        help=help,
+    )
+
+
+def add_codex_home_argument(parser: ArgumentParser) -> None:
+    parser.add_argument(
+        "--codex-home", type=Path, default=None, help="Default $CODEX_HOME or ~/.codex."
+    )
