@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.db import OperationalError
 from django.http import HttpRequest
 from ninja import Router, Schema, Status
 
@@ -16,6 +18,7 @@ from memory.platforms.base import HookInputError
 from memory.services import stats_compute
 from memory.spool_tasks import spool_kick
 
+log = logging.getLogger(__name__)
 router = Router(tags=["memory"])
 
 
@@ -57,7 +60,8 @@ def stats(request: HttpRequest, project: str | None = None) -> dict[str, Any]:
 
 
 @router.post(
-    "/hooks/{platform}/{event}", response={200: dict[str, Any], 400: ErrorOut, 413: ErrorOut}
+    "/hooks/{platform}/{event}",
+    response={200: dict[str, Any], 400: ErrorOut, 413: ErrorOut, 503: ErrorOut},
 )
 def hook(request: HttpRequest, platform: str, event: str) -> Status[dict[str, Any]]:
     """Run one hook event; the response body is exactly what `cmem hook` prints."""
@@ -81,5 +85,12 @@ def hook(request: HttpRequest, platform: str, event: str) -> Status[dict[str, An
         )
     except HookInputError as exc:
         return Status(400, {"error": str(exc)})
+    except OperationalError as exc:
+        # SQLite busy past busy_timeout, or the disk full: nothing was stored (the transaction
+        # rolled back); 503 makes the hook client spool the event for a later ingest.
+        log.warning("hook %s/%s not stored: %s", platform, event, exc)
+        return Status(
+            503, {"error": f"database unavailable ({exc}); the hook client spools capture events"}
+        )
     spool_kick()  # a worker that answers is a worker that can drain what was spooled
     return Status(200, answer)

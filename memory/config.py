@@ -190,14 +190,38 @@ def _read_file_uncached() -> dict[str, str]:
     return out
 
 
+def _env_overrides() -> tuple[tuple[str, str], ...]:
+    """The CLAUDE_MEM_* variables of the environment, as a hashable snapshot.
+
+    Reads the raw bytes mapping on POSIX: decoding every variable through os.environ cost
+    more than the rest of a hook ingest's settings work together."""
+    raw = getattr(os.environ, "_data", None)
+    if os.name == "posix" and isinstance(raw, dict):
+        return tuple(
+            (k.decode(errors="surrogateescape"), v.decode(errors="surrogateescape"))
+            for k, v in raw.items()
+            if k.startswith(b"CLAUDE_MEM_")
+        )
+    return tuple((k, v) for k, v in os.environ.items() if k.startswith("CLAUDE_MEM_"))
+
+
+_merged: dict[tuple[object, ...], dict[str, str]] = {}
+
+
 def load() -> dict[str, str]:
     """All settings with env > file > default applied."""
-    merged = {key: default for key, (default, _) in SETTINGS.items()}
-    merged.update(read_file())
-    for key in list(SETTINGS) + [k for k in os.environ if k.startswith("CLAUDE_MEM_")]:
-        if key in os.environ:
-            merged[key] = os.environ[key]
-    return merged
+    file_values = read_file()
+    env = _env_overrides()
+    key = (env, tuple(sorted(file_values.items())))
+    cached = _merged.get(key)
+    if cached is None:
+        cached = {name: default for name, (default, _) in SETTINGS.items()}
+        cached.update(file_values)
+        cached.update(env)
+        if len(_merged) > 64:  # tests switch settings constantly; keep the memo small
+            _merged.clear()
+        _merged[key] = cached
+    return dict(cached)
 
 
 def get(key: str, settings: dict[str, str] | None = None) -> str:

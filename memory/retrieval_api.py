@@ -9,7 +9,7 @@ from __future__ import annotations
 import ipaddress
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from django.http import HttpRequest
 from ninja import Query, Router, Schema, Status
@@ -25,6 +25,8 @@ router = Router(tags=["retrieval"])
 
 SEARCH_LIMIT_MAX = 100
 IDS_MAX = 200
+# Row ids are 64-bit: a bigger number cannot name a row, and SQLite raises OverflowError on it.
+ID_MAX = 2**63 - 1
 
 
 class ErrorOut(Schema):
@@ -162,7 +164,7 @@ def _parse_ids(raw: str) -> list[int]:
         raise ValueError("ids is empty: give observation ids, e.g. ids=12,40,7")
     if len(parts) > IDS_MAX:
         raise ValueError(f"at most {IDS_MAX} ids at once")
-    bad = [part for part in parts if not part.isascii() or not part.isdigit()]
+    bad = [part for part in parts if not part.isascii() or not part.isdigit() or int(part) > ID_MAX]
     if bad:
         raise ValueError(
             f"not an observation id: {bad[0]!r} (ids are positive whole numbers, comma-separated)"
@@ -331,7 +333,9 @@ def symbols_endpoint(
 
 
 class ForgetIn(Schema):
-    ids: list[int] = Field(default_factory=list, description="Observation ids.")
+    ids: list[Annotated[int, Field(ge=1, le=ID_MAX)]] = Field(
+        default_factory=list, description="Observation ids."
+    )
     query: str = ""
     project: str | None = None
     since: datetime | None = None

@@ -90,6 +90,19 @@ class LiveWorker:
         return subprocess.run([CMEM, "hook", platform, event], input=payload, env=self.env, capture_output=True, timeout=timeout)
 
 
+def stop_detached_worker(env: dict[str, str]) -> None:
+    """Stop a worker a hook (or the MCP server) started detached, and make sure nothing of it
+    is left: `cmem stop`, then any process still running with that data dir is killed."""
+    subprocess.run([CMEM, "stop"], env=env, capture_output=True, timeout=60)
+    marker = f"CLAUDE_MEM_DATA_DIR={env['CLAUDE_MEM_DATA_DIR']}".encode()
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if marker in (proc / "environ").read_bytes().split(b"\0"):
+                os.kill(int(proc.name), signal.SIGKILL)
+        except (OSError, ValueError):
+            continue
+
+
 def make_worker_env(data_dir: Path, port: int, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE_MEM_", "ANTHROPIC_", "CMEM_"))}
     env.update(CLAUDE_MEM_DATA_DIR=str(data_dir), CLAUDE_MEM_WORKER_PORT=str(port), CLAUDE_MEM_WORKER_HOST="127.0.0.1")

@@ -13,7 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CLAUDE_FIXTURES, CMEM, REPO, LiveWorker, free_port, make_worker_env
+from tests.conftest import (
+    CLAUDE_FIXTURES,
+    CMEM,
+    REPO,
+    LiveWorker,
+    free_port,
+    make_worker_env,
+    stop_detached_worker,
+)
 
 EVENT_FOR_FIXTURE = {
     "SessionStart.json": "context",
@@ -275,7 +283,7 @@ def test_worker_stopped_an_observation_spools_fast_and_is_stored_once_after_star
         )
         assert not list((data / "spool").glob("*.hook"))
     finally:
-        subprocess.run([CMEM, "stop"], env=env, capture_output=True, timeout=60)
+        stop_detached_worker(env)
 
 
 @pytest.mark.slow

@@ -16,7 +16,7 @@ from mcp.client.stdio import stdio_client
 
 from memory.installer import hook_entries
 from memory.mcp_install import mcp_register, mcp_unregister, plugin_dir_write
-from tests.conftest import CMEM, REPO, LiveWorker, free_port, make_worker_env
+from tests.conftest import CMEM, REPO, LiveWorker, free_port, make_worker_env, stop_detached_worker
 
 SAMPLES = REPO / "tests" / "memory" / "outline_samples"
 TOOLS = {"search", "timeline", "get_observations", "smart_outline", "smart_unfold", "smart_search", "forget"}
@@ -95,7 +95,7 @@ def test_starts_the_worker_when_it_is_down(tmp_path: Path) -> None:
     try:
         assert asyncio.run(_session_run(env, tmp_path, script)) == "No memory matches 'anything'."
     finally:
-        subprocess.run([CMEM, "stop"], env=env, capture_output=True, timeout=60)
+        stop_detached_worker(env)
         pid_file = data / "worker.pid"
         if pid_file.exists():  # `cmem stop` failed: do not leave a worker behind
             os.killpg(int(pid_file.read_text().split()[0]), 9)

@@ -172,7 +172,9 @@ def load_phase(
     deadline = time.monotonic() + drain_timeout
     counts = _counts(data / "cmem.sqlite3")
     while time.monotonic() < deadline and (
-        counts["events"] < expected or counts["done"] + counts["failed"] < expected or _spooled(data)
+        counts["events"] < expected
+        or counts["done"] + counts["failed"] < expected
+        or _spooled(data)
     ):
         time.sleep(1.0)
         counts = _counts(data / "cmem.sqlite3")

@@ -525,3 +525,20 @@ def test_no_page_or_api_answers_5xx_to_odd_query_strings(client: Client) -> None
             resp = client.get(url, dict.fromkeys(keys, value))
             assert resp.status_code < 500, (url, value, resp.status_code)
     assert os.environ.get("CLAUDE_MEM_DATA_DIR")
+
+
+def test_ids_too_big_for_a_row_are_refused_not_a_500(client: Client) -> None:
+    # Found by schemathesis: 2**63 reached SQLite and raised OverflowError (500).
+    big = 2**63
+    assert client.get("/api/observations", {"ids": str(big)}).status_code == 400
+    assert client.get("/api/observations", {"ids": f"1,{2**70}"}).status_code == 400
+    assert client.get("/api/observations", {"ids": str(big - 1)}).status_code == 200
+    for ids in ([big], [2**70], [0], [-1]):
+        resp = client.post(
+            "/api/forget",
+            json.dumps({"ids": ids, "dry_run": True}),
+            content_type="application/json",
+        )
+        assert resp.status_code in (400, 422), (ids, resp.status_code)
+    for url in (f"/observations/{big}/", f"/sessions/{big}/", f"/deliverables/{big}/download/"):
+        assert client.get(url).status_code == 404
