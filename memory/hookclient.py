@@ -194,7 +194,7 @@ def _file_facts(path: str) -> dict | None:
         st = os.stat(path)
     except OSError:
         return None
-    facts = {"size": st.st_size, "mtime": st.st_mtime}
+    facts: dict = {"size": st.st_size, "mtime": st.st_mtime}
     if st.st_size <= 64 * 1024 * 1024:
         import hashlib
 
@@ -239,7 +239,7 @@ def remote_payload(event: str, body: bytes) -> bytes:
             path = tool_input.get(key)
             if isinstance(path, str) and path:
                 absolute = os.path.normpath(
-                    path if os.path.isabs(path) else os.path.join(cwd, path)
+                    path if os.path.isabs(path) else os.path.join(str(cwd), path)
                 )
                 found = _file_facts(absolute)
                 if found is not None:

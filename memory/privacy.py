@@ -164,11 +164,11 @@ def _patterns() -> list[tuple[str, re.Pattern[str], int]]:
                     and obj.__module__ == module.__name__
                     and obj.__name__ not in _SKIPPED_PLUGINS
                 ):
-                    for pattern in obj.denylist:
+                    for pattern in obj.denylist:  # type: ignore[attr-defined]  # a class attribute on every RegexBasedDetector
                         # A group that starts after the match is the secret after a keyword
                         # (`aws…key = "<secret>"`); otherwise the whole match is the secret.
                         compiled.append(
-                            (_slug(obj.secret_type), pattern, -1 if pattern.groups else 0)
+                            (_slug(str(obj.secret_type)), pattern, -1 if pattern.groups else 0)
                         )
     except Exception:  # noqa: BLE001 - the explicit patterns still apply
         log.exception("detect-secrets plugins unavailable; using cmem's own patterns only")

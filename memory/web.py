@@ -128,7 +128,7 @@ def _feed_querysets(filters: FeedFilters) -> list[QuerySet[Any]]:
     """One (id, created, kind) queryset per wanted kind, filtered, ready for a UNION."""
     parts: list[QuerySet[Any]] = []
     # (kind, model, the lookup of its project): a prompt knows its project through its session.
-    kinds: list[tuple[str, type[Prompt] | type[Observation] | type[Summary], str]] = [
+    kinds: list[tuple[FeedKind, type[Prompt] | type[Observation] | type[Summary], str]] = [
         ("prompt", Prompt, "session__project"),
         ("observation", Observation, "project"),
         ("summary", Summary, "project"),
