@@ -70,7 +70,6 @@ ICONS = {
     "property": "○",
     "macro": "●",
 }
-_CONSTRUCTORS = frozenset({"__init__", "__new__", "__call__", "__init_subclass__"})
 _CONTAINERS = frozenset({"class", "struct", "record", "interface", "trait", "impl", "enum"})
 _FUNCTIONS = frozenset({"function", "method"})
 _BODY_TYPES = frozenset(
@@ -335,16 +334,19 @@ class Outline:
             yield from symbol.walk()
 
     def render(self) -> str:
-        """The outline as compact text: one line per symbol, its signature and line range."""
-        out = [
-            f"📁 {self.path} ({self.language}, {self.lines} lines, ~{self.source_tokens} tokens)"
-        ]
+        """The outline as compact text, one line per symbol: `signature L<start>-<end>`.
+
+        Every token counts (the agent pays for this text each time), so: no path or language
+        (the agent named the file), imports as a count (as_dict has them), one-space indents,
+        no icon for functions and methods (the parentheses say it; indentation under a type
+        says method), and a few words of doc for types and functions, not methods.
+        """
+        header = f"{self.lines} lines, ~{self.source_tokens} tokens"
+        if self.imports:
+            header += f", {len(self.imports)} import{'s' if len(self.imports) > 1 else ''}"
+        out = [header]
         if self.has_errors:
             out.append("⚠ the file has syntax errors; the outline may be incomplete")
-        if self.imports:
-            # Only the first few: the full list is in as_dict(), and unfold of the top shows them.
-            shown = ", ".join(self.imports[:3]) + (", …" if len(self.imports) > 3 else "")
-            out.append(f"📦 {len(self.imports)} imports: {shown}")
         for symbol in self.symbols:
             self._render_symbol(symbol, 0, out)
         if not self.symbols:
@@ -352,19 +354,16 @@ class Outline:
         return "\n".join(out)
 
     def _render_symbol(self, symbol: Symbol, depth: int, out: list[str]) -> None:
-        # First doc lines of types and top-level functions only: methods are many, their names
-        # say most, and their docs would double the outline (they stay in as_dict and unfold).
-        doc = f" — {symbol.doc}" if symbol.doc and symbol.kind != "method" else ""
-        signature = symbol.signature
-        if symbol.kind == "method" and symbol.name.startswith("_") and symbol.name not in _CONSTRUCTORS and self.language == "python":
-            # Private and dunder methods: the name and where it is; the API gets full signatures.
-            signature = ("async " if signature.startswith("async ") else "") + symbol.name
+        # A few words of the first doc line for types and functions, none for methods: methods
+        # are many and their names say most (as_dict has the line, unfold the whole docstring).
+        doc = f" — {_few_words(symbol.doc)}" if symbol.doc and symbol.kind != "method" else ""
+        icon = "" if symbol.kind in _FUNCTIONS else ICONS.get(symbol.kind, "•") + " "
         nested = symbol.kind in _FUNCTIONS and symbol.children
         if nested:
             # Helpers defined inside a function are its implementation, not the file's
             # structure; smart_unfold of the function shows them.
             doc += f" (+{sum(1 for _ in symbol.walk()) - 1} nested)"
-        out.append(f"{'  ' * depth}{ICONS.get(symbol.kind, '•')} {signature} L{symbol.start_line}-{symbol.end_line}{doc}")
+        out.append(f"{' ' * depth}{icon}{symbol.signature} L{symbol.start_line}-{symbol.end_line}{doc}")
         if not nested:
             for child in symbol.children:
                 self._render_symbol(child, depth + 1, out)
@@ -543,6 +542,18 @@ def _signature(source: bytes, start: int, node: ts.Node, language: str) -> str:
     # parameter's name is the structure; unfold shows the value.
     text = _LONG_DEFAULT.sub("=…", text)
     return text if len(text) <= SIGNATURE_CHARS else text[: SIGNATURE_CHARS - 1] + "…"
+
+
+DOC_WORDS_CHARS = 40
+
+
+def _few_words(doc: str) -> str:
+    """The doc line cut at a word boundary near DOC_WORDS_CHARS: enough to say what it is for."""
+    doc = doc.rstrip("…")
+    if len(doc) <= DOC_WORDS_CHARS:
+        return doc
+    cut = doc[:DOC_WORDS_CHARS].rsplit(" ", 1)[0]
+    return cut.rstrip(",;:(") + "…"
 
 
 _PY_KEYWORD = re.compile(r"^(async )?(?:def|class) ")

@@ -287,8 +287,8 @@ def get_observations(ids: list[int]) -> str:
 
 @mcp.tool(
     description=(
-        "Step 3: the structure of one source file: classes, functions and methods with signatures, first "
-        "doc line and line ranges, typically 10x+ cheaper than reading it. Then smart_unfold the symbol you "
+        "Step 3: the structure of one source file: classes, functions and methods with signatures, "
+        "a few words of doc and line ranges, typically 10x+ cheaper than reading it. Then smart_unfold the symbol you "
         "need instead of reading the file. Python, JS/TS/TSX, Go, Rust, Java, Ruby, C, C++, C#, PHP, Bash."
     )
 )

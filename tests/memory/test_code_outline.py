@@ -83,7 +83,7 @@ def test_python_details(tmp_path: Path) -> None:
     assert names["Warehouse.reserve"].doc == "Hold stock for a checkout; raises OutOfStock."
     assert names["total_available.one"].kind == "function"
     # Helpers inside a function are counted, not listed; unfold still finds them.
-    assert "ƒ total_available(warehouses: list[Warehouse], sku: str) -> int L64-68 (+1 nested)" in outline.render()
+    assert "\ntotal_available(warehouses: list[Warehouse], sku: str) -> int L64-68 (+1 nested)\n" in outline.render()
     assert smart_unfold(SAMPLES / "inventory.py", "total_available.one").symbol.start_line == 65
     # Decorators belong to the symbol's range.
     assert (names["Reservation"].start_line, names["Reservation.expired"].start_line) == (16, 22)
@@ -157,12 +157,49 @@ def test_outline_speed_is_reasonable() -> None:
     assert time.perf_counter() - started < 2.0
 
 
-def test_python_private_methods_are_named_not_spelled_out() -> None:
-    source = b"class A:\n    def __init__(self, x):\n        self.x = x\n\n    def _helper(self, a, b=1):\n        return a\n\n    def __repr__(self):\n        return 'A'\n\n    def public(self, y: int) -> int:\n        return y\n"
-    text = outline_source(source, language="python", path="a.py").render()
-    assert "ƒ __init__(x) L2-3" in text
-    assert "ƒ _helper L5-6" in text and "ƒ __repr__ L8-9" in text
-    assert "ƒ public(y: int) -> int L11-12" in text
+def test_outline_text_is_frugal_but_complete() -> None:
+    source = b'''"""Module doc."""
+import os
+from a import b
+
+
+class A:
+    """A thing that does a great many things, described at some length here."""
+
+    def __init__(self, x):
+        self.x = x
+
+    def _helper(self, a, b=1):
+        """Helper docs never show."""
+        return a
+
+    def __repr__(self):
+        return 'A'
+
+    def public(self, y: int) -> int:
+        return y
+
+
+def top(flag=False):
+    """Top-level docs show a few words."""
+'''
+    outline = outline_source(source, language="python", path="pkg/a.py")
+    text = outline.render()
+    # Every symbol, its parameters (self implied) and its line range; nesting by indent.
+    assert text.splitlines() == [
+        "24 lines, ~109 tokens, 2 imports",
+        "◆ A L6-20 — A thing that does a great many things…",
+        " __init__(x) L9-10",
+        " _helper(a, b=1) L12-14",
+        " __repr__() L16-17",
+        " public(y: int) -> int L19-20",
+        "top(flag=False) L23-24 — Top-level docs show a few words.",
+    ]
+    # What the text leaves out is still in the data the API returns.
+    body = outline.as_dict()
+    assert body["path"] == "pkg/a.py" and body["imports"] == ["os", "a"]
+    assert body["symbols"][0]["children"][1]["doc"] == "Helper docs never show."
+    assert body["symbols"][0]["doc"].startswith("A thing that does a great many things, described")
 
 
 # --- the HTTP endpoints: they read local files, so they refuse what they should not read ---
