@@ -11,10 +11,11 @@ import hashlib
 import logging
 import os
 from datetime import timedelta
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -50,18 +51,37 @@ def _project(event: HookEvent) -> Project | None:
     return project
 
 
+@lru_cache(maxsize=4)
+def _session_lookup_sql(vendor: str) -> tuple[str, tuple[str, ...]]:
+    """The ORM's SELECT of one session by (platform, session_id), compiled once per database
+    vendor, and which parameter is which: building that query cost ~0.17 ms per tool use,
+    over four times what SQLite takes to run it."""
+    sql, params = Session.objects.filter(platform="\0p", session_id="\0s").query.sql_with_params()
+    return sql, tuple("platform" if p == "\0p" else "session_id" for p in params)
+
+
+def _session_get(*, platform: str, session_id: str) -> Session | None:
+    sql, order = _session_lookup_sql(connection.vendor)
+    values = {"platform": platform, "session_id": session_id}
+    # raw() still applies the field converters (aware datetimes), unlike a bare cursor.
+    found = list(Session.objects.raw(sql, [values[name] for name in order]))
+    return found[0] if found else None
+
+
 def _session_upsert(*, event: HookEvent, project: Project) -> Session:
-    defaults = {
-        "project": project.name,
-        "project_root": project.root,
-        "cwd": event.cwd,
-        "transcript_path": event.transcript_path,
-    }
-    session, created = Session.objects.get_or_create(
-        platform=event.platform, session_id=event.session_id, defaults=defaults
-    )
-    if created:
-        return session
+    session = _session_get(platform=event.platform, session_id=event.session_id)
+    if session is None:
+        defaults = {
+            "project": project.name,
+            "project_root": project.root,
+            "cwd": event.cwd,
+            "transcript_path": event.transcript_path,
+        }
+        session, created = Session.objects.get_or_create(
+            platform=event.platform, session_id=event.session_id, defaults=defaults
+        )
+        if created:
+            return session
     changed = []
     for name in ("cwd", "transcript_path"):
         value = getattr(event, name)
@@ -254,22 +274,21 @@ def observation_record(*, event: HookEvent) -> HookResult:
     payload["cmem_files"] = files_facts(event=event, project=project)
     with transaction.atomic():
         session = _session_upsert(event=event, project=project)
-        if (
-            event.tool_use_id
-            and Event.objects.filter(session=session, tool_use_id=event.tool_use_id).exists()
-        ):
+        # Idempotent by the unique (session, tool_use_id) constraint, not a SELECT first: a
+        # duplicate delivery (retry, spool replay, concurrent PostgreSQL writer) fails the
+        # INSERT inside a savepoint, which is cheaper than an exists() on every tool use.
+        try:
+            with transaction.atomic():
+                stored = Event.objects.create(
+                    session=session,
+                    kind=Event.Kind.OBSERVATION,
+                    tool_name=event.tool_name[:200],
+                    tool_use_id=event.tool_use_id[:200],
+                    prompt_number=session.prompt_counter or None,
+                    payload=payload,
+                )
+        except IntegrityError:
             return HookResult()
-        # SQLite runs IMMEDIATE transactions, one writer at a time, so the check above cannot
-        # race. On PostgreSQL a concurrent delivery may still win: the unique constraint turns
-        # it into an error, the hook client spools it, and the replay finds the row.
-        stored = Event.objects.create(
-            session=session,
-            kind=Event.Kind.OBSERVATION,
-            tool_name=event.tool_name[:200],
-            tool_use_id=event.tool_use_id[:200],
-            prompt_number=session.prompt_counter or None,
-            payload=payload,
-        )
         if event.tool_name in FILE_TOOLS and not event.failed:
             from memory.file_views import file_view_record_from_tool
 

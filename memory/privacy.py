@@ -217,8 +217,22 @@ _TRIGGERS: dict[str, tuple[str, ...]] = {
     "stripe-access-key": ("k_live_",),
     "twilio-api-key": ("ac", "sk"),
     "private-key-detector": ("private key", "putty"),
+    "mailchimp-access-key": ("-us",),
 }
-_ASSIGNMENT_TRIGGERS = ("pass", "secret", "token", "key")
+# Literals one of which every _ASSIGNMENT_RE keyword contains (password/passwd -> "passw",
+# passphrase -> "passp", every *key -> "key"): test output full of "PASSED" skips the regex.
+_ASSIGNMENT_TRIGGERS = ("passw", "passp", "secret", "token", "key")
+
+
+@lru_cache(maxsize=2)
+def _triggered_patterns(
+    plugins: bool,
+) -> tuple[tuple[str, re.Pattern[str], int, tuple[str, ...]], ...]:
+    """The patterns with their trigger literals looked up once, not per field."""
+    return tuple(
+        (kind, pattern, group, _TRIGGERS.get(kind, ()))
+        for kind, pattern, group in (_patterns() if plugins else _explicit_patterns())
+    )
 
 
 def redact_text(text: str, *, plugins: bool = True) -> str:
@@ -228,10 +242,13 @@ def redact_text(text: str, *, plugins: bool = True) -> str:
     if len(text) < 8:
         return text
     lower = text.lower()
-    for kind, pattern, group in _patterns() if plugins else _explicit_patterns():
-        triggers = _TRIGGERS.get(kind)
-        if triggers is not None and not any(t in lower for t in triggers):
-            continue
+    for kind, pattern, group, triggers in _triggered_patterns(plugins):
+        if triggers:  # a pattern without triggers always runs
+            for trigger in triggers:
+                if trigger in lower:
+                    break
+            else:
+                continue
         text = _sub(pattern, text, kind, group)
     if any(t in lower for t in _ASSIGNMENT_TRIGGERS):
         text = _ASSIGNMENT_RE.sub(_redact_assignment, text)

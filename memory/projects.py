@@ -9,6 +9,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -192,7 +193,11 @@ def relative_path(path: str, root: str) -> str:
 
 def _glob_to_regex(glob: str) -> re.Pattern[str]:
     """claude-mem's glob: `~` home, `**` anything, `*` within a segment, `?` one character."""
-    glob = os.path.expanduser(glob.strip())
+    return _expanded_glob_regex(os.path.expanduser(glob.strip()))
+
+
+@lru_cache(maxsize=256)
+def _expanded_glob_regex(glob: str) -> re.Pattern[str]:
     out = []
     i = 0
     while i < len(glob):
@@ -219,14 +224,45 @@ def glob_matches(glob: str, cwd: str) -> bool:
     return bool(pattern.match(full) or pattern.match(base) or fnmatch.fnmatchcase(full, glob))
 
 
-def excluded_globs() -> list[str]:
-    globs = config.get_list("CLAUDE_MEM_EXCLUDED_PROJECTS")
+# The admin's ExcludedProject globs, read once per data dir and kept for a few seconds: every
+# hook asks, and the list changes about never. A save or delete in this process drops the
+# copy at once (signals); another process's edit (the admin in the web worker, `cmem` CLI)
+# is seen after EXCLUDED_GLOBS_TTL_S.
+EXCLUDED_GLOBS_TTL_S = 2.0
+_db_globs_cache: dict[str, tuple[float, tuple[str, ...]]] = {}
+
+
+def excluded_globs_invalidate(**_: object) -> None:
+    _db_globs_cache.clear()
+
+
+def _db_excluded_globs() -> tuple[str, ...]:
+    key = str(config.data_dir())
+    cached = _db_globs_cache.get(key)
+    now = time.monotonic()
+    if cached is not None and now - cached[0] < EXCLUDED_GLOBS_TTL_S:
+        return cached[1]
     try:
+        from django.db.models.signals import post_delete, post_save
+
         from memory.models import ExcludedProject
 
-        globs += list(ExcludedProject.objects.values_list("glob", flat=True))
+        for signal in (post_save, post_delete):
+            signal.connect(
+                excluded_globs_invalidate,
+                sender=ExcludedProject,
+                dispatch_uid=f"excluded-globs-{signal is post_save}",
+            )
+        globs = tuple(ExcludedProject.objects.values_list("glob", flat=True))
     except Exception:  # noqa: BLE001 - before migrations, the admin list simply does not exist yet
-        pass
+        return ()
+    _db_globs_cache[key] = (now, globs)
+    return globs
+
+
+def excluded_globs() -> list[str]:
+    globs = config.get_list("CLAUDE_MEM_EXCLUDED_PROJECTS")
+    globs += _db_excluded_globs()
     # The observer's own sandbox never becomes a project.
     globs.append(str(config.data_dir() / "**"))
     return globs
