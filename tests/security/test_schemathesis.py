@@ -17,7 +17,14 @@ schema = schemathesis.openapi.from_wsgi("/api/openapi.json", application)
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 @schema.parametrize()
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+# Derandomized: CI must be repeatable; widen max_examples locally to explore further.
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    database=None,
+    derandomize=True,
+)
 def test_no_api_operation_answers_5xx(case: schemathesis.Case) -> None:
     response = case.call()
     assert response.status_code < 500, (
