@@ -22,7 +22,6 @@ import json
 import multiprocessing
 import os
 import signal
-import socket
 import sqlite3
 import statistics
 import subprocess
@@ -33,18 +32,14 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from memory.benchmarks.harness import free_port, percentile, wait_health
+
 CLIENTS = 16
 EVENTS = 1000
 SAMPLE_EVERY_S = 5.0
 
 
 # -- the worker ---------------------------------------------------------------------------------
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def worker_env(data: Path, port: int) -> dict[str, str]:
@@ -61,18 +56,6 @@ def worker_env(data: Path, port: int) -> dict[str, str]:
     )
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
-
-
-def _wait_health(url: str, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url + "/api/health", timeout=0.5) as resp:
-                if resp.status == 200:
-                    return True
-        except OSError:
-            time.sleep(0.1)
-    return False
 
 
 # -- the clients (separate processes: real concurrency, like parallel agents) --------------------
@@ -153,11 +136,6 @@ def _spooled(data: Path) -> int:
     )
 
 
-def _pct(values: list[float], pct: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(pct / 100 * (len(ordered) - 1))))]
-
-
 def load_phase(
     *, out: Any, data: Path, clients: int, events: int, drain_timeout: float
 ) -> dict[str, Any]:
@@ -188,8 +166,8 @@ def load_phase(
         "duplicates": counts["events"] - counts["distinct"],
         "spooled": spooled_at_end,
         "p50_ms": statistics.median(times) * 1000,
-        "p95_ms": _pct(times, 95) * 1000,
-        "p99_ms": _pct(times, 99) * 1000,
+        "p95_ms": percentile(times, 0.95) * 1000,
+        "p99_ms": percentile(times, 0.99) * 1000,
         "max_ms": max(times) * 1000,
         "per_second": len(times) / elapsed,
         "send_s": elapsed,
@@ -371,7 +349,7 @@ def run(*, out: Any, options: dict[str, Any]) -> None:
     with tempfile.TemporaryDirectory(prefix="cmem-bench-load-") as tmp:
         data = Path(tmp) / "data"
         data.mkdir(mode=0o700)
-        port = _free_port()
+        port = free_port()
         env = worker_env(data, port)
         log = open(data / "serve.out", "ab")  # noqa: SIM115 - closed after the worker stops
         worker = subprocess.Popen(
@@ -387,7 +365,7 @@ def run(*, out: Any, options: dict[str, Any]) -> None:
             while time.monotonic() < deadline and not (data / "worker.port").exists():
                 time.sleep(0.2)
             if (
-                not _wait_health(f"http://127.0.0.1:{port}", 60)
+                not wait_health(f"http://127.0.0.1:{port}", 60)
                 or not (data / "worker.port").exists()
             ):
                 tail = (data / "serve.out").read_text()[-1000:]
