@@ -60,6 +60,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "huey.contrib.djhuey",
+    # Installed so /api/docs serves Swagger UI from ninja's own static files, not a CDN.
+    "ninja",
     "memory",
     "deliverables",
 ]

@@ -23,3 +23,10 @@ def test_hook_endpoint_rejects_malformed_json_with_a_clear_error(client) -> None
     resp = client.post("/api/hooks/claude-code/observation", data=b"{nope", content_type="application/json")
     assert resp.status_code == 400
     assert "not JSON" in json.loads(resp.content)["error"]
+
+
+def test_api_docs_load_nothing_from_a_cdn(client) -> None:
+    page = client.get("/api/docs").content.decode()
+    assert "/static/ninja/swagger-ui-bundle.js" in page
+    assert "https://" not in page and "http://" not in page
+    assert client.get("/static/ninja/swagger-ui-bundle.js").status_code == 200
