@@ -20,6 +20,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from memory import config, privacy
+from memory.file_views import file_facts, file_view_record_from_tool
 from memory.models import Event, Prompt, Session
 from memory.platforms.base import HookEvent, HookResult
 from memory.projects import Project, is_excluded, project_for_cwd, relative_path
@@ -34,7 +35,6 @@ FILE_TOOLS = {
     "NotebookEdit": "modified",
 }
 # Files larger than this are stat'ed but not hashed on the hook's path.
-HASH_MAX_BYTES = 32 * 1024 * 1024
 # A spooled prompt equal to the session's last one within this window is the same prompt
 # delivered twice (the hook timed out after the worker stored it), not a repeated prompt.
 SPOOL_DUPLICATE_WINDOW = timedelta(minutes=10)
@@ -177,21 +177,14 @@ def session_init(*, event: HookEvent) -> HookResult:
 
 
 def _file_facts(path: str) -> dict[str, Any]:
-    try:
-        st = os.stat(path)
-    except OSError:
+    """Size, mtime and sha256 of a file on this machine; {} when it is not a regular file."""
+    facts = file_facts(path, with_hash=True)
+    if facts is None:
         return {}
-    facts: dict[str, Any] = {"size": st.st_size, "mtime": st.st_mtime}
-    if st.st_size <= HASH_MAX_BYTES:
-        digest = hashlib.sha256()
-        try:
-            with open(path, "rb") as fh:
-                for block in iter(lambda: fh.read(1 << 20), b""):
-                    digest.update(block)
-            facts["sha256"] = digest.hexdigest()
-        except OSError:
-            pass
-    return facts
+    out: dict[str, Any] = {"size": facts.size, "mtime": facts.mtime}
+    if facts.sha256:
+        out["sha256"] = facts.sha256
+    return out
 
 
 def _tool_paths(event: HookEvent) -> list[str]:
@@ -290,9 +283,8 @@ def observation_record(*, event: HookEvent) -> HookResult:
         except IntegrityError:
             return HookResult()
         if event.tool_name in FILE_TOOLS and not event.failed:
-            from memory.file_views import file_view_record_from_tool
-
-            file_view_record_from_tool(session=session, event=event)
+            # The file was just hashed for cmem_files: hand those facts over, not the disk again.
+            file_view_record_from_tool(session=session, event=event, known=payload["cmem_files"])
         _enqueue_processing(session.pk)
     log.debug("recorded %s", stored)
     return HookResult()

@@ -123,7 +123,22 @@ def _tool_path(event: HookEvent) -> str:
     return absolute_path(raw, event.cwd) if isinstance(raw, str) else ""
 
 
-def file_view_record_from_tool(*, session: Session, event: HookEvent) -> FileView | None:
+def _known_facts(path: str, known: list[dict[str, Any]] | None) -> FileFacts | None:
+    """The facts capture already took of `path` (its `cmem_files` entries), if it hashed it."""
+    for entry in known or ():
+        if entry.get("abs") == os.path.normpath(path) and entry.get("sha256"):
+            return FileFacts(
+                path=path,
+                size=int(entry.get("size") or 0),
+                mtime=float(entry.get("mtime") or 0.0),
+                sha256=str(entry["sha256"]),
+            )
+    return None
+
+
+def file_view_record_from_tool(
+    *, session: Session, event: HookEvent, known: list[dict[str, Any]] | None = None
+) -> FileView | None:
     """Record the view a Read gave the model, or the new content an Edit/Write left.
 
     1. Only Read and the write tools count, and only when the tool succeeded.
@@ -142,7 +157,7 @@ def file_view_record_from_tool(*, session: Session, event: HookEvent) -> FileVie
         partial, offset, limit = _read_partial(event)
     else:
         partial, offset, limit = False, None, None
-    facts = file_facts(path, remote=event.file_facts, with_hash=True)
+    facts = _known_facts(path, known) or file_facts(path, remote=event.file_facts, with_hash=True)
     fields: dict[str, Any] = {
         "content_hash": facts.sha256 if facts else "",
         "mtime": facts.mtime if facts else None,
