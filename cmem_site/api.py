@@ -10,7 +10,9 @@ from memory.api import router as memory_router
 from memory.insights_api import router as insights_router
 from memory.retrieval_api import router as retrieval_router
 
-api = NinjaAPI(title="cmem", version=config.VERSION, description="Persistent memory for coding agents.")
+api = NinjaAPI(
+    title="cmem", version=config.VERSION, description="Persistent memory for coding agents."
+)
 api.add_router("/", memory_router)
 # Each capability mounts its own router below (one line each).
 api.add_router("/", retrieval_router)

@@ -4,6 +4,7 @@
 the agent, so it must not pay for importing Django. Everything else boots Django and runs
 the management command of the same name (`cmem start` is `manage.py start`).
 """
+
 from __future__ import annotations
 
 import sys
@@ -39,7 +40,10 @@ def main(argv: list[str] | None = None) -> int:
     if args[0] in {"install", "uninstall", "doctor"}:
         # `--settings FILE` is Claude Code's settings file here; Django would take it for
         # DJANGO_SETTINGS_MODULE, so it travels as --claude-settings.
-        args = [a.replace("--settings", "--claude-settings", 1) if a.startswith("--settings") else a for a in args]
+        args = [
+            a.replace("--settings", "--claude-settings", 1) if a.startswith("--settings") else a
+            for a in args
+        ]
     execute_from_command_line(["cmem", *args])
     return 0
 

@@ -165,14 +165,17 @@ else:
 LOG_DIR = DATA_DIR / "logs"
 LOG_DIR.mkdir(mode=0o700, exist_ok=True)
 _level = {"WARN": "WARNING", "SILENT": "CRITICAL"}.get(
-    CMEM.get("CLAUDE_MEM_LOG_LEVEL", "INFO").upper(), CMEM.get("CLAUDE_MEM_LOG_LEVEL", "INFO").upper()
+    CMEM.get("CLAUDE_MEM_LOG_LEVEL", "INFO").upper(),
+    CMEM.get("CLAUDE_MEM_LOG_LEVEL", "INFO").upper(),
 )
 if _level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
     _level = "INFO"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(process)d: %(message)s"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(process)d: %(message)s"}
+    },
     "handlers": {
         # Several processes write this file, so none of them may rotate it (each would keep
         # writing to the renamed file): the supervisor rotates it (memory/worker.py), and

@@ -363,7 +363,9 @@ class Outline:
             # Helpers defined inside a function are its implementation, not the file's
             # structure; smart_unfold of the function shows them.
             doc += f" (+{sum(1 for _ in symbol.walk()) - 1} nested)"
-        out.append(f"{' ' * depth}{icon}{symbol.signature} L{symbol.start_line}-{symbol.end_line}{doc}")
+        out.append(
+            f"{' ' * depth}{icon}{symbol.signature} L{symbol.start_line}-{symbol.end_line}{doc}"
+        )
         if not nested:
             for child in symbol.children:
                 self._render_symbol(child, depth + 1, out)
@@ -471,7 +473,11 @@ def _kind_and_name(language: str, node: ts.Node, kind: str) -> tuple[str, str, s
         if kind_type == "method_declaration":
             receiver = _text(node.child_by_field_name("receiver"))
             receiver_names = re.findall(r"[A-Za-z_]\w*", receiver.split("[")[0])
-            return kind, receiver_names[-1] if receiver_names else "", _text(node.child_by_field_name("name"))
+            return (
+                kind,
+                receiver_names[-1] if receiver_names else "",
+                _text(node.child_by_field_name("name")),
+            )
         if kind_type == "type_spec":
             inner = node.child_by_field_name("type")
             inner_type = inner.type if inner is not None else ""
@@ -557,7 +563,9 @@ def _few_words(doc: str) -> str:
 
 
 _PY_KEYWORD = re.compile(r"^(async )?(?:def|class) ")
-_LONG_DEFAULT = re.compile(r"(?<=[\w\]])\s?=\s?(?!=|>)(?:[^,()\[\]{}<>]|\([^()]*\)|\[[^\[\]]*\]|\{[^{}]*\}){13,}?(?=\s*[,)])")
+_LONG_DEFAULT = re.compile(
+    r"(?<=[\w\]])\s?=\s?(?!=|>)(?:[^,()\[\]{}<>]|\([^()]*\)|\[[^\[\]]*\]|\{[^{}]*\}){13,}?(?=\s*[,)])"
+)
 _PY_SELF = re.compile(r"\((?:self|cls)(?:, |(?=\)))")
 
 

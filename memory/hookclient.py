@@ -21,7 +21,9 @@ import time
 
 # Codex's `compaction` (PostCompact) only marks the thread, but losing it loses one re-injection:
 # spool it like the capture events. `subagent-context` answers with the index, so it waits.
-CAPTURE_EVENTS = frozenset({"session-init", "observation", "summarize", "session-end", "compaction"})
+CAPTURE_EVENTS = frozenset(
+    {"session-init", "observation", "summarize", "session-end", "compaction"}
+)
 WAITING_EVENTS = frozenset({"context", "file-context", "subagent-context"})
 PLATFORMS = frozenset({"claude-code", "codex"})
 FILE_TOOLS = frozenset({"Read", "Edit", "MultiEdit", "Write", "NotebookEdit"})

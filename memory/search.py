@@ -98,7 +98,60 @@ def search(query: SearchQuery) -> list[SearchHit]:
 
 # A phrase in double quotes, or a run of anything else up to whitespace or a quote.
 STOPWORDS = frozenset(
-    ["a", "an", "and", "are", "as", "at", "be", "but", "by", "did", "do", "does", "for", "from", "had", "has", "have", "how", "i", "in", "is", "it", "its", "me", "my", "not", "of", "on", "or", "our", "so", "that", "the", "their", "then", "there", "these", "this", "to", "was", "we", "were", "what", "when", "where", "which", "who", "why", "will", "with", "you", "your"]
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "not",
+        "of",
+        "on",
+        "or",
+        "our",
+        "so",
+        "that",
+        "the",
+        "their",
+        "then",
+        "there",
+        "these",
+        "this",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "you",
+        "your",
+    ]
 )
 _TOKEN = re.compile(r'"([^"]*)"|([^\s"]+)')
 _MAX_TERMS = 32
@@ -136,7 +189,9 @@ def fts_terms(text: str) -> list[str]:
 # Per FTS column (migration 0005): title subtitle narrative facts concepts files_read
 # files_modified project type; the filter-only columns weigh nothing.
 _OBS_WEIGHTS = "5.0, 2.0, 1.0, 1.0, 2.0, 1.0, 1.5, 0.0, 0.0"
-_SUMMARY_WEIGHTS = "3.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0"  # request investigated learned completed next notes project
+_SUMMARY_WEIGHTS = (
+    "3.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0"  # request investigated learned completed next notes project
+)
 # Ranking reads the newest RANK_WINDOW matches of a kind, not all of them: a word found in
 # 30,000 rows would cost ~100 ms to rank in full, and when a word is everywhere the recent
 # rows are the better answer. Words rarer than the window are ranked over every match.
@@ -181,7 +236,9 @@ def file_match_params(file: str) -> list[str]:
 
 
 def _observation_filters(query: SearchQuery, *, in_fts: bool) -> _Sql:
-    sql = _common_filters(query, project_col=None if in_fts else "o.project", created_col="o.created")
+    sql = _common_filters(
+        query, project_col=None if in_fts else "o.project", created_col="o.created"
+    )
     if query.types and not in_fts:
         sql.add(f"o.type IN ({', '.join(['%s'] * len(query.types))})", *query.types)
     if query.concept:
@@ -274,7 +331,9 @@ def _filters(kind: Kind, query: SearchQuery, *, in_fts: bool = False) -> _Sql:
     if kind == "observation":
         return _observation_filters(query, in_fts=in_fts)
     if kind == "summary":
-        return _common_filters(query, project_col=None if in_fts else "s.project", created_col="s.created")
+        return _common_filters(
+            query, project_col=None if in_fts else "s.project", created_col="s.created"
+        )
     return _common_filters(query, project_col="ss.project", created_col="p.created")
 
 
@@ -337,14 +396,21 @@ def _ranked(kind: Kind, query: SearchQuery, terms: str) -> list[tuple[float, Kin
 
     k, filters = _KIND_SQL[kind], _filters(kind, query, in_fts=True)
     # CROSS JOIN keeps the FTS table as the outer loop, so rowid order comes from the index.
-    join = f" CROSS JOIN {k.table} {k.alias} ON {k.alias}.id = {k.fts}.rowid{k.join}" if filters.where else ""
+    join = (
+        f" CROSS JOIN {k.table} {k.alias} ON {k.alias}.id = {k.fts}.rowid{k.join}"
+        if filters.where
+        else ""
+    )
     rank_sql = (
         f"SELECT rowid, score FROM (SELECT {k.fts}.rowid AS rowid, -bm25({k.fts}, {k.weights}) AS score "
         f"FROM {k.fts}{join} WHERE {k.fts} MATCH %s{filters.sql} ORDER BY {k.fts}.rowid DESC LIMIT {RANK_WINDOW}) "
         f"ORDER BY score DESC LIMIT %s"
     )
     with connection.cursor() as cursor:
-        cursor.execute(rank_sql, [f"({terms}){_fts_filters(kind, query)}", *filters.params, query.limit + query.offset])
+        cursor.execute(
+            rank_sql,
+            [f"({terms}){_fts_filters(kind, query)}", *filters.params, query.limit + query.offset],
+        )
         return [(float(score), kind, int(pk)) for pk, score in cursor.fetchall()]
 
 
@@ -365,9 +431,13 @@ def _hydrate(page: list[tuple[float, Kind, int]], terms: str) -> list[SearchHit]
                 continue
             k = _KIND_SQL[kind]
             ids = ", ".join(str(pk) for pk in scores)
-            cursor.execute(f"SELECT {k.columns}, {k.snippet_source} FROM {k.table} {k.alias}{k.join} WHERE {k.alias}.id IN ({ids})")
+            cursor.execute(
+                f"SELECT {k.columns}, {k.snippet_source} FROM {k.table} {k.alias}{k.join} WHERE {k.alias}.id IN ({ids})"
+            )
             for row in cursor.fetchall():
-                found[(kind, row[0])] = _hit(kind, row[:9], scores[row[0]], highlight(row[9] or "", words))
+                found[(kind, row[0])] = _hit(
+                    kind, row[:9], scores[row[0]], highlight(row[9] or "", words)
+                )
     # A row deleted between the two reads simply drops out.
     return [found[(kind, pk)] for _, kind, pk in page if (kind, pk) in found]
 
@@ -387,14 +457,21 @@ def highlight(text: str, words: list[str], *, width: int = _SNIPPET_TOKENS) -> s
     tokens = text.replace('", "', " · ").replace('["', "").replace('"]', "").split()
     if not tokens or not words:
         return " ".join(tokens[:width])
-    pattern = re.compile(r"(?<!\w)(" + "|".join(re.escape(w) for w in words) + r")\w*", re.IGNORECASE)
+    pattern = re.compile(
+        r"(?<!\w)(" + "|".join(re.escape(w) for w in words) + r")\w*", re.IGNORECASE
+    )
     hits = [i for i, token in enumerate(tokens) if pattern.search(token)]
     if not hits:
         return " ".join(tokens[:width])
     best = max(hits, key=lambda i: sum(1 for h in hits if i <= h < i + width))
     start = max(0, min(best - 2, len(tokens) - width))
-    window = [pattern.sub(lambda m: f"{HIGHLIGHT_OPEN}{m.group(0)}{HIGHLIGHT_CLOSE}", t) for t in tokens[start : start + width]]
-    return ("… " if start else "") + " ".join(window) + (" …" if start + width < len(tokens) else "")
+    window = [
+        pattern.sub(lambda m: f"{HIGHLIGHT_OPEN}{m.group(0)}{HIGHLIGHT_CLOSE}", t)
+        for t in tokens[start : start + width]
+    ]
+    return (
+        ("… " if start else "") + " ".join(window) + (" …" if start + width < len(tokens) else "")
+    )
 
 
 def search_sqlite(query: SearchQuery) -> list[SearchHit]:

@@ -132,7 +132,10 @@ def timeline_anchor_resolve(
                 f"anchor {anchor!r} is not an id: use 123 (observation), S12 (summary) or P7 (prompt)"
             )
         prefix, pk = match.group(1).upper(), int(match.group(2))
-        models: dict[str, type[Observation] | type[Summary] | type[Prompt]] = {"S": Summary, "P": Prompt}
+        models: dict[str, type[Observation] | type[Summary] | type[Prompt]] = {
+            "S": Summary,
+            "P": Prompt,
+        }
         model = models.get(prefix, Observation)
         found = model.objects.filter(pk=pk).first()
         if found is None:
@@ -144,7 +147,11 @@ def timeline_anchor_resolve(
     if not hits:
         raise TimelineError(f"nothing matches {query!r}")
     hit = hits[0]
-    by_kind: dict[str, type[Observation] | type[Summary] | type[Prompt]] = {"observation": Observation, "summary": Summary, "prompt": Prompt}
+    by_kind: dict[str, type[Observation] | type[Summary] | type[Prompt]] = {
+        "observation": Observation,
+        "summary": Summary,
+        "prompt": Prompt,
+    }
     row: Observation | Summary | Prompt = by_kind[hit.kind].objects.get(pk=hit.id)
     return row, query
 

@@ -477,7 +477,9 @@ class Supervisor:
         """The server answers: publish the address for hook clients (once more after a restart)."""
         config.write_atomic(port_path(), f"{self.address.host} {self.address.port}\n".encode())
         if not self.announced:
-            self._say(f"cmem is running: dashboard {self.address.url}/ (supervisor pid {os.getpid()})")
+            self._say(
+                f"cmem is running: dashboard {self.address.url}/ (supervisor pid {os.getpid()})"
+            )
         self.announced = True
 
     def _rotate_logs(self) -> None:

@@ -63,7 +63,13 @@ class LiveWorker:
 
     def start(self, timeout: float = 30.0) -> None:
         log = open(self.data_dir / "serve.out", "ab")  # noqa: SIM115 - the worker child writes to it until it stops
-        self.proc = subprocess.Popen([CMEM, "serve"], env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            [CMEM, "serve"],
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
@@ -75,7 +81,9 @@ class LiveWorker:
             if self.proc.poll() is not None:
                 break
             time.sleep(0.1)
-        raise RuntimeError(f"worker did not start: {(self.data_dir / 'serve.out').read_text()[-2000:]}")
+        raise RuntimeError(
+            f"worker did not start: {(self.data_dir / 'serve.out').read_text()[-2000:]}"
+        )
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
@@ -86,8 +94,16 @@ class LiveWorker:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
 
-    def run_hook(self, event: str, payload: bytes, platform: str = "claude-code", timeout: float = 10) -> subprocess.CompletedProcess[bytes]:
-        return subprocess.run([CMEM, "hook", platform, event], input=payload, env=self.env, capture_output=True, timeout=timeout)
+    def run_hook(
+        self, event: str, payload: bytes, platform: str = "claude-code", timeout: float = 10
+    ) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [CMEM, "hook", platform, event],
+            input=payload,
+            env=self.env,
+            capture_output=True,
+            timeout=timeout,
+        )
 
 
 def stop_detached_worker(env: dict[str, str]) -> None:
@@ -104,8 +120,16 @@ def stop_detached_worker(env: dict[str, str]) -> None:
 
 
 def make_worker_env(data_dir: Path, port: int, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE_MEM_", "ANTHROPIC_", "CMEM_"))}
-    env.update(CLAUDE_MEM_DATA_DIR=str(data_dir), CLAUDE_MEM_WORKER_PORT=str(port), CLAUDE_MEM_WORKER_HOST="127.0.0.1")
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("CLAUDE_MEM_", "ANTHROPIC_", "CMEM_"))
+    }
+    env.update(
+        CLAUDE_MEM_DATA_DIR=str(data_dir),
+        CLAUDE_MEM_WORKER_PORT=str(port),
+        CLAUDE_MEM_WORKER_HOST="127.0.0.1",
+    )
     env.update(extra)
     return env
 

@@ -89,19 +89,26 @@ def test_save_over_a_broken_file_keeps_a_copy(data_dir: Path) -> None:
     assert (data_dir / "settings.json.broken").read_text() == "{oops"
 
 
-def test_save_keeps_the_file_when_an_unrelated_value_was_bad(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_save_keeps_the_file_when_an_unrelated_value_was_bad(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     write_settings(data_dir, json.dumps({MODEL: "mine"}))
     monkeypatch.setenv(PORT, "not-a-port")
     config.get_int(PORT)  # records a problem that has nothing to do with the file
     config.save({"CLAUDE_MEM_LOG_LEVEL": "DEBUG"})
-    assert json.loads((data_dir / "settings.json").read_text()) == {MODEL: "mine", "CLAUDE_MEM_LOG_LEVEL": "DEBUG"}
+    assert json.loads((data_dir / "settings.json").read_text()) == {
+        MODEL: "mine",
+        "CLAUDE_MEM_LOG_LEVEL": "DEBUG",
+    }
 
 
 def test_a_file_that_is_not_json_falls_back_to_defaults(data_dir: Path) -> None:
     write_settings(data_dir, "{'CLAUDE_MEM_MODEL': 'single quotes'")
     assert config.load()[MODEL] == config.SETTINGS[MODEL][0]
     [problem] = config.problems()
-    assert "settings.json" in problem and "not valid JSON" in problem and "using defaults" in problem
+    assert (
+        "settings.json" in problem and "not valid JSON" in problem and "using defaults" in problem
+    )
 
 
 @pytest.mark.parametrize("content", ["[1, 2]", '"CLAUDE_MEM_MODEL"', "42", "null"])
@@ -128,7 +135,10 @@ def test_an_unreadable_path_does_not_raise(data_dir: Path) -> None:
 
 
 def test_a_value_of_the_wrong_type_names_the_key_and_keeps_the_others(data_dir: Path) -> None:
-    write_settings(data_dir, json.dumps({PORT: ["40001"], "CLAUDE_MEM_LOG_LEVEL": {"level": "x"}, MODEL: "mine"}))
+    write_settings(
+        data_dir,
+        json.dumps({PORT: ["40001"], "CLAUDE_MEM_LOG_LEVEL": {"level": "x"}, MODEL: "mine"}),
+    )
     values = config.load()
     assert values[PORT] == config.SETTINGS[PORT][0]
     assert values[MODEL] == "mine"
@@ -145,7 +155,9 @@ def test_numbers_and_booleans_are_accepted_as_their_text(data_dir: Path) -> None
 
 
 def test_an_unusable_value_names_the_key_and_uses_the_default(data_dir: Path) -> None:
-    write_settings(data_dir, json.dumps({PORT: "port eighty", "CLAUDE_MEM_DELIVERABLES_ENABLED": "maybe"}))
+    write_settings(
+        data_dir, json.dumps({PORT: "port eighty", "CLAUDE_MEM_DELIVERABLES_ENABLED": "maybe"})
+    )
     values = config.load()
     assert config.get_int(PORT, values) == int(config.SETTINGS[PORT][0])
     assert config.get_bool("CLAUDE_MEM_DELIVERABLES_ENABLED", values) is True
@@ -154,7 +166,9 @@ def test_an_unusable_value_names_the_key_and_uses_the_default(data_dir: Path) ->
     assert any("CLAUDE_MEM_DELIVERABLES_ENABLED" in p and "true/false" in p for p in problems)
 
 
-def test_an_unknown_key_with_a_bad_value_does_not_raise(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unknown_key_with_a_bad_value_does_not_raise(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("CLAUDE_MEM_SOMETHING_NEW", "x")
     assert config.get_int("CLAUDE_MEM_SOMETHING_NEW") == 0
     assert config.get_bool("CLAUDE_MEM_SOMETHING_NEW") is False
@@ -178,6 +192,8 @@ def test_django_boots_with_a_broken_settings_file(data_dir: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}
     env.update(CLAUDE_MEM_DATA_DIR=str(data_dir), DJANGO_SETTINGS_MODULE="cmem_site.settings")
     code = "import django; django.setup(); from django.conf import settings; print(settings.DATABASES['default']['ENGINE'])"
-    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert "sqlite3" in done.stdout

@@ -367,7 +367,9 @@ def test_team_mode_client_talks_http_to_the_worker_url_and_drains_its_spool(
     client_data = tmp_path / "client-data"
     monkeypatch.setenv("CLAUDE_MEM_DATA_DIR", str(client_data))
     # Spooled while the shared worker was unreachable.
-    hookclient.spool_write("claude-code", "observation", _observation("toolu_team_spooled", session_id="sess-team"))
+    hookclient.spool_write(
+        "claude-code", "observation", _observation("toolu_team_spooled", session_id="sess-team")
+    )
     env = {k: v for k, v in worker.env.items() if k != "CLAUDE_MEM_DATA_DIR"}
     env.update(
         CLAUDE_MEM_DATA_DIR=str(client_data),

@@ -36,7 +36,9 @@ class Worker:
         return f"http://127.0.0.1:{self.port}"
 
     def cmem(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([CMEM, *args], env=self.env, capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(
+            [CMEM, *args], env=self.env, capture_output=True, text=True, timeout=timeout
+        )
 
     def health(self) -> dict[str, object] | None:
         try:
@@ -96,7 +98,9 @@ def processes_of(data_dir: Path) -> list[int]:
 
 
 def ps_pids() -> set[int]:
-    out = subprocess.run(["ps", "-eo", "pid=,stat="], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["ps", "-eo", "pid=,stat="], capture_output=True, text=True, check=True
+    ).stdout
     return {int(line.split()[0]) for line in out.splitlines() if line.split()[1][0] != "Z"}
 
 
@@ -143,7 +147,11 @@ def test_start_status_stop_leaves_nothing_running(worker: Worker) -> None:
 
     again = worker.cmem("start")  # starting twice reports the running worker
     assert again.returncode == 0
-    assert "already running" in again.stdout and f"pid {worker.pid()}" in again.stdout and "0.1.0" in again.stdout
+    assert (
+        "already running" in again.stdout
+        and f"pid {worker.pid()}" in again.stdout
+        and "0.1.0" in again.stdout
+    )
 
     logs = worker.cmem("logs", "-n", "5")
     assert logs.returncode == 0
@@ -181,7 +189,9 @@ def test_a_stale_pid_file_with_a_dead_pid_is_replaced(worker: Worker) -> None:
     assert worker.pid() != dead.pid and worker.health() is not None
 
 
-def test_a_pid_file_naming_a_process_that_is_not_cmem_is_replaced_without_touching_it(worker: Worker) -> None:
+def test_a_pid_file_naming_a_process_that_is_not_cmem_is_replaced_without_touching_it(
+    worker: Worker,
+) -> None:
     stranger = subprocess.Popen(["sleep", "120"])
     try:
         (worker.data_dir / "worker.pid").write_text(f"{stranger.pid}\n")
@@ -243,4 +253,3 @@ def test_crashes_are_recovered_from(worker: Worker) -> None:
     assert recovered.returncode == 0, recovered.stderr
     assert "stale pid file replaced" in recovered.stdout
     assert worker.pid() != supervisor and worker.health() is not None
-

@@ -19,13 +19,23 @@ from memory.mcp_install import mcp_register, mcp_unregister, plugin_dir_write
 from tests.conftest import CMEM, REPO, LiveWorker, free_port, make_worker_env, stop_detached_worker
 
 SAMPLES = REPO / "tests" / "memory" / "outline_samples"
-TOOLS = {"search", "timeline", "get_observations", "smart_outline", "smart_unfold", "smart_search", "forget"}
+TOOLS = {
+    "search",
+    "timeline",
+    "get_observations",
+    "smart_outline",
+    "smart_unfold",
+    "smart_search",
+    "forget",
+}
 SEED = "import json; from tests.memory.retrieval_seed import seed; print(json.dumps(seed()))"
 
 
 def _seed(worker: LiveWorker) -> dict[str, list[int]]:
     env = {**worker.env, "PYTHONPATH": str(REPO)}
-    done = subprocess.run([CMEM, "shell", "-c", SEED], env=env, capture_output=True, text=True, timeout=60, cwd=REPO)
+    done = subprocess.run(
+        [CMEM, "shell", "-c", SEED], env=env, capture_output=True, text=True, timeout=60, cwd=REPO
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -51,32 +61,62 @@ def test_every_tool_over_stdio(live_worker: LiveWorker) -> None:
         tools = (await session.list_tools()).tools
         assert {tool.name for tool in tools} == TOOLS
         described = {tool.name: tool.description or "" for tool in tools}
-        assert "get_observations" in described["search"] and "~300 tokens" in described["get_observations"]
+        assert (
+            "get_observations" in described["search"]
+            and "~300 tokens" in described["get_observations"]
+        )
         assert "smart_unfold" in described["smart_outline"]
         out = {}
-        out["search"] = _text(await session.call_tool("search", {"query": "connection pool", "project": "shop"}))
-        out["timeline"] = _text(await session.call_tool("timeline", {"anchor": str(obs[2]), "depth_before": 1, "depth_after": 1}))
+        out["search"] = _text(
+            await session.call_tool("search", {"query": "connection pool", "project": "shop"})
+        )
+        out["timeline"] = _text(
+            await session.call_tool(
+                "timeline", {"anchor": str(obs[2]), "depth_before": 1, "depth_after": 1}
+            )
+        )
         out["get"] = _text(await session.call_tool("get_observations", {"ids": [obs[3], obs[1]]}))
-        out["outline"] = _text(await session.call_tool("smart_outline", {"file_path": "inventory.py"}))
-        out["unfold"] = _text(await session.call_tool("smart_unfold", {"file_path": "inventory.py", "symbol_name": "Warehouse.reserve"}))
-        out["symbols"] = _text(await session.call_tool("smart_search", {"query": "rate limiter", "path": "."}))
+        out["outline"] = _text(
+            await session.call_tool("smart_outline", {"file_path": "inventory.py"})
+        )
+        out["unfold"] = _text(
+            await session.call_tool(
+                "smart_unfold", {"file_path": "inventory.py", "symbol_name": "Warehouse.reserve"}
+            )
+        )
+        out["symbols"] = _text(
+            await session.call_tool("smart_search", {"query": "rate limiter", "path": "."})
+        )
         out["preview"] = _text(await session.call_tool("forget", {"ids": [obs[1]]}))
-        out["forget"] = _text(await session.call_tool("forget", {"ids": [obs[1]], "dry_run": False}))
-        out["after"] = _text(await session.call_tool("search", {"query": "connection pool", "project": "shop"}))
-        bad = await session.call_tool("smart_unfold", {"file_path": "inventory.py", "symbol_name": "Nope.nothing"})
+        out["forget"] = _text(
+            await session.call_tool("forget", {"ids": [obs[1]], "dry_run": False})
+        )
+        out["after"] = _text(
+            await session.call_tool("search", {"query": "connection pool", "project": "shop"})
+        )
+        bad = await session.call_tool(
+            "smart_unfold", {"file_path": "inventory.py", "symbol_name": "Nope.nothing"}
+        )
         assert bad.isError and "no symbol 'Nope.nothing'" in _text(bad)
         bad = await session.call_tool("timeline", {"anchor": "999999"})
         assert bad.isError and "no observation with id 999999" in _text(bad)
         return out
 
     out = asyncio.run(_session_run(live_worker.env, SAMPLES, script))
-    assert f"#{obs[0]} " in out["search"] and f"#{obs[1]} " in out["search"] and "| Read |" in out["search"]
+    assert (
+        f"#{obs[0]} " in out["search"]
+        and f"#{obs[1]} " in out["search"]
+        and "| Read |" in out["search"]
+    )
     assert f"#{obs[6]} " not in out["search"]  # the blog project was filtered out
     assert f"→ #{obs[2]} " in out["timeline"] and "🎯 summary" in out["timeline"]
     assert out["get"].index("Chose Redis") < out["get"].index("Fixed connection pool leak")
     assert "Files" not in out["get"] and "Modified: shop/checkout.py" in out["get"]
     assert "◆ Warehouse L27-61" in out["outline"]
-    assert out["unfold"].startswith("📍 inventory.py L42-54 method Warehouse.reserve") and "raise OutOfStock(sku)" in out["unfold"]
+    assert (
+        out["unfold"].startswith("📍 inventory.py L42-54 method Warehouse.reserve")
+        and "raise OutOfStock(sku)" in out["unfold"]
+    )
     assert "rate_limiter.rb" in out["symbols"] and "RateLimiter" in out["symbols"]
     assert "Would delete 1" in out["preview"] and "dry_run=false" in out["preview"]
     assert "Deleted 1" in out["forget"]
@@ -103,17 +143,30 @@ def test_starts_the_worker_when_it_is_down(tmp_path: Path) -> None:
 
 def test_server_module_imports_no_django() -> None:
     code = "import sys, memory.mcp_server; print('django' in sys.modules)"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO
+    )
     assert done.stdout.strip() == "False", done.stderr
 
 
 def test_register_keeps_every_other_key(tmp_path: Path) -> None:
     claude_json = tmp_path / ".claude.json"
-    claude_json.write_text(json.dumps({"numStartups": 4, "projects": {"/x": {"allowedTools": []}}, "mcpServers": {"other": {"command": "x"}}}))
+    claude_json.write_text(
+        json.dumps(
+            {
+                "numStartups": 4,
+                "projects": {"/x": {"allowedTools": []}},
+                "mcpServers": {"other": {"command": "x"}},
+            }
+        )
+    )
     report = mcp_register(home=tmp_path, command="/opt/bin/cmem")
     assert "registered" in report
     data = json.loads(claude_json.read_text())
-    assert data["mcpServers"] == {"other": {"command": "x"}, "cmem": {"type": "stdio", "command": "/opt/bin/cmem", "args": ["mcp"], "env": {}}}
+    assert data["mcpServers"] == {
+        "other": {"command": "x"},
+        "cmem": {"type": "stdio", "command": "/opt/bin/cmem", "args": ["mcp"], "env": {}},
+    }
     assert data["numStartups"] == 4 and data["projects"] == {"/x": {"allowedTools": []}}
     assert "already" in mcp_register(home=tmp_path, command="/opt/bin/cmem")
     assert "removed" in mcp_unregister(home=tmp_path)
@@ -123,7 +176,9 @@ def test_register_keeps_every_other_key(tmp_path: Path) -> None:
 
 def test_register_creates_the_file_and_refuses_a_broken_one(tmp_path: Path) -> None:
     mcp_register(home=tmp_path, command="cmem")
-    assert json.loads((tmp_path / ".claude.json").read_text())["mcpServers"]["cmem"]["args"] == ["mcp"]
+    assert json.loads((tmp_path / ".claude.json").read_text())["mcpServers"]["cmem"]["args"] == [
+        "mcp"
+    ]
     (tmp_path / ".claude.json").write_text("{not json")
     assert "not registered" in mcp_register(home=tmp_path, command="cmem")
     assert (tmp_path / ".claude.json").read_text() == "{not json"
@@ -136,8 +191,22 @@ def test_plugin_dir(tmp_path: Path) -> None:
     hooks = json.loads((tmp_path / "plugin" / "hooks" / "hooks.json").read_text())["hooks"]
     mcp = json.loads((tmp_path / "plugin" / ".mcp.json").read_text())
     assert manifest["name"] == "cmem"
-    commands = {tuple(h["args"]) for entries in hooks.values() for entry in entries for h in entry["hooks"]}
-    assert {args[2] for args in commands} == {"context", "session-init", "observation", "file-context", "summarize", "session-end"}
+    commands = {
+        tuple(h["args"]) for entries in hooks.values() for entry in entries for h in entry["hooks"]
+    }
+    assert {args[2] for args in commands} == {
+        "context",
+        "session-init",
+        "observation",
+        "file-context",
+        "summarize",
+        "session-end",
+    }
     assert hooks["PreToolUse"][0]["matcher"] == "Read"
     assert hooks == hook_entries(command="/opt/bin/cmem")  # the installer's own entries
-    assert mcp["mcpServers"]["cmem"] == {"type": "stdio", "command": "/opt/bin/cmem", "args": ["mcp"], "env": {}}
+    assert mcp["mcpServers"]["cmem"] == {
+        "type": "stdio",
+        "command": "/opt/bin/cmem",
+        "args": ["mcp"],
+        "env": {},
+    }

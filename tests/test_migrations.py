@@ -23,7 +23,9 @@ def mode(path: Path) -> int:
 def migrated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     data = tmp_path_factory.mktemp("fresh") / "nested" / "cmem-data"  # not created yet
     env = make_worker_env(data, free_port())
-    done = subprocess.run([CMEM, "migrate", "--noinput"], env=env, capture_output=True, text=True, timeout=180)
+    done = subprocess.run(
+        [CMEM, "migrate", "--noinput"], env=env, capture_output=True, text=True, timeout=180
+    )
     assert done.returncode == 0, done.stderr
     return data
 
@@ -42,7 +44,9 @@ def test_every_migration_is_applied_and_every_model_has_its_table(migrated: Path
     for app_label in ("memory", "deliverables"):
         for model in apps.get_app_config(app_label).get_models():
             assert model._meta.db_table in tables, model
-        on_disk = {p.stem for p in (Path(apps.get_app_config(app_label).path) / "migrations").glob("0*.py")}
+        on_disk = {
+            p.stem for p in (Path(apps.get_app_config(app_label).path) / "migrations").glob("0*.py")
+        }
         assert on_disk and {(app_label, name) for name in on_disk} <= applied
     assert {"memory_observation_fts", "memory_summary_fts", "memory_prompt_fts"} <= tables
 
@@ -54,6 +58,8 @@ def test_the_database_runs_in_wal_mode(migrated: Path) -> None:
 
 def test_migrating_again_changes_nothing(migrated: Path) -> None:
     env = make_worker_env(migrated, free_port())
-    done = subprocess.run([CMEM, "migrate", "--noinput"], env=env, capture_output=True, text=True, timeout=180)
+    done = subprocess.run(
+        [CMEM, "migrate", "--noinput"], env=env, capture_output=True, text=True, timeout=180
+    )
     assert done.returncode == 0, done.stderr
     assert "No migrations to apply" in done.stdout

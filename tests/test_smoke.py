@@ -16,11 +16,20 @@ def test_health_answers_with_the_contract_shape(client) -> None:
 
 def test_stats_counts_start_at_zero(client) -> None:
     body = client.get("/api/stats").json()
-    assert body == {"sessions": 0, "prompts": 0, "observations": 0, "summaries": 0, "deliverables": 0, "pending": 0}
+    assert body == {
+        "sessions": 0,
+        "prompts": 0,
+        "observations": 0,
+        "summaries": 0,
+        "deliverables": 0,
+        "pending": 0,
+    }
 
 
 def test_hook_endpoint_rejects_malformed_json_with_a_clear_error(client) -> None:
-    resp = client.post("/api/hooks/claude-code/observation", data=b"{nope", content_type="application/json")
+    resp = client.post(
+        "/api/hooks/claude-code/observation", data=b"{nope", content_type="application/json"
+    )
     assert resp.status_code == 400
     assert "not JSON" in json.loads(resp.content)["error"]
 

@@ -16,7 +16,9 @@ from memory.management.commands.logs import Command as LogsCommand
 from memory.management.commands.logs import tail_lines
 
 
-def test_logs_rotate_in_generations_and_writers_follow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_logs_rotate_in_generations_and_writers_follow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(worker_module, "LOG_ROTATE_BYTES", 10)
     folder = tmp_path / "logs"
     folder.mkdir()
@@ -33,7 +35,12 @@ def test_logs_rotate_in_generations_and_writers_follow(tmp_path: Path, monkeypat
         logger.removeHandler(handler)
         handler.close()
     assert path.read_text() == "after rotation\n"  # the writer reopened the new file
-    assert sorted(p.name for p in folder.iterdir()) == ["cmem.log", "cmem.log.1", "cmem.log.2", "cmem.log.3"]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "cmem.log",
+        "cmem.log.1",
+        "cmem.log.2",
+        "cmem.log.3",
+    ]
     assert "line 4" in (folder / "cmem.log.1").read_text()
     assert "line 2" in (folder / "cmem.log.3").read_text()
     path.write_text("tiny\n")

@@ -286,7 +286,10 @@ def _bench_size(size: int, runs: int, out: Any) -> dict[str, Any]:
         out.write(f"{size:,} observations over {FILES:,} files: seeding…")
         seeded = child_json("memory.benchmarks.gate", env, "seed", str(size), str(project))
         out.write(f"  seeded in {seeded['seed_s']:.1f}s; measuring {runs} gate decisions…")
-        return {**seeded, **child_json("memory.benchmarks.gate", env, "measure", str(runs), str(project))}
+        return {
+            **seeded,
+            **child_json("memory.benchmarks.gate", env, "measure", str(runs), str(project)),
+        }
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

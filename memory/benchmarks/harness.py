@@ -38,7 +38,9 @@ def cmem_migrate(env: dict[str, str], *, timeout: float = 300) -> None:
     )
 
 
-def child_json(module: str, env: dict[str, str], *args: str, timeout: float = 1800) -> dict[str, Any]:
+def child_json(
+    module: str, env: dict[str, str], *args: str, timeout: float = 1800
+) -> dict[str, Any]:
     """Run `python -m module *args` and return the JSON object on its last stdout line."""
     result = subprocess.run(
         [sys.executable, "-m", module, *args],

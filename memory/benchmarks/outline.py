@@ -53,8 +53,12 @@ def run(*, out: Any, options: dict[str, Any]) -> None:
             lines += outline.lines
         out.write(f"tree: {root}")
     ratios.sort()
-    out.write(f"files: {len(ratios)} ({', '.join(f'{lang} {len(v)}' for lang, v in sorted(per_language.items()))}), {lines:,} lines")
-    out.write(f"outline vs file tokens: median {statistics.median(ratios):.1f}x smaller, 10th percentile {ratios[len(ratios) // 10]:.1f}x, all bytes {source_tokens / max(1, outline_tokens):.1f}x ({outline_tokens:,} vs {source_tokens:,} tokens)")
+    out.write(
+        f"files: {len(ratios)} ({', '.join(f'{lang} {len(v)}' for lang, v in sorted(per_language.items()))}), {lines:,} lines"
+    )
+    out.write(
+        f"outline vs file tokens: median {statistics.median(ratios):.1f}x smaller, 10th percentile {ratios[len(ratios) // 10]:.1f}x, all bytes {source_tokens / max(1, outline_tokens):.1f}x ({outline_tokens:,} vs {source_tokens:,} tokens)"
+    )
     for lang, values in sorted(per_language.items()):
         out.write(f"  {lang}: median {statistics.median(values):.1f}x over {len(values)} files")
     per_kline = 1_000_000 / max(1, lines)

@@ -101,7 +101,28 @@ GATE_FILES = 20
 BATCH = 20_000
 
 
-FILLER = ["the", "a", "to", "of", "and", "in", "for", "with", "is", "on", "file", "function", "value", "now", "when", "returns", "uses", "test", "line", "call"]
+FILLER = [
+    "the",
+    "a",
+    "to",
+    "of",
+    "and",
+    "in",
+    "for",
+    "with",
+    "is",
+    "on",
+    "file",
+    "function",
+    "value",
+    "now",
+    "when",
+    "returns",
+    "uses",
+    "test",
+    "line",
+    "call",
+]
 
 
 def _vocabulary(rng: random.Random) -> tuple[list[str], list[float]]:
@@ -119,7 +140,9 @@ def _vocabulary(rng: random.Random) -> tuple[list[str], list[float]]:
     return words, zipf_cum_weights(len(words))
 
 
-def _pool(rng: random.Random, words: list[str], cum: list[float], length: int, count: int = 40_000) -> list[str]:
+def _pool(
+    rng: random.Random, words: list[str], cum: list[float], length: int, count: int = 40_000
+) -> list[str]:
     # Seeding 1M rows word by word costs minutes of Python; rows draw from pools instead.
     return [" ".join(rng.choices(words, cum_weights=cum, k=length)) for _ in range(count)]
 

@@ -288,13 +288,17 @@ def _measure(runs: int, out: Any) -> None:
             assert response.status_code == 200
     slowest = max(per_query.items(), key=lambda item: statistics.median(item[1]))
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    out.write(f"database: {connection.vendor}, {len(QUERIES)} queries × {runs} runs, load average {load:.1f} on {os.cpu_count()} CPUs")
+    out.write(
+        f"database: {connection.vendor}, {len(QUERIES)} queries × {runs} runs, load average {load:.1f} on {os.cpu_count()} CPUs"
+    )
     out.write(
         f"search service  p50 {percentile(service, 0.5):.2f} ms  p95 {percentile(service, 0.95):.2f} ms  p99 {percentile(service, 0.99):.2f} ms"
     )
     # CPU time of the searching thread: what the search costs when it is not waiting for a
     # core (on a shared, loaded machine wall time mostly measures the queue for the CPU).
-    out.write(f"search service CPU p50 {percentile(cpu, 0.5):.2f} ms  p95 {percentile(cpu, 0.95):.2f} ms  p99 {percentile(cpu, 0.99):.2f} ms")
+    out.write(
+        f"search service CPU p50 {percentile(cpu, 0.5):.2f} ms  p95 {percentile(cpu, 0.95):.2f} ms  p99 {percentile(cpu, 0.99):.2f} ms"
+    )
     out.write(
         f"GET /api/search p50 {percentile(http, 0.5):.2f} ms  p95 {percentile(http, 0.95):.2f} ms  p99 {percentile(http, 0.99):.2f} ms"
     )

@@ -41,7 +41,11 @@ def _connect(path: Path) -> sqlite3.Connection:
 
 
 def _owner(
-    by_memory_id: dict[str, dict[str, Any]], row: dict[str, Any], *, table: str, report: ImportReport
+    by_memory_id: dict[str, dict[str, Any]],
+    row: dict[str, Any],
+    *,
+    table: str,
+    report: ImportReport,
 ) -> dict[str, Any] | None:
     """The session a row belongs to through its memory_session_id; a problem noted when none."""
     owner = by_memory_id.get(row.get("memory_session_id") or "")

@@ -7,7 +7,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -16,224 +15,459 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='ContextCache',
+            name="ContextCache",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('project', models.CharField(max_length=200, unique=True)),
-                ('text', models.TextField()),
-                ('tokens', models.PositiveIntegerField(default=0)),
-                ('created', models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("project", models.CharField(max_length=200, unique=True)),
+                ("text", models.TextField()),
+                ("tokens", models.PositiveIntegerField(default=0)),
+                ("created", models.DateTimeField(default=django.utils.timezone.now)),
             ],
         ),
         migrations.CreateModel(
-            name='ExcludedProject',
+            name="ExcludedProject",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('glob', models.CharField(max_length=500, unique=True)),
-                ('note', models.CharField(blank=True, max_length=200)),
-                ('created', models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("glob", models.CharField(max_length=500, unique=True)),
+                ("note", models.CharField(blank=True, max_length=200)),
+                ("created", models.DateTimeField(default=django.utils.timezone.now)),
             ],
         ),
         migrations.CreateModel(
-            name='ApiToken',
+            name="ApiToken",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100)),
-                ('token_hash', models.CharField(max_length=64, unique=True)),
-                ('prefix', models.CharField(help_text='The first characters, to recognise it.', max_length=12)),
-                ('revoked', models.BooleanField(default=False)),
-                ('last_used', models.DateTimeField(blank=True, null=True)),
-                ('created', models.DateTimeField(default=django.utils.timezone.now)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='cmem_tokens', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=100)),
+                ("token_hash", models.CharField(max_length=64, unique=True)),
+                (
+                    "prefix",
+                    models.CharField(
+                        help_text="The first characters, to recognise it.", max_length=12
+                    ),
+                ),
+                ("revoked", models.BooleanField(default=False)),
+                ("last_used", models.DateTimeField(blank=True, null=True)),
+                ("created", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="cmem_tokens",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Session',
+            name="Session",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('platform', models.CharField(default='claude-code', max_length=32)),
-                ('session_id', models.CharField(help_text="The agent's own session id.", max_length=200)),
-                ('project', models.CharField(max_length=200)),
-                ('project_root', models.TextField(blank=True, help_text="Folder the project's paths are relative to.")),
-                ('cwd', models.TextField(blank=True)),
-                ('transcript_path', models.TextField(blank=True)),
-                ('status', models.CharField(choices=[('active', 'Active'), ('completed', 'Completed'), ('failed', 'Failed')], default='active', max_length=16)),
-                ('prompt_counter', models.PositiveIntegerField(default=0)),
-                ('started', models.DateTimeField(default=django.utils.timezone.now)),
-                ('ended', models.DateTimeField(blank=True, null=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("platform", models.CharField(default="claude-code", max_length=32)),
+                (
+                    "session_id",
+                    models.CharField(help_text="The agent's own session id.", max_length=200),
+                ),
+                ("project", models.CharField(max_length=200)),
+                (
+                    "project_root",
+                    models.TextField(
+                        blank=True, help_text="Folder the project's paths are relative to."
+                    ),
+                ),
+                ("cwd", models.TextField(blank=True)),
+                ("transcript_path", models.TextField(blank=True)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("active", "Active"),
+                            ("completed", "Completed"),
+                            ("failed", "Failed"),
+                        ],
+                        default="active",
+                        max_length=16,
+                    ),
+                ),
+                ("prompt_counter", models.PositiveIntegerField(default=0)),
+                ("started", models.DateTimeField(default=django.utils.timezone.now)),
+                ("ended", models.DateTimeField(blank=True, null=True)),
             ],
             options={
-                'indexes': [models.Index(fields=['project', '-started'], name='session_project_recent_idx')],
-                'constraints': [models.UniqueConstraint(fields=('platform', 'session_id'), name='session_platform_sid_uniq')],
+                "indexes": [
+                    models.Index(fields=["project", "-started"], name="session_project_recent_idx")
+                ],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("platform", "session_id"), name="session_platform_sid_uniq"
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Observation',
+            name="Observation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('project', models.CharField(max_length=200)),
-                ('type', models.CharField(default='discovery', max_length=32)),
-                ('title', models.CharField(max_length=300)),
-                ('subtitle', models.TextField(blank=True)),
-                ('facts', models.JSONField(default=list)),
-                ('narrative', models.TextField(blank=True)),
-                ('concepts', models.JSONField(default=list)),
-                ('files_read', models.JSONField(default=list)),
-                ('files_modified', models.JSONField(default=list)),
-                ('tool_name', models.CharField(blank=True, max_length=200)),
-                ('prompt_number', models.PositiveIntegerField(blank=True, null=True)),
-                ('compressor', models.CharField(blank=True, help_text='offline, or the model used.', max_length=100)),
-                ('input_tokens', models.PositiveIntegerField(default=0)),
-                ('output_tokens', models.PositiveIntegerField(default=0)),
-                ('cache_read_tokens', models.PositiveIntegerField(default=0)),
-                ('cache_write_tokens', models.PositiveIntegerField(default=0)),
-                ('content_hash', models.CharField(blank=True, max_length=32)),
-                ('created', models.DateTimeField(default=django.utils.timezone.now)),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='observations', to='memory.session')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("project", models.CharField(max_length=200)),
+                ("type", models.CharField(default="discovery", max_length=32)),
+                ("title", models.CharField(max_length=300)),
+                ("subtitle", models.TextField(blank=True)),
+                ("facts", models.JSONField(default=list)),
+                ("narrative", models.TextField(blank=True)),
+                ("concepts", models.JSONField(default=list)),
+                ("files_read", models.JSONField(default=list)),
+                ("files_modified", models.JSONField(default=list)),
+                ("tool_name", models.CharField(blank=True, max_length=200)),
+                ("prompt_number", models.PositiveIntegerField(blank=True, null=True)),
+                (
+                    "compressor",
+                    models.CharField(
+                        blank=True, help_text="offline, or the model used.", max_length=100
+                    ),
+                ),
+                ("input_tokens", models.PositiveIntegerField(default=0)),
+                ("output_tokens", models.PositiveIntegerField(default=0)),
+                ("cache_read_tokens", models.PositiveIntegerField(default=0)),
+                ("cache_write_tokens", models.PositiveIntegerField(default=0)),
+                ("content_hash", models.CharField(blank=True, max_length=32)),
+                ("created", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="observations",
+                        to="memory.session",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='LedgerEntry',
+            name="LedgerEntry",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('project', models.CharField(max_length=200)),
-                ('kind', models.CharField(choices=[('gate_deny', 'Gate Deny'), ('gate_context', 'Gate Context'), ('gate_retry', 'Gate Retry'), ('injection', 'Injection'), ('observer', 'Observer')], max_length=32)),
-                ('path', models.TextField(blank=True)),
-                ('tokens_shown', models.IntegerField(default=0, help_text="Tokens cmem put in the model's context.")),
-                ('tokens_avoided', models.IntegerField(default=0, help_text='Tokens of a read the agent did not make.')),
-                ('tokens_spent', models.IntegerField(default=0, help_text='API tokens the observer spent.')),
-                ('created', models.DateTimeField(default=django.utils.timezone.now)),
-                ('session', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='ledger', to='memory.session')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("project", models.CharField(max_length=200)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("gate_deny", "Gate Deny"),
+                            ("gate_context", "Gate Context"),
+                            ("gate_retry", "Gate Retry"),
+                            ("injection", "Injection"),
+                            ("observer", "Observer"),
+                        ],
+                        max_length=32,
+                    ),
+                ),
+                ("path", models.TextField(blank=True)),
+                (
+                    "tokens_shown",
+                    models.IntegerField(
+                        default=0, help_text="Tokens cmem put in the model's context."
+                    ),
+                ),
+                (
+                    "tokens_avoided",
+                    models.IntegerField(
+                        default=0, help_text="Tokens of a read the agent did not make."
+                    ),
+                ),
+                (
+                    "tokens_spent",
+                    models.IntegerField(default=0, help_text="API tokens the observer spent."),
+                ),
+                ("created", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "session",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="ledger",
+                        to="memory.session",
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'ledger entries',
+                "verbose_name_plural": "ledger entries",
             },
         ),
         migrations.CreateModel(
-            name='FileView',
+            name="FileView",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('path', models.TextField(help_text='Absolute path as the agent named it.')),
-                ('content_hash', models.CharField(blank=True, max_length=64)),
-                ('mtime', models.FloatField(blank=True, null=True)),
-                ('size', models.BigIntegerField(blank=True, null=True)),
-                ('offset', models.PositiveIntegerField(blank=True, null=True)),
-                ('limit', models.PositiveIntegerField(blank=True, null=True)),
-                ('partial', models.BooleanField(default=False)),
-                ('denied', models.BooleanField(default=False, help_text='The gate refused a read of it once.')),
-                ('seen', models.DateTimeField(default=django.utils.timezone.now)),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='file_views', to='memory.session')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("path", models.TextField(help_text="Absolute path as the agent named it.")),
+                ("content_hash", models.CharField(blank=True, max_length=64)),
+                ("mtime", models.FloatField(blank=True, null=True)),
+                ("size", models.BigIntegerField(blank=True, null=True)),
+                ("offset", models.PositiveIntegerField(blank=True, null=True)),
+                ("limit", models.PositiveIntegerField(blank=True, null=True)),
+                ("partial", models.BooleanField(default=False)),
+                (
+                    "denied",
+                    models.BooleanField(
+                        default=False, help_text="The gate refused a read of it once."
+                    ),
+                ),
+                ("seen", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="file_views",
+                        to="memory.session",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Event',
+            name="Event",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('observation', 'Observation'), ('summary', 'Summary')], max_length=16)),
-                ('tool_name', models.CharField(blank=True, max_length=200)),
-                ('tool_use_id', models.CharField(blank=True, max_length=200)),
-                ('prompt_number', models.PositiveIntegerField(blank=True, null=True)),
-                ('payload', models.JSONField(default=dict, help_text='The sanitized hook payload.')),
-                ('status', models.CharField(choices=[('pending', 'Pending'), ('claimed', 'Claimed'), ('done', 'Done'), ('failed', 'Failed'), ('skipped', 'Skipped')], default='pending', max_length=16)),
-                ('attempts', models.PositiveIntegerField(default=0)),
-                ('claimed_at', models.DateTimeField(blank=True, null=True)),
-                ('last_error', models.TextField(blank=True)),
-                ('created', models.DateTimeField(default=django.utils.timezone.now)),
-                ('done_at', models.DateTimeField(blank=True, null=True)),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='events', to='memory.session')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("observation", "Observation"), ("summary", "Summary")],
+                        max_length=16,
+                    ),
+                ),
+                ("tool_name", models.CharField(blank=True, max_length=200)),
+                ("tool_use_id", models.CharField(blank=True, max_length=200)),
+                ("prompt_number", models.PositiveIntegerField(blank=True, null=True)),
+                (
+                    "payload",
+                    models.JSONField(default=dict, help_text="The sanitized hook payload."),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Pending"),
+                            ("claimed", "Claimed"),
+                            ("done", "Done"),
+                            ("failed", "Failed"),
+                            ("skipped", "Skipped"),
+                        ],
+                        default="pending",
+                        max_length=16,
+                    ),
+                ),
+                ("attempts", models.PositiveIntegerField(default=0)),
+                ("claimed_at", models.DateTimeField(blank=True, null=True)),
+                ("last_error", models.TextField(blank=True)),
+                ("created", models.DateTimeField(default=django.utils.timezone.now)),
+                ("done_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="events",
+                        to="memory.session",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Summary',
+            name="Summary",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('project', models.CharField(max_length=200)),
-                ('prompt_number', models.PositiveIntegerField(blank=True, null=True)),
-                ('request', models.TextField(blank=True)),
-                ('investigated', models.TextField(blank=True)),
-                ('learned', models.TextField(blank=True)),
-                ('completed', models.TextField(blank=True)),
-                ('next_steps', models.TextField(blank=True)),
-                ('notes', models.TextField(blank=True)),
-                ('compressor', models.CharField(blank=True, max_length=100)),
-                ('input_tokens', models.PositiveIntegerField(default=0)),
-                ('output_tokens', models.PositiveIntegerField(default=0)),
-                ('cache_read_tokens', models.PositiveIntegerField(default=0)),
-                ('cache_write_tokens', models.PositiveIntegerField(default=0)),
-                ('created', models.DateTimeField(default=django.utils.timezone.now)),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='summaries', to='memory.session')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("project", models.CharField(max_length=200)),
+                ("prompt_number", models.PositiveIntegerField(blank=True, null=True)),
+                ("request", models.TextField(blank=True)),
+                ("investigated", models.TextField(blank=True)),
+                ("learned", models.TextField(blank=True)),
+                ("completed", models.TextField(blank=True)),
+                ("next_steps", models.TextField(blank=True)),
+                ("notes", models.TextField(blank=True)),
+                ("compressor", models.CharField(blank=True, max_length=100)),
+                ("input_tokens", models.PositiveIntegerField(default=0)),
+                ("output_tokens", models.PositiveIntegerField(default=0)),
+                ("cache_read_tokens", models.PositiveIntegerField(default=0)),
+                ("cache_write_tokens", models.PositiveIntegerField(default=0)),
+                ("created", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="summaries",
+                        to="memory.session",
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'summaries',
+                "verbose_name_plural": "summaries",
             },
         ),
         migrations.CreateModel(
-            name='ObservationFile',
+            name="ObservationFile",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('project', models.CharField(max_length=200)),
-                ('path', models.TextField(help_text='Project-relative when inside the project, else absolute.')),
-                ('role', models.CharField(choices=[('read', 'Read'), ('modified', 'Modified')], max_length=16)),
-                ('content_hash', models.CharField(blank=True, help_text="The file's sha256 at capture.", max_length=64)),
-                ('created', models.DateTimeField(default=django.utils.timezone.now)),
-                ('observation', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='files', to='memory.observation')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("project", models.CharField(max_length=200)),
+                (
+                    "path",
+                    models.TextField(
+                        help_text="Project-relative when inside the project, else absolute."
+                    ),
+                ),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[("read", "Read"), ("modified", "Modified")], max_length=16
+                    ),
+                ),
+                (
+                    "content_hash",
+                    models.CharField(
+                        blank=True, help_text="The file's sha256 at capture.", max_length=64
+                    ),
+                ),
+                ("created", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "observation",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="files",
+                        to="memory.observation",
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(fields=['project', 'path', '-created'], name='obsfile_project_path_idx')],
+                "indexes": [
+                    models.Index(
+                        fields=["project", "path", "-created"], name="obsfile_project_path_idx"
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Prompt',
+            name="Prompt",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.PositiveIntegerField()),
-                ('text', models.TextField()),
-                ('created', models.DateTimeField(default=django.utils.timezone.now)),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='prompts', to='memory.session')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("number", models.PositiveIntegerField()),
+                ("text", models.TextField()),
+                ("created", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="prompts",
+                        to="memory.session",
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(fields=['-created'], name='prompt_recent_idx')],
-                'constraints': [models.UniqueConstraint(fields=('session', 'number'), name='prompt_session_number_uniq')],
+                "indexes": [models.Index(fields=["-created"], name="prompt_recent_idx")],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("session", "number"), name="prompt_session_number_uniq"
+                    )
+                ],
             },
         ),
         migrations.AddIndex(
-            model_name='observation',
-            index=models.Index(fields=['project', '-created'], name='obs_project_recent_idx'),
+            model_name="observation",
+            index=models.Index(fields=["project", "-created"], name="obs_project_recent_idx"),
         ),
         migrations.AddIndex(
-            model_name='observation',
-            index=models.Index(fields=['session', 'created'], name='obs_session_created_idx'),
+            model_name="observation",
+            index=models.Index(fields=["session", "created"], name="obs_session_created_idx"),
         ),
         migrations.AddIndex(
-            model_name='observation',
-            index=models.Index(fields=['-created'], name='obs_recent_idx'),
+            model_name="observation",
+            index=models.Index(fields=["-created"], name="obs_recent_idx"),
         ),
         migrations.AddConstraint(
-            model_name='observation',
-            constraint=models.UniqueConstraint(condition=models.Q(('content_hash', ''), _negated=True), fields=('session', 'content_hash'), name='obs_session_content_uniq'),
+            model_name="observation",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("content_hash", ""), _negated=True),
+                fields=("session", "content_hash"),
+                name="obs_session_content_uniq",
+            ),
         ),
         migrations.AddIndex(
-            model_name='ledgerentry',
-            index=models.Index(fields=['project', 'created'], name='ledger_project_created_idx'),
+            model_name="ledgerentry",
+            index=models.Index(fields=["project", "created"], name="ledger_project_created_idx"),
         ),
         migrations.AddConstraint(
-            model_name='fileview',
-            constraint=models.UniqueConstraint(fields=('session', 'path'), name='fileview_session_path_uniq'),
+            model_name="fileview",
+            constraint=models.UniqueConstraint(
+                fields=("session", "path"), name="fileview_session_path_uniq"
+            ),
         ),
         migrations.AddIndex(
-            model_name='event',
-            index=models.Index(fields=['session', 'status', 'created'], name='event_session_status_idx'),
+            model_name="event",
+            index=models.Index(
+                fields=["session", "status", "created"], name="event_session_status_idx"
+            ),
         ),
         migrations.AddIndex(
-            model_name='event',
-            index=models.Index(fields=['status', 'claimed_at'], name='event_status_claimed_idx'),
+            model_name="event",
+            index=models.Index(fields=["status", "claimed_at"], name="event_status_claimed_idx"),
         ),
         migrations.AddConstraint(
-            model_name='event',
-            constraint=models.UniqueConstraint(condition=models.Q(('tool_use_id', ''), _negated=True), fields=('session', 'tool_use_id'), name='event_session_tool_use_uniq'),
+            model_name="event",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("tool_use_id", ""), _negated=True),
+                fields=("session", "tool_use_id"),
+                name="event_session_tool_use_uniq",
+            ),
         ),
         migrations.AddIndex(
-            model_name='summary',
-            index=models.Index(fields=['project', '-created'], name='summary_project_recent_idx'),
+            model_name="summary",
+            index=models.Index(fields=["project", "-created"], name="summary_project_recent_idx"),
         ),
     ]

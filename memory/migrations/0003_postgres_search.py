@@ -54,7 +54,9 @@ def forwards(apps, schema_editor):
             f"ALTER TABLE {table} ADD COLUMN search_vector tsvector GENERATED ALWAYS AS ({expression}) STORED"
         )
         # Used by memory/search_postgres.py: `search_vector @@ query`.
-        schema_editor.execute(f"CREATE INDEX {table}_search_gin ON {table} USING gin (search_vector)")
+        schema_editor.execute(
+            f"CREATE INDEX {table}_search_gin ON {table} USING gin (search_vector)"
+        )
 
 
 def backwards(apps, schema_editor):

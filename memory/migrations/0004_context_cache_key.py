@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memory', '0003_postgres_search'),
+        ("memory", "0003_postgres_search"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='contextcache',
-            name='key',
+            model_name="contextcache",
+            name="key",
             field=models.CharField(blank=True, max_length=300),
         ),
     ]

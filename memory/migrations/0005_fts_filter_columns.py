@@ -12,7 +12,15 @@ and the delete triggers all see exactly what was indexed. SQLite only, like 0002
 from django.db import migrations
 
 TEXT = {
-    "memory_observation": ["title", "subtitle", "narrative", "facts", "concepts", "files_read", "files_modified"],
+    "memory_observation": [
+        "title",
+        "subtitle",
+        "narrative",
+        "facts",
+        "concepts",
+        "files_read",
+        "files_modified",
+    ],
     "memory_summary": ["request", "investigated", "learned", "completed", "next_steps", "notes"],
 }
 # FTS column -> SQL over the row (`{r}` is new/old in triggers, the table in the view).
@@ -27,13 +35,24 @@ def _fts(table: str) -> str:
 
 
 def _values(table: str, row: str) -> str:
-    return ", ".join([*(f"{row}.{c}" for c in TEXT[table]), *(expr.format(r=row) for expr in TAGS[table].values())])
+    return ", ".join(
+        [
+            *(f"{row}.{c}" for c in TEXT[table]),
+            *(expr.format(r=row) for expr in TAGS[table].values()),
+        ]
+    )
 
 
 def _forwards_sql(table: str) -> list[str]:
     fts, view = _fts(table), f"{table}_fts_content"
     cols = ", ".join([*TEXT[table], *TAGS[table]])
-    view_cols = ", ".join(["id", *TEXT[table], *(f"{expr.format(r=table)} AS {name}" for name, expr in TAGS[table].items())])
+    view_cols = ", ".join(
+        [
+            "id",
+            *TEXT[table],
+            *(f"{expr.format(r=table)} AS {name}" for name, expr in TAGS[table].items()),
+        ]
+    )
     return [
         f"CREATE VIEW {view} AS SELECT {view_cols} FROM {table}",
         f"CREATE VIRTUAL TABLE {fts} USING fts5({cols}, content='{view}', content_rowid='id', tokenize='porter unicode61')",
@@ -50,7 +69,10 @@ def _forwards_sql(table: str) -> list[str]:
 def _backwards_sql(table: str) -> list[str]:
     # Back to 0002's shape: the text columns only, content straight from the table.
     fts, cols = _fts(table), ", ".join(TEXT[table])
-    new, old = ", ".join(f"new.{c}" for c in TEXT[table]), ", ".join(f"old.{c}" for c in TEXT[table])
+    new, old = (
+        ", ".join(f"new.{c}" for c in TEXT[table]),
+        ", ".join(f"old.{c}" for c in TEXT[table]),
+    )
     return [
         f"CREATE VIRTUAL TABLE {fts} USING fts5({cols}, content='{table}', content_rowid='id', tokenize='porter unicode61')",
         f"CREATE TRIGGER {fts}_ai AFTER INSERT ON {table} BEGIN INSERT INTO {fts}(rowid, {cols}) VALUES (new.id, {new}); END",

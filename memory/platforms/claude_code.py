@@ -62,7 +62,10 @@ def render(event: HookEvent, result: HookResult) -> dict[str, Any]:
         elif gate.context:
             # Advisory context only: no permissionDecision, so Claude Code's own permission
             # rules still decide whether the Read may run (an explicit allow would approve it).
-            out["hookSpecificOutput"] = {"hookEventName": "PreToolUse", "additionalContext": gate.context}
+            out["hookSpecificOutput"] = {
+                "hookEventName": "PreToolUse",
+                "additionalContext": gate.context,
+            }
     elif result.context and event.event in {"context", "session-init", "observation"}:
         out["hookSpecificOutput"] = {
             "hookEventName": event.hook_event_name or _HOOK_EVENT_NAMES[event.event],

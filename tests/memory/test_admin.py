@@ -56,7 +56,9 @@ def make_observation(session: Session, title: str, age_days: float) -> Observati
         narrative=f"narrative of {title}",
         created=days_ago(age_days),
     )
-    ObservationFile.objects.create(observation=obs, project=session.project, path="src/app.py", role="read")
+    ObservationFile.objects.create(
+        observation=obs, project=session.project, path="src/app.py", role="read"
+    )
     return obs
 
 
@@ -68,17 +70,36 @@ def one_of_each() -> dict[type, object]:
     return {
         Session: session,
         Prompt: prompt,
-        Event: Event.objects.create(session=session, kind="observation", tool_name="Read", payload={"a": 1}, last_error="boom " * 40),
+        Event: Event.objects.create(
+            session=session,
+            kind="observation",
+            tool_name="Read",
+            payload={"a": 1},
+            last_error="boom " * 40,
+        ),
         Observation: obs,
         ObservationFile: obs.files.get(),
-        Summary: Summary.objects.create(session=session, project="alpha", request="fix login", learned="it was a typo"),
-        FileView: FileView.objects.create(session=session, path="/src/alpha/app.py", partial=True, offset=1, limit=20),
-        LedgerEntry: LedgerEntry.objects.create(session=session, project="alpha", kind="gate_deny", path="/x", tokens_avoided=900),
-        ContextCache: ContextCache.objects.create(project="alpha", text="# index\n" * 50, tokens=120),
+        Summary: Summary.objects.create(
+            session=session, project="alpha", request="fix login", learned="it was a typo"
+        ),
+        FileView: FileView.objects.create(
+            session=session, path="/src/alpha/app.py", partial=True, offset=1, limit=20
+        ),
+        LedgerEntry: LedgerEntry.objects.create(
+            session=session, project="alpha", kind="gate_deny", path="/x", tokens_avoided=900
+        ),
+        ContextCache: ContextCache.objects.create(
+            project="alpha", text="# index\n" * 50, tokens=120
+        ),
         ExcludedProject: ExcludedProject.objects.create(glob="~/secret/**", note="client work"),
         Deliverable: Deliverable.objects.create(
-            session=session, prompt=prompt, project="alpha", original_path="/tmp/report.pdf",
-            stored_path="alpha/report.pdf", size=2048, sha256="ab" * 32,
+            session=session,
+            prompt=prompt,
+            project="alpha",
+            original_path="/tmp/report.pdf",
+            stored_path="alpha/report.pdf",
+            size=2048,
+            sha256="ab" * 32,
         ),
     }
 
@@ -95,7 +116,9 @@ def test_changelist_and_change_page_load(admin_client, one_of_each, model) -> No
     assert listing.status_code == 200
     assert listing.context["cl"].result_count == 1
     obj = one_of_each[model]
-    detail = admin_client.get(reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[obj.pk]))  # type: ignore[attr-defined]
+    detail = admin_client.get(
+        reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[obj.pk])
+    )  # type: ignore[attr-defined]
     assert detail.status_code == 200
 
 
@@ -112,7 +135,9 @@ def test_log_like_models_are_read_only(admin_client, one_of_each, model) -> None
     add = admin_client.get(reverse(f"admin:{opts.app_label}_{opts.model_name}_add"))
     assert add.status_code == 403
     obj = one_of_each[model]
-    detail = admin_client.get(reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[obj.pk]))  # type: ignore[attr-defined]
+    detail = admin_client.get(
+        reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[obj.pk])
+    )  # type: ignore[attr-defined]
     assert b'name="_save"' not in detail.content
 
 
@@ -125,7 +150,9 @@ def test_previews_are_truncated(admin_client, one_of_each) -> None:  # type: ign
 def test_excluded_projects_are_editable_and_honoured(admin_client) -> None:  # type: ignore[no-untyped-def]
     from memory.projects import is_excluded
 
-    resp = admin_client.post(reverse("admin:memory_excludedproject_add"), {"glob": "/work/secret/**", "note": "nda"})
+    resp = admin_client.post(
+        reverse("admin:memory_excludedproject_add"), {"glob": "/work/secret/**", "note": "nda"}
+    )
     assert resp.status_code == 302
     assert ExcludedProject.objects.get().glob == "/work/secret/**"
     assert is_excluded("/work/secret/app")
@@ -142,14 +169,22 @@ def test_excluded_projects_page_names_the_setting_globs(admin_client, monkeypatc
 def aging() -> dict[str, object]:
     """Old and new rows in two projects, plus finished and pending old queue events."""
     alpha, beta = make_session("alpha", "a"), make_session("beta", "b")
-    old_event = Event.objects.create(session=alpha, kind="observation", status="done", created=days_ago(40))
-    pending = Event.objects.create(session=alpha, kind="observation", status="pending", created=days_ago(40))
+    old_event = Event.objects.create(
+        session=alpha, kind="observation", status="done", created=days_ago(40)
+    )
+    pending = Event.objects.create(
+        session=alpha, kind="observation", status="pending", created=days_ago(40)
+    )
     return {
         "alpha_old": make_observation(alpha, "alpha old", 40),
         "alpha_new": make_observation(alpha, "alpha new", 2),
         "beta_old": make_observation(beta, "beta old", 40),
-        "alpha_old_summary": Summary.objects.create(session=alpha, project="alpha", request="old", created=days_ago(40)),
-        "alpha_new_summary": Summary.objects.create(session=alpha, project="alpha", request="new", created=days_ago(1)),
+        "alpha_old_summary": Summary.objects.create(
+            session=alpha, project="alpha", request="old", created=days_ago(40)
+        ),
+        "alpha_new_summary": Summary.objects.create(
+            session=alpha, project="alpha", request="new", created=days_ago(1)
+        ),
         "old_event": old_event,
         "pending_event": pending,
         "alpha": alpha,
@@ -181,20 +216,40 @@ def test_prune_rejects_a_negative_age() -> None:
 def test_prune_action_shows_a_form_then_deletes(admin_client, aging) -> None:  # type: ignore[no-untyped-def]
     url = reverse("admin:memory_observation_changelist")
     selected = [aging["alpha_old"].pk]
-    page = admin_client.post(url, {"action": "prune_observations", "_selected_action": selected, "index": 0})
+    page = admin_client.post(
+        url, {"action": "prune_observations", "_selected_action": selected, "index": 0}
+    )
     assert page.status_code == 200
     assert b"Prune old memory" in page.content
-    assert page.context["form"].initial["project"] == "alpha"  # the selection preselects its project
+    assert (
+        page.context["form"].initial["project"] == "alpha"
+    )  # the selection preselects its project
     assert Observation.objects.count() == 3
 
     preview = admin_client.post(
-        url, {"action": "prune_observations", "_selected_action": selected, "older_than_days": 30, "project": "alpha", "preview": "1"}
+        url,
+        {
+            "action": "prune_observations",
+            "_selected_action": selected,
+            "older_than_days": 30,
+            "project": "alpha",
+            "preview": "1",
+        },
     )
-    assert b"Would delete 1 observations, 1 summaries and 1 finished queue events" in preview.content
+    assert (
+        b"Would delete 1 observations, 1 summaries and 1 finished queue events" in preview.content
+    )
     assert Observation.objects.count() == 3
 
     done = admin_client.post(
-        url, {"action": "prune_observations", "_selected_action": selected, "older_than_days": 30, "project": "alpha", "apply": "1"}
+        url,
+        {
+            "action": "prune_observations",
+            "_selected_action": selected,
+            "older_than_days": 30,
+            "project": "alpha",
+            "apply": "1",
+        },
     )
     assert done.status_code == 302
     assert set(Observation.objects.values_list("title", flat=True)) == {"alpha new", "beta old"}
@@ -206,7 +261,13 @@ def test_prune_action_rejects_a_bad_age_without_deleting(admin_client, aging) ->
     url = reverse("admin:memory_observation_changelist")
     resp = admin_client.post(
         url,
-        {"action": "prune_observations", "_selected_action": [aging["beta_old"].pk], "older_than_days": -3, "project": "", "apply": "1"},
+        {
+            "action": "prune_observations",
+            "_selected_action": [aging["beta_old"].pk],
+            "older_than_days": -3,
+            "project": "",
+            "apply": "1",
+        },
     )
     assert resp.status_code == 200 and resp.context["form"].errors
     assert Observation.objects.count() == 3
@@ -258,4 +319,3 @@ def test_ensure_admin_leaves_an_existing_superuser_alone(data_dir, admin_user) -
     call_command("ensure_admin", stdout=out)
     assert f"cmem changepassword {admin_user.username}" in out.getvalue()
     assert not (data_dir / "admin-password").exists()
-

@@ -62,7 +62,9 @@ def test_unfold_matches_golden(name: str) -> None:
     unfolded = smart_unfold(SAMPLES / name, CASES[name], display=name)
     lines = (SAMPLES / name).read_text().splitlines()
     # The body is the file's own text at the reported lines, byte for byte.
-    assert unfolded.source == "\n".join(lines[unfolded.symbol.start_line - 1 : unfolded.symbol.end_line])
+    assert unfolded.source == "\n".join(
+        lines[unfolded.symbol.start_line - 1 : unfolded.symbol.end_line]
+    )
     _golden(f"{name}.unfold.txt", unfolded.render())
 
 
@@ -78,12 +80,20 @@ def test_python_details(tmp_path: Path) -> None:
     names = {s.qualified_name: s for s in outline.walk()}
     assert names["Warehouse.reserve"].kind == "method"
     # The icon says def, self is implied and long defaults are elided: none of it costs tokens.
-    assert names["Warehouse.reserve"].signature == "reserve(sku: str, quantity: int, *, ttl: timedelta=…) -> Reservation"
-    assert names["refresh_forever"].signature == "async refresh_forever(warehouse: Warehouse) -> None"
+    assert (
+        names["Warehouse.reserve"].signature
+        == "reserve(sku: str, quantity: int, *, ttl: timedelta=…) -> Reservation"
+    )
+    assert (
+        names["refresh_forever"].signature == "async refresh_forever(warehouse: Warehouse) -> None"
+    )
     assert names["Warehouse.reserve"].doc == "Hold stock for a checkout; raises OutOfStock."
     assert names["total_available.one"].kind == "function"
     # Helpers inside a function are counted, not listed; unfold still finds them.
-    assert "\ntotal_available(warehouses: list[Warehouse], sku: str) -> int L64-68 (+1 nested)\n" in outline.render()
+    assert (
+        "\ntotal_available(warehouses: list[Warehouse], sku: str) -> int L64-68 (+1 nested)\n"
+        in outline.render()
+    )
     assert smart_unfold(SAMPLES / "inventory.py", "total_available.one").symbol.start_line == 65
     # Decorators belong to the symbol's range.
     assert (names["Reservation"].start_line, names["Reservation.expired"].start_line) == (16, 22)
@@ -91,8 +101,14 @@ def test_python_details(tmp_path: Path) -> None:
 
 
 def test_unfold_accepts_short_and_separator_variants() -> None:
-    assert smart_unfold(SAMPLES / "inventory.py", "reserve").symbol.qualified_name == "Warehouse.reserve"
-    assert smart_unfold(SAMPLES / "cache.go", ["(c", "*Cache)", "Get"][-1]).symbol.qualified_name == "Cache.Get"
+    assert (
+        smart_unfold(SAMPLES / "inventory.py", "reserve").symbol.qualified_name
+        == "Warehouse.reserve"
+    )
+    assert (
+        smart_unfold(SAMPLES / "cache.go", ["(c", "*Cache)", "Get"][-1]).symbol.qualified_name
+        == "Cache.Get"
+    )
     assert smart_unfold(SAMPLES / "matrix.cpp", "linalg::Matrix::identity").symbol.start_line == 17
 
 
@@ -120,7 +136,9 @@ def test_unsupported_binary_missing_and_huge_files_are_clear_errors(tmp_path: Pa
 
 def test_broken_source_still_outlines_what_parses(tmp_path: Path) -> None:
     path = tmp_path / "broken.py"
-    path.write_text("def ok(a):\n    return a\n\ndef broken(:\n    pass\n\nclass Fine:\n    def m(self): ...\n")
+    path.write_text(
+        "def ok(a):\n    return a\n\ndef broken(:\n    pass\n\nclass Fine:\n    def m(self): ...\n"
+    )
     outline = smart_outline(path)
     assert outline.has_errors
     assert "ok" in [s.name for s in outline.walk()]
@@ -143,7 +161,9 @@ def test_smart_search_ranks_names_and_respects_gitignore(tmp_path: Path) -> None
     (tmp_path / "node_modules" / "dep.py").write_text("def total_available(): pass\n")
     (tmp_path / ".gitignore").write_text("generated/\n")
     matches = smart_search("total available", tmp_path)
-    assert [(m.path, m.symbol.qualified_name) for m in matches][:1] == [("src/inventory.py", "total_available")]
+    assert [(m.path, m.symbol.qualified_name) for m in matches][:1] == [
+        ("src/inventory.py", "total_available")
+    ]
     assert all(not m.path.startswith(("generated", "node_modules")) for m in matches)
     assert [m.symbol.qualified_name for m in smart_search("Cache.Get", tmp_path)][0] == "Cache.Get"
     assert smart_search("zzqx", tmp_path) == []
@@ -210,12 +230,19 @@ def test_outline_endpoint_reads_an_absolute_path(client) -> None:
     response = client.get("/api/outline", {"path": str(SAMPLES / "cache.go")})
     assert response.status_code == 200
     body = response.json()
-    assert body["language"] == "go" and "Cache.Get" in [c["qualified_name"] for s in body["symbols"] for c in [s, *s["children"]]] or "func (c *Cache[V]) Get" in body["text"]
+    assert (
+        body["language"] == "go"
+        and "Cache.Get"
+        in [c["qualified_name"] for s in body["symbols"] for c in [s, *s["children"]]]
+        or "func (c *Cache[V]) Get" in body["text"]
+    )
     assert body["tokens"] < body["source_tokens"]
 
 
 @pytest.mark.django_db
-def test_outline_endpoints_refuse_what_they_should_not_read(client, tmp_path: Path, data_dir: Path) -> None:
+def test_outline_endpoints_refuse_what_they_should_not_read(
+    client, tmp_path: Path, data_dir: Path
+) -> None:
     (tmp_path / "proj").mkdir()
     (tmp_path / "proj" / "ok.py").write_text("def ok():\n    return 1\n")
     (tmp_path / "secret.py").write_text("def secret():\n    return 1\n")
@@ -230,10 +257,15 @@ def test_outline_endpoints_refuse_what_they_should_not_read(client, tmp_path: Pa
     assert client.get("/api/outline", {"path": str(data_dir / "cmem.py")}).status_code == 403
     folder = client.get("/api/outline", {"path": root})
     assert folder.status_code == 422 and "not a regular file" in folder.json()["error"]
-    assert client.get("/api/outline", {"path": str(tmp_path / "proj" / "absent.py")}).status_code == 422
+    assert (
+        client.get("/api/outline", {"path": str(tmp_path / "proj" / "absent.py")}).status_code
+        == 422
+    )
     missing = client.get("/api/outline/unfold", {"path": "ok.py", "root": root, "symbol": "nope"})
     assert missing.status_code == 422 and "no symbol 'nope'" in missing.json()["error"]
-    unfold = client.get("/api/outline/unfold", {"path": "ok.py", "root": root, "symbol": "ok"}).json()
+    unfold = client.get(
+        "/api/outline/unfold", {"path": "ok.py", "root": root, "symbol": "ok"}
+    ).json()
     assert unfold["source"] == "def ok():\n    return 1" and unfold["start_line"] == 1
 
 
@@ -241,7 +273,10 @@ def test_outline_endpoints_refuse_what_they_should_not_read(client, tmp_path: Pa
 def test_symbol_search_endpoint(client) -> None:
     body = client.get("/api/outline/search", {"q": "rate limiter", "root": str(SAMPLES)}).json()
     assert body["matches"][0]["symbol"] == "Throttle.RateLimiter"
-    assert client.get("/api/outline/search", {"q": "x", "root": str(SAMPLES / "cache.go")}).status_code == 422
+    assert (
+        client.get("/api/outline/search", {"q": "x", "root": str(SAMPLES / "cache.go")}).status_code
+        == 422
+    )
 
 
 def test_a_shared_worker_serves_no_files(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -260,4 +295,7 @@ def test_smart_search_sees_edits_between_calls(tmp_path: Path) -> None:
     assert [m.symbol.name for m in smart_search("widget", tmp_path)] == ["alpha_widget"]
     path.write_text("def alpha_widget():\n    pass\n\n\ndef beta_widget():\n    pass\n")
     os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 1_000_000))
-    assert [m.symbol.name for m in smart_search("widget", tmp_path)] == ["alpha_widget", "beta_widget"]
+    assert [m.symbol.name for m in smart_search("widget", tmp_path)] == [
+        "alpha_widget",
+        "beta_widget",
+    ]

@@ -38,21 +38,33 @@ def test_forget_by_id_deletes_rows_files_and_index(client, ids) -> None:
     assert data["deleted"] == 1
     assert not Observation.objects.filter(pk=target).exists()
     assert not ObservationFile.objects.filter(observation_id=target).exists()
-    assert target not in [h.id for h in search(SearchQuery(text="leak checkout", kinds=("observation",)))]
+    assert target not in [
+        h.id for h in search(SearchQuery(text="leak checkout", kinds=("observation",)))
+    ]
     assert Observation.objects.count() == 6
 
 
 def test_forget_by_query_within_a_project(client, ids) -> None:
     preview = _forget(client, query="connection pool", project="shop").json()
-    assert {row["id"] for row in preview["rows"]["observation"]} == {ids["observation"][0], ids["observation"][1]}
+    assert {row["id"] for row in preview["rows"]["observation"]} == {
+        ids["observation"][0],
+        ids["observation"][1],
+    }
     _forget(client, query="connection pool", project="shop", dry_run=False)
     assert search(SearchQuery(text="connection pool", project="shop", kinds=("observation",))) == []
     # The blog observation with the same words is still there.
-    assert [h.id for h in search(SearchQuery(text="connection pool", kinds=("observation",)))] == [ids["observation"][6]]
+    assert [h.id for h in search(SearchQuery(text="connection pool", kinds=("observation",)))] == [
+        ids["observation"][6]
+    ]
 
 
 def test_forget_project_and_date_range_across_kinds(client, ids) -> None:
-    body = {"project": "shop", "since": "2026-03-01T09:15:00Z", "until": "2026-03-01T09:35:00Z", "kinds": ["observation", "summary", "prompt"]}
+    body = {
+        "project": "shop",
+        "since": "2026-03-01T09:15:00Z",
+        "until": "2026-03-01T09:35:00Z",
+        "kinds": ["observation", "summary", "prompt"],
+    }
     preview = _forget(client, **body).json()
     assert {k: [r["id"] for r in v] for k, v in preview["rows"].items()} == {
         "observation": [ids["observation"][2], ids["observation"][3]],
@@ -60,7 +72,11 @@ def test_forget_project_and_date_range_across_kinds(client, ids) -> None:
         "prompt": [ids["prompt"][1]],
     }
     assert _forget(client, **body, dry_run=False).json()["deleted"] == 4
-    assert Observation.objects.count() == 5 and Summary.objects.count() == 1 and Prompt.objects.count() == 2
+    assert (
+        Observation.objects.count() == 5
+        and Summary.objects.count() == 1
+        and Prompt.objects.count() == 2
+    )
     assert search(SearchQuery(text="split models migrations", kinds=("prompt",))) == []
 
 

@@ -26,8 +26,12 @@ def session() -> Session:
 
 def test_observation_fts_follows_insert_update_delete(session: Session) -> None:
     obs = Observation.objects.create(
-        session=session, project="alpha", title="Tokenizer crash", narrative="the lexer overflowed",
-        facts=["stack depth 900"], files_read=["src/lexer.py"],
+        session=session,
+        project="alpha",
+        title="Tokenizer crash",
+        narrative="the lexer overflowed",
+        facts=["stack depth 900"],
+        files_read=["src/lexer.py"],
     )
     assert matches("memory_observation_fts", "tokenizer") == [obs.pk]
     assert matches("memory_observation_fts", "overflow") == [obs.pk]  # porter stemming
@@ -40,7 +44,9 @@ def test_observation_fts_follows_insert_update_delete(session: Session) -> None:
     assert matches("memory_observation_fts", "tokenizer") == []
     assert matches("memory_observation_fts", "grammar") == [obs.pk]
 
-    Observation.objects.filter(pk=obs.pk).update(subtitle="bulk updated")  # triggers fire on raw UPDATE too
+    Observation.objects.filter(pk=obs.pk).update(
+        subtitle="bulk updated"
+    )  # triggers fire on raw UPDATE too
     assert matches("memory_observation_fts", "bulk") == [obs.pk]
 
     obs.delete()
@@ -49,7 +55,9 @@ def test_observation_fts_follows_insert_update_delete(session: Session) -> None:
 
 
 def test_summary_fts_follows_insert_update_delete(session: Session) -> None:
-    summary = Summary.objects.create(session=session, project="alpha", request="speed up imports", learned="lazy loading")
+    summary = Summary.objects.create(
+        session=session, project="alpha", request="speed up imports", learned="lazy loading"
+    )
     other = Summary.objects.create(session=session, project="alpha", request="write docs")
     assert matches("memory_summary_fts", "imports") == [summary.pk]
     assert matches("memory_summary_fts", "learned:lazy") == [summary.pk]
@@ -64,7 +72,9 @@ def test_summary_fts_follows_insert_update_delete(session: Session) -> None:
 
 
 def test_prompt_fts_follows_insert_update_delete(session: Session) -> None:
-    prompt = Prompt.objects.create(session=session, number=1, text="refactor the websocket reconnect")
+    prompt = Prompt.objects.create(
+        session=session, number=1, text="refactor the websocket reconnect"
+    )
     assert matches("memory_prompt_fts", "websocket") == [prompt.pk]
 
     prompt.text = "add retries"
@@ -79,10 +89,14 @@ def test_prompt_fts_follows_insert_update_delete(session: Session) -> None:
 def test_the_index_stays_consistent_after_many_changes(session: Session) -> None:
     """FTS5's integrity-check compares the index with the content table."""
     for i in range(30):
-        Observation.objects.create(session=session, project="alpha", title=f"item {i}", narrative=f"word{i % 3}")
+        Observation.objects.create(
+            session=session, project="alpha", title=f"item {i}", narrative=f"word{i % 3}"
+        )
     Observation.objects.filter(narrative="word1").update(narrative="changed")
     Observation.objects.filter(narrative="word2").delete()
     with connection.cursor() as cursor:
-        cursor.execute("INSERT INTO memory_observation_fts(memory_observation_fts, rank) VALUES ('integrity-check', 1)")
+        cursor.execute(
+            "INSERT INTO memory_observation_fts(memory_observation_fts, rank) VALUES ('integrity-check', 1)"
+        )
     assert len(matches("memory_observation_fts", "changed")) == 10
     assert matches("memory_observation_fts", "word2") == []

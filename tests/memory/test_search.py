@@ -27,11 +27,24 @@ def test_best_match_first_with_highlighted_snippet(client, ids) -> None:
     titles = [r["title"] for r in results]
     assert "connection pool" in titles[0].lower()
     # All four rows holding both words, and nothing holding only one of them.
-    assert {r["id"] for r in results if r["kind"] == "observation"} == {ids["observation"][0], ids["observation"][1], ids["observation"][6]}
+    assert {r["id"] for r in results if r["kind"] == "observation"} == {
+        ids["observation"][0],
+        ids["observation"][1],
+        ids["observation"][6],
+    }
     assert [r["kind"] for r in results].count("summary") == 1
     assert "«" in results[0]["snippet"] and "»" in results[0]["snippet"]
     first = results[0]
-    assert set(first) >= {"id", "kind", "title", "project", "created_at", "type", "tokens", "snippet"}
+    assert set(first) >= {
+        "id",
+        "kind",
+        "title",
+        "project",
+        "created_at",
+        "type",
+        "tokens",
+        "snippet",
+    }
     assert first["tokens"] > 20
 
 
@@ -52,18 +65,26 @@ def test_type_filter_keeps_only_those_observations(client, ids) -> None:
     results = _get(client, type="bugfix")
     assert {r["id"] for r in results} == {ids["observation"][1], ids["observation"][5]}
     assert {r["kind"] for r in results} == {"observation"}
-    assert {r["id"] for r in _get(client, q="fixed", type="bugfix,feature")} == {ids["observation"][1], ids["observation"][5]}
+    assert {r["id"] for r in _get(client, q="fixed", type="bugfix,feature")} == {
+        ids["observation"][1],
+        ids["observation"][5],
+    }
 
 
 def test_concept_filter(client, ids) -> None:
-    assert {r["id"] for r in _get(client, concept="DATABASE")} == {ids["observation"][0], ids["observation"][1]}
+    assert {r["id"] for r in _get(client, concept="DATABASE")} == {
+        ids["observation"][0],
+        ids["observation"][1],
+    }
 
 
 def test_file_filter_by_name_relative_and_absolute_path(client, ids) -> None:
     refactor = ids["observation"][4]
     assert {r["id"] for r in _get(client, file="models.py")} == {refactor}
     assert {r["id"] for r in _get(client, file="shop/orders/models.py")} == {refactor}
-    assert {r["id"] for r in _get(client, file="/work/shop/shop/checkout.py")} == {ids["observation"][1]}
+    assert {r["id"] for r in _get(client, file="/work/shop/shop/checkout.py")} == {
+        ids["observation"][1]
+    }
     assert _get(client, file="odels.py") == []
 
 
@@ -79,12 +100,16 @@ def test_date_range(client, ids) -> None:
 
 def test_kind_filter_and_prompts_are_searchable(client, ids) -> None:
     results = _get(client, q="database connections", kind="prompt")
-    assert [(r["kind"], r["id"], r["project"]) for r in results] == [("prompt", ids["prompt"][0], "shop")]
+    assert [(r["kind"], r["id"], r["project"]) for r in results] == [
+        ("prompt", ids["prompt"][0], "shop")
+    ]
 
 
 def test_without_text_newest_first_across_kinds(client, ids) -> None:
     results = _get(client, limit=3)
-    assert [r["created_at"] for r in results] == sorted((r["created_at"] for r in results), reverse=True)
+    assert [r["created_at"] for r in results] == sorted(
+        (r["created_at"] for r in results), reverse=True
+    )
     assert results[0]["id"] == ids["observation"][6]
 
 
@@ -108,7 +133,31 @@ def test_limit_and_offset_page_through(client, ids) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ['"', "'", "-", "a - b", "foo.bar", "(", ")", "*", "**", "^pool", "pool:", "col:pool", "NOT", "pool NOT", "AND OR", "NEAR(pool checkout)", "pool +", "{}", "\\", "\x00", "🙂", "pool*checkout", '"unterminated'],
+    [
+        '"',
+        "'",
+        "-",
+        "a - b",
+        "foo.bar",
+        "(",
+        ")",
+        "*",
+        "**",
+        "^pool",
+        "pool:",
+        "col:pool",
+        "NOT",
+        "pool NOT",
+        "AND OR",
+        "NEAR(pool checkout)",
+        "pool +",
+        "{}",
+        "\\",
+        "\x00",
+        "🙂",
+        "pool*checkout",
+        '"unterminated',
+    ],
 )
 def test_operator_characters_are_never_an_error(client, ids, text: str) -> None:
     response = client.get("/api/search", {"q": text})
@@ -138,11 +187,20 @@ def test_index_follows_updates(ids) -> None:
 
 
 def test_fts_terms_quote_every_token() -> None:
-    assert fts_terms('pool AND "a b" foo.bar connec* -x') == ['"pool"', '"AND"', '"a b"', '"foo.bar"', '"connec"*', '"-x"']
+    assert fts_terms('pool AND "a b" foo.bar connec* -x') == [
+        '"pool"',
+        '"AND"',
+        '"a b"',
+        '"foo.bar"',
+        '"connec"*',
+        '"-x"',
+    ]
     assert fts_terms("!!! ... ---") == []
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(text=st.text(max_size=60))
 def test_any_text_is_a_valid_query(client, text: str) -> None:
     response = client.get("/api/search", {"q": text})
@@ -150,8 +208,15 @@ def test_any_text_is_a_valid_query(client, text: str) -> None:
     assert response.json()["results"] == [] or isinstance(response.json()["results"][0]["id"], int)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(text=st.lists(st.sampled_from([*'ab "*-().:^{}+', " OR ", " NEAR ", " NOT ", " AND ", "NEAR(", "pool"]), max_size=20).map("".join))
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    text=st.lists(
+        st.sampled_from([*'ab "*-().:^{}+', " OR ", " NEAR ", " NOT ", " AND ", "NEAR(", "pool"]),
+        max_size=20,
+    ).map("".join)
+)
 def test_operator_soup_is_a_valid_query(ids, text: str) -> None:
     assert isinstance(search(SearchQuery(text=text)), list)
 
@@ -161,19 +226,49 @@ def test_a_project_name_is_a_filter_not_a_hit(client) -> None:
     from tests.memory.retrieval_seed import T0
 
     session = Session.objects.create(session_id="z", project="zebracorn-app.v2")
-    Observation.objects.create(session=session, project="zebracorn-app.v2", title="Tuned the cache", type="security_alert", created=T0)
-    Observation.objects.create(session=session, project="zebracorn-app.v2-old", title="Tuned the cache again", created=T0)
+    Observation.objects.create(
+        session=session,
+        project="zebracorn-app.v2",
+        title="Tuned the cache",
+        type="security_alert",
+        created=T0,
+    )
+    Observation.objects.create(
+        session=session, project="zebracorn-app.v2-old", title="Tuned the cache again", created=T0
+    )
     assert _get(client, q="zebracorn") == []
-    assert [r["title"] for r in _get(client, q="cache", project="zebracorn-app.v2")] == ["Tuned the cache"]
-    assert [r["title"] for r in _get(client, q="cache", type="security_alert")] == ["Tuned the cache"]
+    assert [r["title"] for r in _get(client, q="cache", project="zebracorn-app.v2")] == [
+        "Tuned the cache"
+    ]
+    assert [r["title"] for r in _get(client, q="cache", type="security_alert")] == [
+        "Tuned the cache"
+    ]
     assert _get(client, q="cache", project="---") == []
 
 
 def test_retrieval_endpoints_are_in_the_openapi_schema(client) -> None:
     paths = client.get("/api/openapi.json").json()["paths"]
-    for path in ["/api/search", "/api/timeline", "/api/observations", "/api/outline", "/api/outline/unfold", "/api/outline/search", "/api/forget"]:
+    for path in [
+        "/api/search",
+        "/api/timeline",
+        "/api/observations",
+        "/api/outline",
+        "/api/outline/unfold",
+        "/api/outline/search",
+        "/api/forget",
+    ]:
         assert path in paths
-    assert {p["name"] for p in paths["/api/search"]["get"]["parameters"]} >= {"q", "project", "type", "concept", "file", "since", "until", "kind", "limit"}
+    assert {p["name"] for p in paths["/api/search"]["get"]["parameters"]} >= {
+        "q",
+        "project",
+        "type",
+        "concept",
+        "file",
+        "since",
+        "until",
+        "kind",
+        "limit",
+    }
 
 
 def test_get_observations_in_the_order_asked(client, ids) -> None:
@@ -182,7 +277,20 @@ def test_get_observations_in_the_order_asked(client, ids) -> None:
     assert [o["id"] for o in body["observations"]] == [ids["observation"][3], ids["observation"][0]]
     assert body["missing"] == [999999]
     first = body["observations"][0]
-    assert set(first) >= {"id", "type", "title", "subtitle", "facts", "narrative", "concepts", "files_read", "files_modified", "project", "session", "created_at"}
+    assert set(first) >= {
+        "id",
+        "type",
+        "title",
+        "subtitle",
+        "facts",
+        "narrative",
+        "concepts",
+        "files_read",
+        "files_modified",
+        "project",
+        "session",
+        "created_at",
+    }
     for bad in ["", "1,x", "1;2", "-3", "1.5", "١"]:
         response = client.get("/api/observations", {"ids": bad})
         assert response.status_code == 400 and response.json()["error"]
@@ -198,5 +306,7 @@ def test_search_command_prints_the_index(ids) -> None:
     call_command("search", "connection", "pool", "--project", "shop", stdout=out)
     lines = out.getvalue().splitlines()
     assert lines[-1] == "3 result(s)."
-    assert lines[0].startswith(f"#{ids['observation'][1]} ") or lines[0].startswith(f"#{ids['observation'][0]} ")
+    assert lines[0].startswith(f"#{ids['observation'][1]} ") or lines[0].startswith(
+        f"#{ids['observation'][0]} "
+    )
     assert "tokens)" in lines[0]

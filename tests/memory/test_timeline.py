@@ -43,7 +43,11 @@ def test_stays_inside_the_anchors_project(client, ids) -> None:
 
 def test_summary_and_prompt_anchors(client, ids) -> None:
     data = _timeline(client, anchor=f"S{ids['summary'][0]}", depth_before=1, depth_after=1)
-    assert [(i["kind"], i["id"]) for i in data["items"]] == [("observation", ids["observation"][1]), ("summary", ids["summary"][0]), ("observation", ids["observation"][2])]
+    assert [(i["kind"], i["id"]) for i in data["items"]] == [
+        ("observation", ids["observation"][1]),
+        ("summary", ids["summary"][0]),
+        ("observation", ids["observation"][2]),
+    ]
     data = _timeline(client, anchor=f"#P{ids['prompt'][0]}", depth_before=3, depth_after=1)
     assert [i["kind"] for i in data["items"]] == ["prompt", "observation"]
 
@@ -56,7 +60,9 @@ def test_query_anchor_is_the_best_hit(client, ids) -> None:
 
 def test_rows_at_the_same_instant_keep_a_stable_order(client, ids) -> None:
     anchor = Observation.objects.get(pk=ids["observation"][2])
-    twin = Observation.objects.create(session=anchor.session, project="shop", title="Same instant", created=anchor.created)
+    twin = Observation.objects.create(
+        session=anchor.session, project="shop", title="Same instant", created=anchor.created
+    )
     before = _timeline(client, anchor=str(twin.pk), depth_before=1, depth_after=0)["items"]
     after = _timeline(client, anchor=str(anchor.pk), depth_before=0, depth_after=1)["items"]
     assert [i["id"] for i in before] == [anchor.pk, twin.pk]

@@ -47,7 +47,9 @@ def pg_server() -> str:
         with pg_connect() as conn:
             conn.execute("SELECT 1")
     except Exception as exc:  # noqa: BLE001 - any failure means "not reachable" here
-        pytest.skip(f"PostgreSQL not reachable at {PG_ADMIN_URL} ({exc}); start it (pg_ctlcluster … start) or set CMEM_TEAM_PG_URL")
+        pytest.skip(
+            f"PostgreSQL not reachable at {PG_ADMIN_URL} ({exc}); start it (pg_ctlcluster … start) or set CMEM_TEAM_PG_URL"
+        )
     return PG_ADMIN_URL
 
 
@@ -58,7 +60,9 @@ def redis_url() -> str:
     try:
         redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
     except Exception as exc:  # noqa: BLE001
-        pytest.skip(f"Redis not reachable at {REDIS_URL} ({exc}); start redis-server or set CMEM_TEAM_REDIS_URL")
+        pytest.skip(
+            f"Redis not reachable at {REDIS_URL} ({exc}); start redis-server or set CMEM_TEAM_REDIS_URL"
+        )
     return REDIS_URL
 
 
@@ -68,16 +72,24 @@ def pg_backend(db: None) -> None:
     from django.db import connection
 
     if connection.vendor != "postgresql":
-        pytest.skip("runs on PostgreSQL: CMEM_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/cmem (make test does)")
+        pytest.skip(
+            "runs on PostgreSQL: CMEM_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/cmem (make test does)"
+        )
 
 
 def _cmem_env(data_dir: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE_MEM_", "ANTHROPIC_", "CMEM_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("CLAUDE_MEM_", "ANTHROPIC_", "CMEM_"))
+    }
     env.update(CLAUDE_MEM_DATA_DIR=str(data_dir), CLAUDE_MEM_COMPRESSOR="offline", **extra)
     return env
 
 
-def run_cmem(args: list[str], env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_cmem(
+    args: list[str], env: dict[str, str], timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run([CMEM, *args], env=env, capture_output=True, text=True, timeout=timeout)
 
 
@@ -130,7 +142,12 @@ def team_env(tmp_path: Path, fresh_pg: str, redis_url: str, queue_name: str) -> 
     """Environment of a cmem process in team mode: its own database and queue."""
     data = tmp_path / "team-data"
     data.mkdir(mode=0o700, exist_ok=True)
-    return _cmem_env(data, CLAUDE_MEM_DATABASE_URL=fresh_pg, CLAUDE_MEM_QUEUE_URL=redis_url, CMEM_HUEY_NAME=queue_name)
+    return _cmem_env(
+        data,
+        CLAUDE_MEM_DATABASE_URL=fresh_pg,
+        CLAUDE_MEM_QUEUE_URL=redis_url,
+        CMEM_HUEY_NAME=queue_name,
+    )
 
 
 @pytest.fixture

@@ -42,7 +42,11 @@ def _clone(folder: Path, remotes: dict[str, str]) -> Path:
     git.mkdir(parents=True)
     lines = ["[core]", "\tbare = false"]
     for name, url in remotes.items():
-        lines += [f'[remote "{name}"]', f"\turl = {url}", f"\tfetch = +refs/heads/*:refs/remotes/{name}/*"]
+        lines += [
+            f'[remote "{name}"]',
+            f"\turl = {url}",
+            f"\tfetch = +refs/heads/*:refs/remotes/{name}/*",
+        ]
     (git / "config").write_text("\n".join(lines) + "\n")
     return folder
 
@@ -52,7 +56,9 @@ def _fresh_cache() -> None:
     projects._project_for.cache_clear()
 
 
-def test_clones_with_one_remote_are_one_project_in_team_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_clones_with_one_remote_are_one_project_in_team_mode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     alice = _clone(tmp_path / "alice" / "app", {"origin": "git@github.com:acme/app.git"})
     bob = _clone(tmp_path / "bob" / "acme-app-checkout", {"origin": "https://github.com/acme/app"})
     (bob / "src").mkdir()
@@ -64,7 +70,9 @@ def test_clones_with_one_remote_are_one_project_in_team_mode(tmp_path: Path, mon
     assert (a.root, b.root) == (str(alice), str(bob))
 
 
-def test_local_identity_without_team_mode_or_remote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_local_identity_without_team_mode_or_remote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("CLAUDE_MEM_DATABASE_URL", raising=False)  # the PostgreSQL test run sets it
     clone = _clone(tmp_path / "app", {"origin": "git@github.com:acme/app.git"})
     assert project_for_cwd(str(clone)).name == "app"  # single-user default: the folder
@@ -77,15 +85,22 @@ def test_local_identity_without_team_mode_or_remote(tmp_path: Path, monkeypatch:
     assert project_for_cwd(str(clone)).name == "app"
 
 
-def test_origin_wins_and_other_remotes_are_a_fallback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_origin_wins_and_other_remotes_are_a_fallback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("CLAUDE_MEM_PROJECT_IDENTITY", "remote")
-    both = _clone(tmp_path / "both", {"upstream": "git@github.com:up/app.git", "origin": "git@github.com:me/app.git"})
+    both = _clone(
+        tmp_path / "both",
+        {"upstream": "git@github.com:up/app.git", "origin": "git@github.com:me/app.git"},
+    )
     only_upstream = _clone(tmp_path / "up", {"upstream": "git@github.com:up/app.git"})
     assert project_for_cwd(str(both)).name == "github.com/me/app"
     assert project_for_cwd(str(only_upstream)).name == "github.com/up/app"
 
 
-def test_a_worktree_reads_the_common_dirs_remote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_worktree_reads_the_common_dirs_remote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("CLAUDE_MEM_PROJECT_IDENTITY", "remote")
     main = _clone(tmp_path / "main", {"origin": "git@github.com:acme/app.git"})
     gitdir = main / ".git" / "worktrees" / "feature"

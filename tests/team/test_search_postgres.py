@@ -20,7 +20,9 @@ def _session(project: str = "github.com/acme/app", sid: str = "s1") -> Session:
 
 
 def _obs(session: Session, title: str, **fields: object) -> Observation:
-    return Observation.objects.create(session=session, project=session.project, title=title, **fields)
+    return Observation.objects.create(
+        session=session, project=session.project, title=title, **fields
+    )
 
 
 def test_finds_observations_by_stemmed_words_best_match_first() -> None:
@@ -41,7 +43,12 @@ def test_finds_observations_by_stemmed_words_best_match_first() -> None:
 
 def test_path_words_and_identifiers_match_like_fts5() -> None:
     s = _session()
-    hit = _obs(s, "Gate reads the index", files_read=["memory/search_postgres.py"], facts=["calls session_init"])
+    hit = _obs(
+        s,
+        "Gate reads the index",
+        files_read=["memory/search_postgres.py"],
+        facts=["calls session_init"],
+    )
     hits = search(SearchQuery(text="search_postgres.py"))
     assert [h.id for h in hits] == [hit.pk]
     assert hits[0].files == ["memory/search_postgres.py"]
@@ -50,22 +57,36 @@ def test_path_words_and_identifiers_match_like_fts5() -> None:
 
 def test_summaries_and_prompts_are_found_and_kinds_filter() -> None:
     s = _session()
-    summary = Summary.objects.create(session=s, project=s.project, request="Port the worker to PostgreSQL", learned="tsvector")
-    prompt = Prompt.objects.create(session=s, number=1, text="please move the worker onto postgresql")
+    summary = Summary.objects.create(
+        session=s, project=s.project, request="Port the worker to PostgreSQL", learned="tsvector"
+    )
+    prompt = Prompt.objects.create(
+        session=s, number=1, text="please move the worker onto postgresql"
+    )
     obs = _obs(s, "PostgreSQL settings", narrative="DATABASES switch")
 
     kinds = {(h.kind, h.id) for h in search(SearchQuery(text="postgresql"))}
     assert kinds == {("summary", summary.pk), ("prompt", prompt.pk), ("observation", obs.pk)}
     only = search(SearchQuery(text="postgresql", kinds=("prompt",)))
-    assert [(h.kind, h.id, h.type, h.project) for h in only] == [("prompt", prompt.pk, "prompt", s.project)]
+    assert [(h.kind, h.id, h.type, h.project) for h in only] == [
+        ("prompt", prompt.pk, "prompt", s.project)
+    ]
 
 
 def test_filters_project_type_concept_file_and_dates() -> None:
     a, b = _session("github.com/acme/a", "sa"), _session("github.com/acme/b", "sb")
-    old = _obs(a, "Cache fix", type="bugfix", concepts=["Caching"], created=timezone.now() - timedelta(days=10))
+    old = _obs(
+        a,
+        "Cache fix",
+        type="bugfix",
+        concepts=["Caching"],
+        created=timezone.now() - timedelta(days=10),
+    )
     new = _obs(a, "Cache feature", type="feature", concepts=["gotcha"])
     other = _obs(b, "Cache elsewhere", type="bugfix")
-    ObservationFile.objects.create(observation=new, project=a.project, path="memory/cache.py", role="modified")
+    ObservationFile.objects.create(
+        observation=new, project=a.project, path="memory/cache.py", role="modified"
+    )
     Summary.objects.create(session=a, project=a.project, request="cache work")
 
     def ids(**kw: object) -> set[int]:

@@ -28,7 +28,12 @@ def api() -> Client:
 
 def _post(api: Client, event: str, body: bytes, token: str | None = None):  # type: ignore[no-untyped-def]
     headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
-    return api.post(f"/api/hooks/claude-code/{event}", data=body, content_type="application/json", headers=headers)
+    return api.post(
+        f"/api/hooks/claude-code/{event}",
+        data=body,
+        content_type="application/json",
+        headers=headers,
+    )
 
 
 def _stored() -> int:
@@ -52,7 +57,10 @@ def test_wrong_token_is_401_and_nothing_stored(api: Client) -> None:
         resp = _post(api, "session-init", PROMPT, token=wrong)
         assert resp.status_code == 401, wrong
     basic = api.post(
-        "/api/hooks/claude-code/session-init", data=PROMPT, content_type="application/json", headers={"Authorization": "Basic YTpi"}
+        "/api/hooks/claude-code/session-init",
+        data=PROMPT,
+        content_type="application/json",
+        headers={"Authorization": "Basic YTpi"},
     )
     assert basic.status_code == 401
     assert _stored() == 0
@@ -97,7 +105,9 @@ def test_pages_need_a_staff_login(api: Client, admin_client: Client) -> None:
     assert admin_client.get("/").status_code == 200
     # A signed-in admin may read the API; writing still takes a token.
     assert admin_client.get("/api/stats").status_code == 200
-    resp = admin_client.post("/api/hooks/claude-code/session-init", data=PROMPT, content_type="application/json")
+    resp = admin_client.post(
+        "/api/hooks/claude-code/session-init", data=PROMPT, content_type="application/json"
+    )
     assert resp.status_code == 401
     assert Session.objects.count() == 0
 

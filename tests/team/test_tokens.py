@@ -91,7 +91,9 @@ def test_command_create_list_revoke() -> None:
 
 def test_admin_add_shows_the_token_once_and_revokes(admin_client) -> None:  # type: ignore[no-untyped-def]
     user = get_user_model().objects.get(username="admin")
-    resp = admin_client.post("/admin/memory/apitoken/add/", {"user": user.pk, "name": "ci runner"}, follow=True)
+    resp = admin_client.post(
+        "/admin/memory/apitoken/add/", {"user": user.pk, "name": "ci runner"}, follow=True
+    )
     assert resp.status_code == 200
     token = ApiToken.objects.get(name="ci runner")
     shown = [str(m) for m in resp.context["messages"]]
@@ -99,5 +101,7 @@ def test_admin_add_shows_the_token_once_and_revokes(admin_client) -> None:  # ty
     assert token_verify(raw=raw) == token
     listing = admin_client.get("/admin/memory/apitoken/")
     assert token.prefix in listing.content.decode() and raw not in listing.content.decode()
-    admin_client.post("/admin/memory/apitoken/", {"action": "revoke_tokens", "_selected_action": [token.pk]})
+    admin_client.post(
+        "/admin/memory/apitoken/", {"action": "revoke_tokens", "_selected_action": [token.pk]}
+    )
     assert token_verify(raw=raw) is None
