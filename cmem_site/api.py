@@ -6,9 +6,9 @@ from ninja import NinjaAPI
 
 from deliverables.api import router as deliverables_router
 from memory import config
-from memory.api import router as memory_router
-from memory.insights_api import router as insights_router
-from memory.retrieval_api import router as retrieval_router
+from memory.api.core import router as memory_router
+from memory.api.insights import router as insights_router
+from memory.api.retrieval import router as retrieval_router
 
 api = NinjaAPI(
     title="cmem", version=config.VERSION, description="Persistent memory for coding agents."

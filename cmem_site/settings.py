@@ -75,8 +75,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    # Team mode: every /api/ call carries a valid per-user token (memory/middleware.py).
-    "memory.middleware.ApiTokenMiddleware",
+    # Team mode: every /api/ call carries a valid per-user token (memory/team/auth.py).
+    "memory.team.auth.ApiTokenMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -95,7 +95,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 # A degraded observer (API down, no key, budget spent) is shown on every page.
-                "memory.health_banner.observer_banner",
+                "memory.context_processors.observer_banner",
             ],
         },
     },
@@ -178,7 +178,7 @@ LOGGING = {
     },
     "handlers": {
         # Several processes write this file, so none of them may rotate it (each would keep
-        # writing to the renamed file): the supervisor rotates it (memory/worker.py), and
+        # writing to the renamed file): the supervisor rotates it (memory/service/supervisor.py), and
         # WatchedFileHandler reopens the new file when it notices the rename.
         "file": {
             "class": "logging.handlers.WatchedFileHandler",

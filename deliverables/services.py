@@ -28,8 +28,8 @@ from markdown_it import MarkdownIt
 
 from deliverables.models import Deliverable
 from memory import config
+from memory.agents.base import HookEvent
 from memory.models import Event, Prompt, Session
-from memory.platforms.base import HookEvent
 from memory.projects import project_for_cwd
 
 log = logging.getLogger(__name__)

@@ -21,6 +21,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
 from memory import config
+from memory.housekeeping.observations_prune import observations_prune
 from memory.models import (
     ContextCache,
     Event,
@@ -33,7 +34,6 @@ from memory.models import (
     Session,
     Summary,
 )
-from memory.pruning import observations_prune
 
 PREVIEW_CHARS = 80
 
@@ -376,7 +376,7 @@ class ExcludedProjectAdmin(admin.ModelAdmin):
 from django.contrib import messages  # noqa: E402 - appended section, kept self-contained
 
 from memory.models import ApiToken  # noqa: E402
-from memory.tokens import token_create, token_revoke  # noqa: E402
+from memory.team.tokens import token_create, token_revoke  # noqa: E402
 
 
 @admin.register(ApiToken)

@@ -9,5 +9,5 @@ class MemoryConfig(AppConfig):
 
     def ready(self) -> None:
         # Registers the huey tasks in the web process and the consumer: spool draining, and
-        # the nightly raw-payload retention job (memory/retention.py).
+        # the nightly raw-payload retention job (memory/housekeeping/retention.py).
         from memory import retention_tasks, spool_tasks  # noqa: F401

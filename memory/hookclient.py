@@ -516,10 +516,10 @@ def _post_or_start(path: str, event: str, body: bytes, timeout: float) -> tuple[
 def _spool(platform: str, event: str, body: bytes, reason: str, *, start: bool) -> int:
     if body.lstrip()[:1] != b"{":
         return _fail(f"{reason}; the payload is not a JSON object, so it is not kept")
-    # Secrets and <private> passages never reach the disk (memory/spool_scrub.py); this path
+    # Secrets and <private> passages never reach the disk (memory/capture/spool_scrub.py); this path
     # runs only when the worker is down, so the privacy rules' import cost is fine here.
     try:
-        from memory.spool_scrub import spool_scrub
+        from memory.capture.spool_scrub import spool_scrub
 
         scrubbed = spool_scrub(body)
     except Exception as exc:  # noqa: BLE001 - keep nothing rather than keep a secret

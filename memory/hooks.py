@@ -7,9 +7,11 @@ import re
 from types import ModuleType
 from typing import Any
 
-from memory import capture, context, gate, projects
-from memory.platforms import claude_code, codex
-from memory.platforms.base import HookEvent, HookInputError, HookResult
+from memory import projects
+from memory.agents import claude_code, codex
+from memory.agents.base import HookEvent, HookInputError, HookResult
+from memory.capture import ingest as capture
+from memory.recall import context, gate
 
 ADAPTERS: dict[str, ModuleType] = {"claude-code": claude_code, "codex": codex}
 
@@ -66,7 +68,7 @@ def _dispatch(event: HookEvent) -> HookResult:
     if event.platform == codex.platform:
         # Codex-only events (SubagentStart, PostCompact) and Codex rules (shell reads,
         # compaction marks) first; the rest is the shared path below.
-        from memory.codex_services import codex_dispatch
+        from memory.agents.codex_rules import codex_dispatch
 
         answer = codex_dispatch(event=event)
         if answer is not None:
@@ -88,7 +90,7 @@ def _dispatch(event: HookEvent) -> HookResult:
 
 def hook_handle(*, platform: str, event: str, body: bytes, spooled: bool = False) -> dict[str, Any]:
     """Run one hook event and return the JSON the hook client prints. `spooled`: replayed
-    from the spool, so it may have been stored once already (see memory.spool)."""
+    from the spool, so it may have been stored once already (see memory.capture.spool)."""
     adapter = adapter_for(platform)
     data = decode_body(body)
     hook_event = adapter.parse(event, data)

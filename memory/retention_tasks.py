@@ -5,7 +5,7 @@ from __future__ import annotations
 from huey import crontab
 from huey.contrib.djhuey import db_periodic_task
 
-from memory.retention import retention_run
+from memory.housekeeping.retention import retention_run
 
 
 @db_periodic_task(crontab(minute="17", hour="4"))

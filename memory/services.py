@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TypedDict
 
 from deliverables.models import Deliverable
+from memory.capture.spool import spool_backlog
 from memory.models import Event, Observation, Prompt, Session, Summary
-from memory.spool import spool_backlog
 
 
 class Stats(TypedDict):

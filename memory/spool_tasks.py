@@ -12,7 +12,7 @@ import time
 from huey import crontab
 from huey.contrib.djhuey import db_periodic_task, db_task, on_startup
 
-from memory import spool
+from memory.capture import spool
 
 # Hook requests that see a backlog enqueue an ingest at most this often.
 KICK_INTERVAL_S = 5.0

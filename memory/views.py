@@ -10,10 +10,10 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from deliverables.models import Deliverable
 from memory import config, web
-from memory.forget import ForgetRequest, observations_forget
 from memory.forms import FeedFilterForm, SearchForm, SettingsForm, StatsForm
+from memory.housekeeping.forget import ForgetRequest, observations_forget
 from memory.models import Observation, Prompt, Session
-from memory.search import KINDS, SearchQuery, search
+from memory.retrieval.search.service import KINDS, SearchQuery, search
 
 
 def _int_param(request: HttpRequest, name: str) -> int:
@@ -200,7 +200,7 @@ def stats_page(request: HttpRequest) -> HttpResponse:
 
 
 def _database_growth_line() -> str:
-    from memory.retention import database_growth
+    from memory.housekeeping.retention import database_growth
 
     try:
         return database_growth().describe()

@@ -23,9 +23,9 @@ from deliverables.services import (
     deliverable_read_text,
     markdown_to_safe_html,
 )
-from memory.context import context_cache_invalidate, context_text
 from memory.models import ContextCache, Event, LedgerEntry, Observation, Prompt, Session, Summary
-from memory.search import SearchQuery, search
+from memory.recall.context import context_cache_invalidate, context_text
+from memory.retrieval.search.service import SearchQuery, search
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from memory import hookclient, installer
+from memory import hookclient
+from memory.agents.install import claude_code as installer
 
 pytestmark = pytest.mark.django_db
 

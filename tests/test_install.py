@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memory import installer
+from memory.agents.install import claude_code as installer
 from tests.conftest import CMEM
 
 OTHER_HOOKS = {

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from memory import lifecycle
+from memory.service import lifecycle
 from tests.conftest import CMEM, free_port, make_worker_env
 
 pytestmark = pytest.mark.slow

@@ -14,8 +14,8 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from memory.installer import hook_entries
-from memory.mcp_install import mcp_register, mcp_unregister, plugin_dir_write
+from memory.agents.install.claude_code import hook_entries
+from memory.agents.install.mcp import mcp_register, mcp_unregister, plugin_dir_write
 from tests.conftest import CMEM, REPO, LiveWorker, free_port, make_worker_env, stop_detached_worker
 
 SAMPLES = REPO / "tests" / "memory" / "outline_samples"
@@ -142,7 +142,7 @@ def test_starts_the_worker_when_it_is_down(tmp_path: Path) -> None:
 
 
 def test_server_module_imports_no_django() -> None:
-    code = "import sys, memory.mcp_server; print('django' in sys.modules)"
+    code = "import sys, memory.retrieval.mcp_server; print('django' in sys.modules)"
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO
     )

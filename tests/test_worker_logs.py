@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from memory import worker as worker_module
 from memory.management.commands.logs import Command as LogsCommand
 from memory.management.commands.logs import tail_lines
+from memory.service import supervisor as worker_module
 
 
 def test_logs_rotate_in_generations_and_writers_follow(

@@ -160,10 +160,10 @@ def child_measure(runs: int, project_dir: str) -> dict[str, Any]:
     django_setup()
     from django.test import Client
 
-    from memory.context import context_cache_invalidate, context_text
-    from memory.gate import file_candidates
     from memory.models import ObservationFile, Session
     from memory.projects import project_for_cwd
+    from memory.recall.context import context_cache_invalidate, context_text
+    from memory.recall.gate import file_candidates
 
     project = project_for_cwd(project_dir)
     client = Client(SERVER_NAME="127.0.0.1")

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memory.code_outline import OutlineError, smart_outline, source_files
+from memory.retrieval.outline.outline import OutlineError, smart_outline, source_files
 
 
 def _trees() -> list[Path]:

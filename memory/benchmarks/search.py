@@ -7,7 +7,7 @@
    of rarer ones), so common words match tens of thousands of rows as they would in life.
 2. It runs a fixed mix of queries (common and rare words, phrases, prefixes, filters,
    questions that need the any-word fallback) `--runs` times each through
-   `memory.search.search` and through `GET /api/search` (Django test client: routing,
+   `memory.retrieval.search.service.search` and through `GET /api/search` (Django test client: routing,
    validation and JSON included), and prints p50/p95/p99 and the slowest query.
 """
 
@@ -258,7 +258,7 @@ def _measure(runs: int, out: Any) -> None:
     from django.db import connection
     from django.test import Client
 
-    from memory.search import SearchQuery, search
+    from memory.retrieval.search.service import SearchQuery, search
 
     now = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(days=60)
     service: list[float] = []

@@ -60,11 +60,11 @@ Each request holds one batch:
 <batch project="…" tool_uses="N">
 <user_request prompt_number="2">what the user asked the agent (context only)</user_request>
 <tool_use n="1" tool="Read" status="ok">
-<parameters>memory/gate.py (lines 1-200 of 540)</parameters>
+<parameters>memory/recall/gate.py (lines 1-200 of 540)</parameters>
 <outcome>…an excerpt of what the tool returned…</outcome>
 </tool_use>
 <tool_use n="2" tool="Edit" status="ok">
-<parameters>memory/gate.py</parameters>
+<parameters>memory/recall/gate.py</parameters>
 <diff>a unified diff of the change</diff>
 </tool_use>
 …
@@ -91,7 +91,7 @@ belong in the same observation. Several unrelated edits are several observations
 Good observations are specific and self-contained:
 - "Gate ranks timeline rows by path specificity" — not "Updated a function".
 - Facts name concrete files, functions, settings, commands, values, error messages and
-  numbers: "memory/gate.py: gate_decide() now returns deny for files over 1,500 bytes
+  numbers: "memory/recall/gate.py: gate_decide() now returns deny for files over 1,500 bytes
   with a fresh observation" — not "The gate was changed".
 - A discovery says how something works or where it lives: "Settings precedence is env >
   settings.json > default, implemented in memory/config.py load()".
@@ -176,11 +176,11 @@ Never use the type id as a concept, and never invent new concept ids.
 Example A. A batch with a read, an edit and a passing test run:
 
 <tool_use n="1" tool="Read" status="ok">
-<parameters>memory/gate.py (lines 1-120 of 310)</parameters>
+<parameters>memory/recall/gate.py (lines 1-120 of 310)</parameters>
 <outcome>def gate_rows(project, path): rows = ObservationFile.objects.filter(…).order_by("-created") …</outcome>
 </tool_use>
 <tool_use n="2" tool="Edit" status="ok">
-<parameters>memory/gate.py</parameters>
+<parameters>memory/recall/gate.py</parameters>
 <diff>@@ -40,3 +40,4 @@
 -    rows = rows.order_by("-created")
 +    # Exact path matches first, then the newest.
@@ -199,15 +199,15 @@ A good answer:
   <title>Gate ranks exact path matches before newer rows</title>
   <subtitle>gate_rows() now orders by exact match, then recency; the gate tests pass.</subtitle>
   <facts>
-    <fact>memory/gate.py gate_rows() orders rows by "-exact" then "-created".</fact>
+    <fact>memory/recall/gate.py gate_rows() orders rows by "-exact" then "-created".</fact>
     <fact>pytest tests/memory/test_gate.py passed: 12 tests.</fact>
   </facts>
   <narrative>The file-read gate listed past observations of a file newest first, so a
   recent observation of a sibling file could push the exact file's history down. gate_rows()
   now sorts exact path matches first and recency second. The gate test module passes.</narrative>
   <concepts><concept>what-changed</concept><concept>how-it-works</concept></concepts>
-  <files_read><file>memory/gate.py</file></files_read>
-  <files_modified><file>memory/gate.py</file></files_modified>
+  <files_read><file>memory/recall/gate.py</file></files_read>
+  <files_modified><file>memory/recall/gate.py</file></files_modified>
 </observation>
 
 Example B. A failing test run followed by the fix:
@@ -252,10 +252,10 @@ Example C. Several reads and searches that map out one area:
 
 <tool_use n="1" tool="Grep" status="ok">
 <parameters>pattern "def context_for_hook" in memory/</parameters>
-<outcome>1 file: memory/context.py</outcome>
+<outcome>1 file: memory/recall/context.py</outcome>
 </tool_use>
 <tool_use n="2" tool="Read" status="ok">
-<parameters>memory/context.py (210 lines)</parameters>
+<parameters>memory/recall/context.py (210 lines)</parameters>
 <outcome>def context_for_hook(*, event): … cached = ContextCache.objects.filter(project=…) …</outcome>
 </tool_use>
 <tool_use n="3" tool="Glob" status="ok">
@@ -268,16 +268,16 @@ A good answer (one discovery, not three):
 <observation uses="1 2 3">
   <type>discovery</type>
   <title>SessionStart context is served from a per-project cache</title>
-  <subtitle>context_for_hook() in memory/context.py reads ContextCache before rendering.</subtitle>
+  <subtitle>context_for_hook() in memory/recall/context.py reads ContextCache before rendering.</subtitle>
   <facts>
-    <fact>memory/context.py context_for_hook() looks up ContextCache by project first.</fact>
+    <fact>memory/recall/context.py context_for_hook() looks up ContextCache by project first.</fact>
     <fact>Tests live in tests/memory/test_context.py and tests/memory/test_context_cache.py.</fact>
   </facts>
   <narrative>The SessionStart hook calls context_for_hook(), which returns the cached index
   text of the project when present and renders it only on a miss, so most session starts
   cost one indexed lookup.</narrative>
   <concepts><concept>how-it-works</concept></concepts>
-  <files_read><file>memory/context.py</file></files_read>
+  <files_read><file>memory/recall/context.py</file></files_read>
   <files_modified></files_modified>
 </observation>
 
@@ -307,7 +307,7 @@ Example F. A command revealing a risk:
 Example G. A new file written, then a command that exercises it:
 
 <tool_use n="1" tool="Write" status="ok">
-<parameters>memory/retention.py (new file, 64 lines, 2210 chars)</parameters>
+<parameters>memory/housekeeping/retention.py (new file, 64 lines, 2210 chars)</parameters>
 <excerpt>
 \"\"\"Retention: delete raw payloads older than CLAUDE_MEM_RETENTION_DAYS.\"\"\"
 def events_prune(*, days: int) -> int:
@@ -326,9 +326,9 @@ A good answer:
 <observation uses="1 2">
   <type>feature</type>
   <title>Retention pruning of raw event payloads</title>
-  <subtitle>New memory/retention.py events_prune() deletes events older than the retention window.</subtitle>
+  <subtitle>New memory/housekeeping/retention.py events_prune() deletes events older than the retention window.</subtitle>
   <facts>
-    <fact>memory/retention.py events_prune(days=…) deletes Event rows created before now − days.</fact>
+    <fact>memory/housekeeping/retention.py events_prune(days=…) deletes Event rows created before now − days.</fact>
     <fact>The window comes from CLAUDE_MEM_RETENTION_DAYS.</fact>
     <fact>cmem prune --days 30 --dry-run reported 1,204 events to delete.</fact>
   </facts>
@@ -336,7 +336,7 @@ A good answer:
   than the retention window while observations stay; a dry run lists what would go.</narrative>
   <concepts><concept>what-changed</concept><concept>why-it-exists</concept></concepts>
   <files_read></files_read>
-  <files_modified><file>memory/retention.py</file></files_modified>
+  <files_modified><file>memory/housekeeping/retention.py</file></files_modified>
 </observation>
 
 Example H. A choice stated while working (in an edit's comment, a command's purpose or
@@ -347,14 +347,14 @@ the user's request), such as picking SQLite FTS5 over a vector store for search:
   <title>Search uses SQLite FTS5 instead of a vector sidecar</title>
   <subtitle>FTS5 ships with SQLite; a vector service would add a process to keep alive.</subtitle>
   <facts>
-    <fact>memory/search.py queries the memory_observation_fts table with bm25 ranking.</fact>
+    <fact>memory/retrieval/search/service.py queries the memory_observation_fts table with bm25 ranking.</fact>
     <fact>No embedding service is started by the worker.</fact>
   </facts>
   <narrative>Keyword search over titles, facts and narratives is enough for the index, and
   it avoids a sidecar process that leaked memory in other tools. Embeddings can be added
   inside SQLite later if needed.</narrative>
   <concepts><concept>trade-off</concept><concept>why-it-exists</concept></concepts>
-  <files_read><file>memory/search.py</file></files_read>
+  <files_read><file>memory/retrieval/search/service.py</file></files_read>
   <files_modified></files_modified>
 </observation>
 
@@ -383,7 +383,7 @@ Example I. A summary request:
 --- MODE SWITCH: PROGRESS SUMMARY ---
 <user_request>make the read gate configurable</user_request>
 <observations>
-- [feature] CLAUDE_MEM_READ_GATE setting switches the gate to deny, context or off (memory/gate.py)
+- [feature] CLAUDE_MEM_READ_GATE setting switches the gate to deny, context or off (memory/recall/gate.py)
 - [bugfix] Gate no longer denies reads of files smaller than 1,500 bytes
 </observations>
 <last_assistant_message>Done: the gate now has three modes; tests pass.</last_assistant_message>
@@ -392,7 +392,7 @@ A good answer:
 
 <summary>
   <request>Make the file-read gate configurable: deny, context or off</request>
-  <investigated>memory/gate.py decision flow and its size threshold</investigated>
+  <investigated>memory/recall/gate.py decision flow and its size threshold</investigated>
   <learned>The gate compares the file size against CLAUDE_MEM_READ_GATE_MIN_BYTES before looking up observations</learned>
   <completed>CLAUDE_MEM_READ_GATE selects deny, context or off; small files always pass</completed>
   <next_steps>Document the setting in the README</next_steps>

@@ -486,8 +486,8 @@ def _union(groups: Any) -> list[str]:
 
 def _after_store(session: Session, *, stored_any: bool, tokens: int) -> None:
     # Imported here: these modules belong to other capabilities and may import the tasks.
-    from memory.context import context_cache_invalidate
-    from memory.ledger import ledger_record_observer
+    from memory.recall.context import context_cache_invalidate
+    from memory.recall.ledger import ledger_record_observer
 
     if stored_any:
         context_cache_invalidate(project=session.project)

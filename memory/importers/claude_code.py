@@ -24,7 +24,10 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from memory import config, privacy
+from memory import config
+from memory.agents import claude_code
+from memory.agents.base import HookInputError
+from memory.capture import privacy
 from memory.importers.report import ImportReport
 from memory.importers.sanitize import observation_payload
 from memory.importers.session_store import (
@@ -37,8 +40,6 @@ from memory.importers.session_store import (
     timestamp_parse,
 )
 from memory.models import Event, Session
-from memory.platforms import claude_code
-from memory.platforms.base import HookInputError
 from memory.projects import Project, project_for_cwd
 from memory.tasks import session_events_process_task
 

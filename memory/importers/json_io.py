@@ -23,10 +23,10 @@ from django.utils.dateparse import parse_datetime
 
 from deliverables.models import Deliverable
 from memory import config
-from memory.context import context_cache_invalidate
 from memory.importers.report import ImportReport
 from memory.models import LedgerEntry, Observation, ObservationFile, Prompt, Session, Summary
 from memory.projects import relative_path
+from memory.recall.context import context_cache_invalidate
 
 FORMAT = "cmem-export"
 FORMAT_VERSION = 1

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from memory.agents import codex
+from memory.agents.base import GateDecision, HookInputError, HookResult
 from memory.models import Event, LedgerEntry, Observation, ObservationFile, Prompt, Session
-from memory.platforms import codex
-from memory.platforms.base import GateDecision, HookInputError, HookResult
 from tests.codex.strict_output import strict_errors
 from tests.conftest import CLAUDE_FIXTURES, CODEX_FIXTURES
 
@@ -343,7 +343,7 @@ def test_claude_code_and_codex_share_one_timeline(hooks: Hooks) -> None:
 
 def test_spooled_codex_events_are_ingested_in_order(hooks: Hooks) -> None:
     from memory import hookclient
-    from memory.spool import spool_ingest
+    from memory.capture.spool import spool_ingest
 
     for name, event in [
         ("UserPromptSubmit.json", "session-init"),

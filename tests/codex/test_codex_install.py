@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memory import codex_install
+from memory.agents.install import codex as codex_install
 from tests.conftest import CMEM, CODEX_FIXTURES, REPO
 
 NODE_CODEX = REPO / ".e2e-node" / "node_modules" / ".bin" / "codex"

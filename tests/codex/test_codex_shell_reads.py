@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.codex_shell_reads import shell_read_paths
+from memory.agents.codex_shell_reads import shell_read_paths
 
 
 @pytest.mark.parametrize(

@@ -10,8 +10,8 @@ from django.test import Client
 
 from deliverables.models import Deliverable
 from deliverables.services import deliverables_capture, deliverables_root, paths_from_transcript
+from memory.agents.base import HookEvent
 from memory.models import Event, Prompt, Session
-from memory.platforms.base import HookEvent
 
 pytestmark = pytest.mark.django_db
 

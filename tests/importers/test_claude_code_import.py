@@ -215,8 +215,8 @@ def test_failed_tool_use_becomes_a_failure_payload(tmp_path: Path) -> None:
 
 
 def test_a_session_captured_live_gains_nothing(tmp_path: Path) -> None:
-    from memory import capture
-    from memory.platforms import claude_code
+    from memory.agents import claude_code
+    from memory.capture import ingest as capture
 
     lines = [json.loads(line) for line in TOOLS.read_text().splitlines()]
     base = {

@@ -8,6 +8,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from deliverables.models import Deliverable
+from memory.housekeeping.observations_prune import observations_prune
 from memory.models import (
     ContextCache,
     Event,
@@ -20,7 +21,6 @@ from memory.models import (
     Session,
     Summary,
 )
-from memory.pruning import observations_prune
 
 pytestmark = pytest.mark.django_db
 

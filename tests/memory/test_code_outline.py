@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.code_outline import (
+from memory.retrieval.outline.outline import (
     LANGUAGES,
     OutlineError,
     outline_source,
@@ -281,7 +281,7 @@ def test_symbol_search_endpoint(client) -> None:
 
 def test_a_shared_worker_serves_no_files(monkeypatch: pytest.MonkeyPatch) -> None:
     # Over HTTP a shared worker first demands a token (team mode); even with one, no files.
-    from memory.retrieval_api import _local_path
+    from memory.api.retrieval import _local_path
 
     assert _local_path(str(SAMPLES / "cache.go"), None) == SAMPLES / "cache.go"
     monkeypatch.setenv("CLAUDE_MEM_WORKER_HOST", "0.0.0.0")

@@ -5,9 +5,9 @@ from typing import Any
 
 import pytest
 
-from memory.file_views import file_view_record_from_tool, file_views_reset
+from memory.agents import claude_code
 from memory.models import FileView, Session
-from memory.platforms import claude_code
+from memory.recall.file_views import file_view_record_from_tool, file_views_reset
 from tests.memory.gate_helpers import fixture, make_project, make_session, sha, write_file
 
 pytestmark = pytest.mark.django_db

@@ -7,7 +7,7 @@ import pytest
 from django.core.management import call_command
 
 from memory.models import Observation, ObservationFile, Prompt, Summary
-from memory.search import SearchQuery, search
+from memory.retrieval.search.service import SearchQuery, search
 from tests.memory.retrieval_seed import seed
 
 pytestmark = pytest.mark.django_db

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import time_machine
 
-from memory.file_views import file_view_record_from_tool
+from memory.agents import claude_code
 from memory.models import ExcludedProject, FileView, LedgerEntry, Session
-from memory.platforms import claude_code
+from memory.recall.file_views import file_view_record_from_tool
 from tests.memory.gate_helpers import (
     SID,
     added_context,

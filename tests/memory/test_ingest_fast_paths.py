@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from memory import privacy
+from memory.capture import privacy
 from memory.hooks import hook_handle
 from memory.models import Event, ExcludedProject, Session
 from memory.projects import is_excluded

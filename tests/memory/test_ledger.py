@@ -9,8 +9,8 @@ import pytest
 import time_machine
 from django.core.management import call_command
 
-from memory.ledger import ledger_record_observer, ledger_report
 from memory.models import LedgerEntry, Session
+from memory.recall.ledger import ledger_record_observer, ledger_report
 from tests.memory.gate_helpers import (
     SID,
     make_obs,

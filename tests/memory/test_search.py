@@ -5,7 +5,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory.models import Observation
-from memory.search import SearchQuery, fts_terms, search
+from memory.retrieval.search.service import SearchQuery, fts_terms, search
 from tests.memory.retrieval_seed import seed
 
 pytestmark = pytest.mark.django_db

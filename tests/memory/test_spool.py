@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from memory import hookclient, spool
+from memory import hookclient
+from memory.capture import spool
 from memory.models import Event, Prompt
 from tests.conftest import CLAUDE_FIXTURES
 

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from memory import config
 from memory.models import ContextCache, LedgerEntry, Observation, ObservationFile
-from memory.search import SearchQuery, search
+from memory.retrieval.search.service import SearchQuery, search
 from memory.web import FEED_PAGE_SIZE
 from tests.browser.seed import (
     XSS,

@@ -15,7 +15,7 @@ from django.core.management.base import CommandError
 from django.test import Client
 from django.utils import timezone
 
-from memory import retention
+from memory.housekeeping import retention
 from memory.models import Event, Observation, Session, Summary
 from tests.conftest import CMEM, make_worker_env
 

@@ -1,4 +1,4 @@
-"""PostgreSQL full-text search behind memory.search.search (team mode)."""
+"""PostgreSQL full-text search behind memory.retrieval.search.service.search (team mode)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from django.db import connection
 from django.utils import timezone
 
 from memory.models import Observation, ObservationFile, Prompt, Session, Summary
-from memory.search import HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, SearchQuery, search
-from memory.search_postgres import tsquery_terms
+from memory.retrieval.search.postgres import tsquery_terms
+from memory.retrieval.search.service import HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, SearchQuery, search
 
 pytestmark = [pytest.mark.django_db, pytest.mark.team, pytest.mark.usefixtures("pg_backend")]
 

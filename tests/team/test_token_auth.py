@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from memory.models import Event, Prompt, Session
-from memory.tokens import token_create, token_revoke
+from memory.team.tokens import token_create, token_revoke
 from tests.conftest import CLAUDE_FIXTURES
 
 pytestmark = [pytest.mark.django_db, pytest.mark.team]

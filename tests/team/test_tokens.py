@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
 from memory.models import ApiToken
-from memory.tokens import TokenError, token_create, token_find, token_revoke, token_verify
+from memory.team.tokens import TokenError, token_create, token_find, token_revoke, token_verify
 
 pytestmark = [pytest.mark.django_db, pytest.mark.team]
 

@@ -5,12 +5,12 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memory.codex_install import codex_doctor_checks
-from memory.doctor import doctor_checks
+from memory.agents.install.codex import codex_doctor_checks
 from memory.management.install_arguments import (
     add_claude_settings_argument,
     add_codex_home_argument,
 )
+from memory.service.doctor import doctor_checks
 
 MARKS = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}
 

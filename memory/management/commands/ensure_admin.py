@@ -6,7 +6,8 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
-from memory import config, worker
+from memory import config
+from memory.service import supervisor as worker
 
 
 class Command(BaseCommand):

@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from django.utils.dateparse import parse_datetime
 
-from memory.forget import ForgetError, ForgetRequest, ForgetResult, observations_forget
+from memory.housekeeping.forget import ForgetError, ForgetRequest, ForgetResult, observations_forget
 
 
 def _when(raw: str | None) -> datetime | None:

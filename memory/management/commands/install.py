@@ -6,7 +6,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memory import codex_install, installer, mcp_install
+from memory.agents.install import claude_code as installer
+from memory.agents.install import codex as codex_install
+from memory.agents.install import mcp as mcp_install
 from memory.management.install_arguments import (
     add_claude_settings_argument,
     add_codex_home_argument,

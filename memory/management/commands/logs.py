@@ -8,7 +8,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from memory import lifecycle, worker
+from memory.service import lifecycle
+from memory.service import supervisor as worker
 
 
 def tail_lines(path: Path, count: int) -> list[str]:

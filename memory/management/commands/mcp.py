@@ -11,6 +11,6 @@ class Command(BaseCommand):
     requires_system_checks: list[str] = []
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from memory.mcp_server import main
+        from memory.retrieval.mcp_server import main
 
         main()

@@ -5,7 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memory import retention
+from memory.housekeeping import retention
 
 
 class Command(BaseCommand):

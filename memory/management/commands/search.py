@@ -5,7 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from memory.search import KINDS, SearchQuery, search
+from memory.retrieval.search.service import KINDS, SearchQuery, search
 
 
 class Command(BaseCommand):

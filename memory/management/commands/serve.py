@@ -6,7 +6,7 @@ from typing import Any
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from memory import worker
+from memory.service import supervisor as worker
 
 
 class Command(BaseCommand):

@@ -5,7 +5,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memory import lifecycle, worker
+from memory.service import lifecycle
+from memory.service import supervisor as worker
 
 
 class Command(BaseCommand):

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from memory.ledger import LedgerLine, LedgerReport, ledger_report
+from memory.recall.ledger import LedgerLine, LedgerReport, ledger_report
 
 SECTIONS = ("day", "project", "session")
 

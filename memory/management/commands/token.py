@@ -6,7 +6,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from memory.models import ApiToken
-from memory.tokens import TokenError, token_create_for_username, token_find, token_revoke
+from memory.team.tokens import TokenError, token_create_for_username, token_find, token_revoke
 
 
 class Command(BaseCommand):

@@ -1,0 +1,96 @@
+"""Core API: health, stats and the hook endpoint (thin handlers; logic in services)."""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.db import OperationalError
+from django.http import HttpRequest
+from ninja import Router, Schema, Status
+
+from memory import config
+from memory.agents.base import HookInputError
+from memory.hooks import hook_handle
+from memory.services import stats_compute
+from memory.spool_tasks import spool_kick
+
+log = logging.getLogger(__name__)
+router = Router(tags=["memory"])
+
+
+class HealthOut(Schema):
+    status: str
+    service: str
+    version: str
+    protocol: int
+    pid: int
+
+
+class StatsOut(Schema):
+    sessions: int
+    prompts: int
+    observations: int
+    summaries: int
+    deliverables: int
+    pending: int
+
+
+class ErrorOut(Schema):
+    error: str
+
+
+@router.get("/health", response=HealthOut)
+def health(request: HttpRequest) -> dict[str, Any]:
+    return {
+        "status": "ok",
+        "service": "cmem",
+        "version": config.VERSION,
+        "protocol": config.PROTOCOL_VERSION,
+        "pid": os.getpid(),
+    }
+
+
+@router.get("/stats", response=StatsOut)
+def stats(request: HttpRequest, project: str | None = None) -> dict[str, Any]:
+    return dict(stats_compute(project=project))
+
+
+@router.post(
+    "/hooks/{platform}/{event}",
+    response={200: dict[str, Any], 400: ErrorOut, 413: ErrorOut, 503: ErrorOut},
+)
+def hook(request: HttpRequest, platform: str, event: str) -> Status[dict[str, Any]]:
+    """Run one hook event; the response body is exactly what `cmem hook` prints."""
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    size = int(request.META.get("CONTENT_LENGTH") or 0)
+    if limit is not None and size > limit:
+        return Status(
+            413,
+            {
+                "error": f"hook payload is {size:,} bytes; the limit is {limit:,} (CMEM_MAX_REQUEST_BYTES)"
+            },
+        )
+    try:
+        answer = hook_handle(platform=platform, event=event, body=request.body)
+    except RequestDataTooBig:
+        return Status(
+            413,
+            {
+                "error": f"hook payload exceeds the limit of {limit:,} bytes (CMEM_MAX_REQUEST_BYTES)"
+            },
+        )
+    except HookInputError as exc:
+        return Status(400, {"error": str(exc)})
+    except OperationalError as exc:
+        # SQLite busy past busy_timeout, or the disk full: nothing was stored (the transaction
+        # rolled back); 503 makes the hook client spool the event for a later ingest.
+        log.warning("hook %s/%s not stored: %s", platform, event, exc)
+        return Status(
+            503, {"error": f"database unavailable ({exc}); the hook client spools capture events"}
+        )
+    spool_kick()  # a worker that answers is a worker that can drain what was spooled
+    return Status(200, answer)

@@ -1,0 +1,169 @@
+"""What memory shows the agent, and what it saves: the SessionStart index preview, a file's
+observations as the read gate ranks them, and the token ledger. Thin handlers."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from datetime import datetime
+from typing import Any
+
+from django.http import HttpRequest
+from ninja import Query, Router, Schema, Status
+from pydantic import Field
+
+from memory import config
+from memory.models import Session, estimate_tokens
+from memory.projects import relative_path
+from memory.recall.context import context_text, utf16_len
+from memory.recall.file_views import file_facts
+from memory.recall.gate import candidate_unchanged, candidates_rank, file_candidates
+from memory.recall.ledger import ledger_report
+
+router = Router(tags=["insights"])
+
+
+class ErrorOut(Schema):
+    error: str
+
+
+class ContextOut(Schema):
+    project: str
+    text: str = Field(description="Exactly what SessionStart injects now (header time included).")
+    chars: int = Field(
+        description="Length as Claude Code counts it (UTF-16 units); never above 10,000."
+    )
+    tokens: int
+
+
+class FileObservationOut(Schema):
+    id: int
+    title: str
+    type: str
+    created_at: datetime
+    session: int
+    modified: bool = Field(description="The observation modified the file (not only read it).")
+    files_touched: int
+    score: int = Field(description="The gate's specificity score.")
+    content_hash: str = Field(description="The file's sha256 when the observation was captured.")
+    status: str = Field(
+        description="unchanged, changed (the file on disk now vs. then), or unknown."
+    )
+
+
+class ByFileOut(Schema):
+    project: str
+    path: str = Field(description="The project-relative path looked up.")
+    total: int = Field(description="Observations of the file, before dedupe and limit.")
+    observations: list[FileObservationOut] = Field(
+        description="As the read gate shows them: one per session, most specific first."
+    )
+
+
+class LedgerLineOut(Schema):
+    key: str
+    label: str
+    shown: int = Field(description="Tokens cmem put into the model's context.")
+    avoided: int = Field(
+        description="Tokens of reads the model did not make (a retried refusal cancels its own)."
+    )
+    spent: int = Field(description="API tokens the observer spent.")
+    net: int = Field(description="avoided - shown - spent.")
+    denials: int
+    retries: int
+    injections: int
+
+
+class LedgerOut(Schema):
+    days: int
+    project: str | None
+    total: LedgerLineOut
+    by_day: list[LedgerLineOut]
+    by_project: list[LedgerLineOut]
+    by_session: list[LedgerLineOut]
+
+
+@router.get("/context", response={200: ContextOut, 400: ErrorOut})
+def context_preview(request: HttpRequest, project: str, root: str = "") -> Status[dict[str, Any]]:
+    """The SessionStart index of a project, as the agent would receive it now."""
+    if not project.strip():
+        return Status(400, {"error": "project must name a project"})
+    text = context_text(project=project, root=root)
+    return Status(
+        200,
+        {
+            "project": project,
+            "text": text,
+            "chars": utf16_len(text),
+            "tokens": estimate_tokens(text),
+        },
+    )
+
+
+@router.get("/observations/by-file", response={200: ByFileOut, 400: ErrorOut})
+def observations_by_file(
+    request: HttpRequest,
+    path: str,
+    project: str,
+    limit: int = Query(15, ge=1, le=200),  # type: ignore[type-arg]
+) -> Status[dict[str, Any]]:
+    """A file's observations, ranked as the read gate ranks them. `path` is project-relative,
+    or absolute (made relative to the project's known roots)."""
+    if not path.strip() or "\0" in path:
+        return Status(400, {"error": "path must name a file"})
+    rel = _project_relative(path, project)
+    candidates = file_candidates(project=project, rel_path=rel)
+    facts = file_facts(path, with_hash=True) if os.path.isabs(path) and _local_worker() else None
+    for candidate in candidates:
+        candidate.unchanged = candidate_unchanged(candidate, facts) if facts else None
+    rows = candidates_rank(candidates, limit)
+    return Status(200, {
+        "project": project,
+        "path": rel,
+        "total": len(candidates),
+        "observations": [
+            {
+                "id": c.id, "title": c.title, "type": c.type, "created_at": c.created, "session": c.session,
+                "modified": c.modified, "files_touched": c.files_touched, "score": c.score,
+                "content_hash": c.content_hash,
+                "status": "unknown" if c.unchanged is None else ("unchanged" if c.unchanged else "changed"),
+            }
+            for c in rows
+        ],
+    })  # fmt: skip
+
+
+@router.get("/ledger", response={200: LedgerOut})
+def ledger(
+    request: HttpRequest,
+    project: str | None = None,
+    days: int = Query(30, ge=1, le=3650),  # type: ignore[type-arg]
+) -> dict[str, Any]:
+    """Net token savings per day, project and session: avoided reads minus what cmem showed
+    and what the observer spent."""
+    return ledger_report(project=project or None, days=days).as_dict()
+
+
+def _project_relative(path: str, project: str) -> str:
+    if not os.path.isabs(path):
+        return path.replace(os.sep, "/")
+    roots = (
+        Session.objects.filter(project=project)
+        .exclude(project_root="")
+        .values_list("project_root", flat=True)
+        .distinct()
+    )
+    for root in roots:
+        rel = relative_path(path, root)
+        if not os.path.isabs(rel):
+            return rel
+    return relative_path(path, "")
+
+
+def _local_worker() -> bool:
+    """A shared worker never reads files on its own disk on a caller's behalf."""
+    host = config.get("CLAUDE_MEM_WORKER_HOST")
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

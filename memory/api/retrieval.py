@@ -1,0 +1,366 @@
+"""Retrieval endpoints: search, timeline, observations by id, code outlines, forget.
+
+Thin handlers: parse, call one service, shape the answer. Every bad input is a 4xx with
+`{"error": "..."}` that says what to change.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from django.http import HttpRequest
+from ninja import Query, Router, Schema, Status
+from pydantic import Field
+
+from memory import config
+from memory.housekeeping.forget import ForgetError, ForgetRequest, observations_forget
+from memory.models import Observation
+from memory.retrieval.outline import outline as code_outline
+from memory.retrieval.search.service import KINDS, Kind, SearchQuery, search
+from memory.retrieval.timeline import TimelineError, timeline_build
+
+router = Router(tags=["retrieval"])
+
+SEARCH_LIMIT_MAX = 100
+IDS_MAX = 200
+# Row ids are 64-bit: a bigger number cannot name a row, and SQLite raises OverflowError on it.
+ID_MAX = 2**63 - 1
+
+
+class ErrorOut(Schema):
+    error: str
+
+
+class SearchHitOut(Schema):
+    id: int
+    kind: Literal["observation", "summary", "prompt"]
+    title: str
+    project: str
+    created_at: datetime
+    type: str
+    score: float
+    snippet: str = Field(description="The matching passage, matches between « and ».")
+    tokens: int = Field(description="Roughly what fetching the full row costs.")
+    session: int | None
+    files: list[str]
+
+
+class SearchOut(Schema):
+    query: str
+    results: list[SearchHitOut]
+
+
+class SearchFilters(Schema):
+    q: str = Field(
+        "", description="Any text; quoted phrases and a trailing * (prefix) are understood."
+    )
+    project: str | None = None
+    limit: int = Field(20, ge=1, le=SEARCH_LIMIT_MAX)
+    offset: int = Field(0, ge=0, le=10_000)
+    type: str | None = Field(
+        None, description="Observation types, comma-separated (bugfix,feature,…)."
+    )
+    concept: str | None = None
+    file: str | None = Field(None, description="A file path or its tail (`models.py`).")
+    since: datetime | None = None
+    until: datetime | None = None
+    kind: str | None = Field(None, description="observation, summary, prompt (comma-separated).")
+
+
+def _kinds(raw: str | None) -> tuple[Kind, ...]:
+    if not raw:
+        return KINDS
+    kinds = tuple(part.strip() for part in raw.split(",") if part.strip())
+    for kind in kinds:
+        if kind not in KINDS:
+            raise ValueError(f"kind {kind!r} is not one of observation, summary, prompt")
+    return kinds  # type: ignore[return-value]
+
+
+@router.get("/search", response={200: SearchOut, 400: ErrorOut})
+def search_endpoint(request: HttpRequest, filters: Query[SearchFilters]) -> Status[dict[str, Any]]:
+    """Ranked hits, best first (newest first without `q`): an index to pick from, cheaply."""
+    try:
+        kinds = _kinds(filters.kind)
+    except ValueError as exc:
+        return Status(400, {"error": str(exc)})
+    types = tuple(t.strip() for t in (filters.type or "").split(",") if t.strip())
+    query = SearchQuery(
+        text=filters.q, project=filters.project or None, kinds=kinds, types=types, concept=filters.concept or None,
+        file=filters.file or None, since=filters.since, until=filters.until, limit=filters.limit, offset=filters.offset,
+    )  # fmt: skip
+    return Status(200, {"query": filters.q, "results": [hit.as_dict() for hit in search(query)]})
+
+
+class TimelineItemOut(Schema):
+    kind: Literal["observation", "summary", "prompt"]
+    id: int
+    title: str
+    type: str
+    project: str
+    created_at: datetime
+    tokens: int
+    session: int
+    is_anchor: bool
+
+
+class TimelineOut(Schema):
+    anchor: TimelineItemOut
+    query: str
+    items: list[TimelineItemOut]
+
+
+@router.get("/timeline", response={200: TimelineOut, 400: ErrorOut, 404: ErrorOut})
+def timeline_endpoint(
+    request: HttpRequest,
+    anchor: str | None = None,
+    q: str | None = None,
+    project: str | None = None,
+    depth_before: int = 10,
+    depth_after: int = 10,
+) -> Status[dict[str, Any]]:
+    """What happened around an anchor (`123`, `S12`, `P7`) or the best hit of `q`, in order."""
+    try:
+        timeline = timeline_build(
+            anchor=anchor,
+            query=q,
+            project=project,
+            depth_before=depth_before,
+            depth_after=depth_after,
+        )
+    except TimelineError as exc:
+        code = 404 if str(exc).startswith(("no ", "nothing")) else 400
+        return Status(code, {"error": str(exc)})
+    return Status(200, timeline.as_dict())
+
+
+class ObservationOut(Schema):
+    id: int
+    type: str
+    title: str
+    subtitle: str
+    facts: list[Any]
+    narrative: str
+    concepts: list[Any]
+    files_read: list[Any]
+    files_modified: list[Any]
+    project: str
+    session: int
+    tool_name: str
+    prompt_number: int | None
+    created_at: datetime
+
+
+class ObservationsOut(Schema):
+    observations: list[ObservationOut]
+    missing: list[int]
+
+
+def _parse_ids(raw: str) -> list[int]:
+    parts = [part.strip().lstrip("#") for part in raw.split(",") if part.strip()]
+    if not parts:
+        raise ValueError("ids is empty: give observation ids, e.g. ids=12,40,7")
+    if len(parts) > IDS_MAX:
+        raise ValueError(f"at most {IDS_MAX} ids at once")
+    bad = [part for part in parts if not part.isascii() or not part.isdigit() or int(part) > ID_MAX]
+    if bad:
+        raise ValueError(
+            f"not an observation id: {bad[0]!r} (ids are positive whole numbers, comma-separated)"
+        )
+    return [int(part) for part in parts]
+
+
+@router.get("/observations", response={200: ObservationsOut, 400: ErrorOut})
+def observations_by_id(request: HttpRequest, ids: str) -> Status[dict[str, Any]]:
+    """Full observations in the order asked; ids that do not exist are listed in `missing`."""
+    try:
+        wanted = _parse_ids(ids)
+    except ValueError as exc:
+        return Status(400, {"error": str(exc)})
+    found = Observation.objects.in_bulk(wanted)
+    return Status(200, {
+        "observations": [found[pk].as_dict() for pk in dict.fromkeys(wanted) if pk in found],
+        "missing": [pk for pk in dict.fromkeys(wanted) if pk not in found],
+    })  # fmt: skip
+
+
+# --- code outlines: these read files on this machine ------------------------------------------
+
+
+def _local_path(path: str, root: str | None) -> Path:
+    """The file an agent names, refused when it is not safe for the worker to read.
+
+    The worker reads what the local user's agent asks for, so the rules are about mistakes
+    and exposure, not about the user: a shared (non-loopback) worker never reads files;
+    relative paths need a root; with a root, the resolved path (symlinks followed) must stay
+    inside it; cmem's own data dir (database, tokens) is never served.
+    """
+    host = config.get("CLAUDE_MEM_WORKER_HOST")
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback or config.get("CLAUDE_MEM_DATABASE_URL"):
+        raise PermissionError(
+            "code outlines read local files, so a shared worker does not serve them; use the MCP tools locally"
+        )
+    if "\0" in path or not path.strip():
+        raise ValueError("path is empty or not a valid path")
+    candidate = Path(path).expanduser()
+    if root:
+        base = Path(root).expanduser().resolve()
+        candidate = (base / candidate).resolve()
+        if not candidate.is_relative_to(base):
+            raise PermissionError(f"{path} is outside {root}")
+    elif not candidate.is_absolute():
+        raise ValueError(
+            f"{path} is relative: give an absolute path, or a root to resolve it against"
+        )
+    candidate = candidate.resolve()
+    if candidate.is_relative_to(config.data_dir().resolve()):
+        raise PermissionError("cmem's data directory is not served")
+    return candidate
+
+
+class OutlineOut(Schema):
+    path: str
+    language: str
+    lines: int
+    imports: list[str]
+    symbols: list[dict[str, Any]]
+    has_errors: bool
+    source_tokens: int
+    tokens: int
+    text: str
+
+
+class UnfoldOut(Schema):
+    path: str
+    symbol: str
+    kind: str
+    start_line: int
+    end_line: int
+    source: str
+    text: str
+
+
+class SymbolMatchOut(Schema):
+    path: str
+    symbol: str
+    kind: str
+    signature: str
+    start_line: int
+    end_line: int
+    doc: str
+    score: float
+
+
+class SymbolsOut(Schema):
+    query: str
+    root: str
+    matches: list[SymbolMatchOut]
+    text: str
+
+
+_PATH_ERRORS = {200: dict[str, Any], 400: ErrorOut, 403: ErrorOut, 422: ErrorOut}
+
+
+def _path_error(exc: Exception) -> Status[dict[str, Any]]:
+    code = (
+        403
+        if isinstance(exc, PermissionError)
+        else 422
+        if isinstance(exc, code_outline.OutlineError)
+        else 400
+    )
+    return Status(code, {"error": str(exc)})
+
+
+@router.get("/outline", response={**_PATH_ERRORS, 200: OutlineOut})
+def outline_endpoint(
+    request: HttpRequest, path: str, root: str | None = None
+) -> Status[dict[str, Any]]:
+    """A source file's classes, functions and methods with signatures and line ranges."""
+    try:
+        return Status(
+            200, code_outline.smart_outline(_local_path(path, root), display=path).as_dict()
+        )
+    except (ValueError, PermissionError) as exc:
+        return _path_error(exc)
+
+
+@router.get("/outline/unfold", response={**_PATH_ERRORS, 200: UnfoldOut})
+def unfold_endpoint(
+    request: HttpRequest, path: str, symbol: str, root: str | None = None
+) -> Status[dict[str, Any]]:
+    """The exact source of one symbol (`Class.method`), with line numbers."""
+    try:
+        return Status(
+            200, code_outline.smart_unfold(_local_path(path, root), symbol, display=path).as_dict()
+        )
+    except (ValueError, PermissionError) as exc:
+        return _path_error(exc)
+
+
+@router.get("/outline/search", response={**_PATH_ERRORS, 200: SymbolsOut})
+def symbols_endpoint(
+    request: HttpRequest, q: str, root: str, limit: int = 20, file_pattern: str = ""
+) -> Status[dict[str, Any]]:
+    """Symbols matching `q` across the folder `root`, respecting its .gitignore."""
+    try:
+        folder = _local_path(root, None)
+    except (ValueError, PermissionError) as exc:
+        return _path_error(exc)
+    if not folder.is_dir():
+        return Status(422, {"error": f"{root} is not a folder"})
+    matches = code_outline.smart_search(
+        q, folder, limit=max(1, min(limit, 100)), file_pattern=file_pattern
+    )
+    return Status(
+        200,
+        {
+            "query": q,
+            "root": str(folder),
+            "matches": [m.as_dict() for m in matches],
+            "text": code_outline.render_search(q, matches),
+        },
+    )
+
+
+# --- forget --------------------------------------------------------------------------------
+
+
+class ForgetIn(Schema):
+    ids: list[Annotated[int, Field(ge=1, le=ID_MAX)]] = Field(
+        default_factory=list, description="Observation ids."
+    )
+    query: str = ""
+    project: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    kinds: list[Literal["observation", "summary", "prompt"]] = Field(default=["observation"])
+    query_limit: int = Field(100, ge=1, le=1000)
+    dry_run: bool = Field(True, description="List what would go without deleting (the default).")
+
+
+class ForgetOut(Schema):
+    dry_run: bool
+    count: int
+    deleted: int
+    rows: dict[str, list[dict[str, Any]]]
+
+
+@router.post("/forget", response={200: ForgetOut, 400: ErrorOut})
+def forget_endpoint(request: HttpRequest, payload: ForgetIn) -> Status[dict[str, Any]]:
+    """Delete observations by ids, query, project and date range (AND); dry run by default."""
+    try:
+        result = observations_forget(request=ForgetRequest(
+            ids=tuple(payload.ids), query=payload.query, project=payload.project or None, since=payload.since,
+            until=payload.until, kinds=tuple(payload.kinds), query_limit=payload.query_limit, dry_run=payload.dry_run,
+        ))  # fmt: skip
+    except ForgetError as exc:
+        return Status(400, {"error": str(exc)})
+    return Status(200, result.as_dict())

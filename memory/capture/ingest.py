@@ -1,0 +1,362 @@
+"""Capture services: session init, tool-use recording, summary requests, session end.
+
+Each runs in ONE transaction and answers at once: the slow work (compression) happens in a
+huey task enqueued on commit, which only ever receives the session's id. Nothing is
+stored for excluded projects, and everything passes through `memory.capture.privacy` first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from datetime import timedelta
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from memory import config
+from memory.agents.base import HookEvent, HookResult
+from memory.capture import privacy
+from memory.models import Event, Prompt, Session
+from memory.projects import Project, is_excluded, project_for_cwd, relative_path
+from memory.recall.file_views import file_facts, file_view_record_from_tool
+
+log = logging.getLogger(__name__)
+
+FILE_TOOLS = {
+    "Read": "read",
+    "Edit": "modified",
+    "MultiEdit": "modified",
+    "Write": "modified",
+    "NotebookEdit": "modified",
+}
+# Files larger than this are stat'ed but not hashed on the hook's path.
+# A spooled prompt equal to the session's last one within this window is the same prompt
+# delivered twice (the hook timed out after the worker stored it), not a repeated prompt.
+SPOOL_DUPLICATE_WINDOW = timedelta(minutes=10)
+_PRIVATE_TURNS_KEPT = 500
+# Seconds between a tool use's commit and its compression (see _enqueue_processing).
+COMPRESS_DELAY_S = 2
+
+
+def _project(event: HookEvent) -> Project | None:
+    """The event's project, or None when it is excluded (then nothing is stored)."""
+    project = project_for_cwd(event.cwd)
+    if is_excluded(event.cwd, project):
+        return None
+    return project
+
+
+@lru_cache(maxsize=4)
+def _session_lookup_sql(vendor: str) -> tuple[str, tuple[str, ...]]:
+    """The ORM's SELECT of one session by (platform, session_id), compiled once per database
+    vendor, and which parameter is which: building that query cost ~0.17 ms per tool use,
+    over four times what SQLite takes to run it."""
+    sql, params = Session.objects.filter(platform="\0p", session_id="\0s").query.sql_with_params()
+    return sql, tuple("platform" if p == "\0p" else "session_id" for p in params)
+
+
+def _session_get(*, platform: str, session_id: str) -> Session | None:
+    sql, order = _session_lookup_sql(connection.vendor)
+    values = {"platform": platform, "session_id": session_id}
+    # raw() still applies the field converters (aware datetimes), unlike a bare cursor.
+    found = list(Session.objects.raw(sql, [values[name] for name in order]))
+    return found[0] if found else None
+
+
+def _session_upsert(*, event: HookEvent, project: Project) -> Session:
+    session = _session_get(platform=event.platform, session_id=event.session_id)
+    if session is None:
+        defaults = {
+            "project": project.name,
+            "project_root": project.root,
+            "cwd": event.cwd,
+            "transcript_path": event.transcript_path,
+        }
+        session, created = Session.objects.get_or_create(
+            platform=event.platform, session_id=event.session_id, defaults=defaults
+        )
+        if created:
+            return session
+    changed = []
+    for name in ("cwd", "transcript_path"):
+        value = getattr(event, name)
+        if value and getattr(session, name) != value:
+            setattr(session, name, value)
+            changed.append(name)
+    if not session.project_root and project.root:
+        session.project_root = project.root
+        changed.append("project_root")
+    if changed:
+        session.save(update_fields=changed)
+    return session
+
+
+# --- private turns ------------------------------------------------------------------------
+# A fully private prompt stores nothing, not even its session. The tool uses and the Stop of
+# that turn carry the same prompt_id, so a one-way hash of it is remembered (in a small state
+# file, never the text) and they are dropped too (claude-mem stores them: §13.2).
+
+
+def _turn_key(event: HookEvent) -> str:
+    prompt_id = str(event.raw.get("prompt_id") or "")
+    if not prompt_id:
+        return ""
+    return hashlib.sha256(f"{event.session_id}\0{prompt_id}".encode()).hexdigest()[:32]
+
+
+def _private_turns_path() -> Path:
+    return config.data_dir() / "state" / "private-turns"
+
+
+def _private_turn_remember(event: HookEvent) -> None:
+    key = _turn_key(event)
+    if not key:
+        return
+    path = _private_turns_path()
+    try:
+        keys = path.read_text().split()
+    except FileNotFoundError:
+        keys = []
+    keys = [*keys[-(_PRIVATE_TURNS_KEPT - 1) :], key]
+    config.write_atomic(path, ("\n".join(keys) + "\n").encode())
+
+
+def _in_private_turn(event: HookEvent) -> bool:
+    key = _turn_key(event)
+    if not key:
+        return False
+    try:
+        return key in _private_turns_path().read_text().split()
+    except FileNotFoundError:
+        return False
+
+
+# --- services -----------------------------------------------------------------------------
+
+
+def session_init(*, event: HookEvent) -> HookResult:
+    """UserPromptSubmit.
+
+    1. Excluded project or an internal `<task-notification>` prompt: store nothing.
+    2. Strip private tags; a prompt that was entirely private stores nothing at all.
+    3. In one transaction: create/update the session, store the prompt with the next number.
+    """
+    project = _project(event)
+    if project is None or privacy.is_internal_notification(event.prompt):
+        return HookResult()
+    sanitizer = privacy.Sanitizer()
+    text = sanitizer.text(event.prompt).strip()
+    if not text and event.prompt.strip():
+        _private_turn_remember(event)
+        return HookResult()
+    text = text or "[media prompt]"
+    with transaction.atomic():
+        session = _session_upsert(event=event, project=project)
+        if not session.is_open:
+            session.status = Session.Status.ACTIVE
+            session.ended = None
+            session.save(update_fields=["status", "ended"])
+        if event.raw.get("cmem_spooled"):
+            last = session.prompts.order_by("-number").first()
+            if (
+                last
+                and last.text == text
+                and timezone.now() - last.created < SPOOL_DUPLICATE_WINDOW
+            ):
+                return HookResult()
+        # Counted in SQL so two concurrent prompts of one session never get the same number.
+        Session.objects.filter(pk=session.pk).update(prompt_counter=F("prompt_counter") + 1)
+        session.refresh_from_db(fields=["prompt_counter"])
+        Prompt.objects.create(session=session, number=session.prompt_counter, text=text)
+    return HookResult()
+
+
+def _file_facts(path: str) -> dict[str, Any]:
+    """Size, mtime and sha256 of a file on this machine; {} when it is not a regular file."""
+    facts = file_facts(path, with_hash=True)
+    if facts is None:
+        return {}
+    out: dict[str, Any] = {"size": facts.size, "mtime": facts.mtime}
+    if facts.sha256:
+        out["sha256"] = facts.sha256
+    return out
+
+
+def _tool_paths(event: HookEvent) -> list[str]:
+    paths = []
+    for key in ("file_path", "notebook_path"):
+        value = event.tool_input.get(key)
+        if isinstance(value, str) and value:
+            paths.append(value if os.path.isabs(value) else os.path.join(event.cwd or "/", value))
+    return paths
+
+
+def files_facts(*, event: HookEvent, project: Project) -> list[dict[str, Any]]:
+    """`cmem_files` of a file tool's event: which file, read or modified, and its state on disk
+    (or as the remote hook client reported it, in team mode)."""
+    role = FILE_TOOLS.get(event.tool_name)
+    pairs = [(path, role) for path in _tool_paths(event)] if role else []
+    # Adapters name the files of tools without a `file_path` (Codex apply_patch, shell reads).
+    pairs += [(os.path.join(event.cwd or "/", p), r) for p, r in event.tool_files]
+    out = []
+    for path, file_role in pairs:
+        norm = os.path.normpath(path)
+        reported = event.file_facts.get(path) or event.file_facts.get(norm)
+        facts = dict(reported) if isinstance(reported, dict) else _file_facts(norm)
+        out.append(
+            {
+                "path": relative_path(norm, project.root),
+                "abs": norm,
+                "role": file_role,
+                "size": facts.get("size"),
+                "mtime": facts.get("mtime"),
+                "sha256": facts.get("sha256", ""),
+            }
+        )
+    return out
+
+
+def _skipped_tool(event: HookEvent, settings: dict[str, str]) -> bool:
+    if not event.tool_name or event.tool_name in config.get_list("CLAUDE_MEM_SKIP_TOOLS", settings):
+        return True
+    # claude-mem's rule: its own session-memory files are meta, never observed.
+    return any("session-memory" in p for p in _tool_paths(event))
+
+
+def tool_use_payload(*, event: HookEvent, sanitizer: privacy.Sanitizer) -> dict[str, Any]:
+    """The sanitized tool use as an Event payload stores it (live capture and imports alike)."""
+    payload: dict[str, Any] = {
+        "hook_event_name": event.hook_event_name,
+        "tool_name": event.tool_name,
+        "tool_input": sanitizer.field(event.tool_input),
+        "tool_response": sanitizer.field(event.tool_response),
+        "cwd": event.cwd,
+        "prompt_id": str(event.raw.get("prompt_id") or ""),
+        "duration_ms": event.raw.get("duration_ms"),
+    }
+    if event.failed:
+        payload["error"] = sanitizer.text(event.error)
+        payload["is_interrupt"] = event.is_interrupt
+    return payload
+
+
+def observation_record(*, event: HookEvent) -> HookResult:
+    """PostToolUse / PostToolUseFailure.
+
+    1. Skip excluded projects, CLAUDE_MEM_SKIP_TOOLS and tool uses of a private turn.
+    2. Sanitize input, output and error (tags, secrets, caps); note the files it touched.
+    3. In one transaction: the session, an Event(kind=observation) idempotent by tool_use_id,
+       the file view; compression is enqueued on commit. Answers at once.
+    """
+    settings = config.load()
+    if _skipped_tool(event, settings):
+        return HookResult()
+    project = _project(event)
+    if project is None or _in_private_turn(event):
+        return HookResult()
+    sanitizer = privacy.Sanitizer(settings=settings)
+    payload = tool_use_payload(event=event, sanitizer=sanitizer)
+    if event.agent_id:
+        payload["agent_id"] = event.agent_id
+        payload["agent_type"] = event.agent_type
+    payload["cmem_files"] = files_facts(event=event, project=project)
+    with transaction.atomic():
+        session = _session_upsert(event=event, project=project)
+        # Idempotent by the unique (session, tool_use_id) constraint, not a SELECT first: a
+        # duplicate delivery (retry, spool replay, concurrent PostgreSQL writer) fails the
+        # INSERT inside a savepoint, which is cheaper than an exists() on every tool use.
+        try:
+            with transaction.atomic():
+                stored = Event.objects.create(
+                    session=session,
+                    kind=Event.Kind.OBSERVATION,
+                    tool_name=event.tool_name[:200],
+                    tool_use_id=event.tool_use_id[:200],
+                    prompt_number=session.prompt_counter or None,
+                    payload=payload,
+                )
+        except IntegrityError:
+            return HookResult()
+        if event.tool_name in FILE_TOOLS and not event.failed:
+            # The file was just hashed for cmem_files: hand those facts over, not the disk again.
+            file_view_record_from_tool(session=session, event=event, known=payload["cmem_files"])
+        _enqueue_processing(session.pk)
+    log.debug("recorded %s", stored)
+    return HookResult()
+
+
+def _enqueue_processing(session_pk: int) -> None:
+    """Compression runs a moment after the commit, not at once: a burst of tool uses is
+    then compressed as one batch, and the consumer's writes do not queue behind (and in
+    front of) the hooks' own writes for SQLite's single write lock during the burst."""
+    from huey.contrib.djhuey import HUEY
+
+    from memory.tasks import session_events_process_task
+
+    if HUEY.immediate:
+        transaction.on_commit(lambda: session_events_process_task(session_pk))
+    else:
+        transaction.on_commit(
+            lambda: session_events_process_task.schedule((session_pk,), delay=COMPRESS_DELAY_S)
+        )
+
+
+def summary_request(*, event: HookEvent) -> HookResult:
+    """Stop: queue a summary of the turn (not on a Stop hook's own re-entry, not for
+    subagents or private turns) and copy the turn's deliverables before answering."""
+    project = _project(event)
+    if project is None or event.stop_hook_active or event.agent_id or _in_private_turn(event):
+        return HookResult()
+    sanitizer = privacy.Sanitizer()
+    prompt_id = str(event.raw.get("prompt_id") or "")
+    payload = {
+        "hook_event_name": event.hook_event_name,
+        "last_assistant_message": sanitizer.text(event.last_assistant_message),
+        "prompt_id": prompt_id,
+        "transcript_path": event.transcript_path,
+        "cwd": event.cwd,
+    }
+    # One summary per turn: a Stop delivered twice (spool replay) finds its key taken.
+    key = f"stop:{prompt_id}" if prompt_id else ""
+    with transaction.atomic():
+        session = _session_upsert(event=event, project=project)
+        if key and Event.objects.filter(session=session, tool_use_id=key).exists():
+            return HookResult()
+        Event.objects.create(
+            session=session,
+            kind=Event.Kind.SUMMARY,
+            tool_use_id=key[:200],
+            prompt_number=session.prompt_counter or None,
+            payload=payload,
+        )
+        _deliverables_capture(session=session, event=event)
+        _enqueue_processing(session.pk)
+    return HookResult()
+
+
+def _deliverables_capture(*, session: Session, event: HookEvent) -> None:
+    from deliverables.services import deliverables_capture
+
+    # A savepoint: a failing copy must not take the summary request down with it.
+    try:
+        with transaction.atomic():
+            deliverables_capture(session=session, event=event)
+    except Exception:  # noqa: BLE001 - deliverables are a bonus; the summary is the contract
+        log.exception("deliverables capture failed for session %s", session.pk)
+
+
+def session_end(*, event: HookEvent) -> HookResult:
+    """SessionEnd: the session is complete; events already queued still get compressed."""
+    if _project(event) is None:
+        return HookResult()
+    with transaction.atomic():
+        Session.objects.filter(
+            platform=event.platform, session_id=event.session_id, status=Session.Status.ACTIVE
+        ).update(status=Session.Status.COMPLETED, ended=timezone.now())
+    return HookResult()

@@ -1,0 +1,387 @@
+"""`cmem mcp`: the MCP stdio server that lets the agent fetch memory and code, cheapest first.
+
+Memory tools (search, timeline, get_observations, forget) call the worker's HTTP API and
+start the worker when it is down. Code tools (smart_outline, smart_unfold, smart_search)
+run here, in the agent's process tree, because they read the agent's own files (a shared
+worker could not). This module imports no Django: it is a small long-lived process.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp.exceptions import ToolError
+
+from memory import config
+from memory.retrieval.outline import outline as code_outline
+
+WORKFLOW = """cmem remembers past sessions of this project: what was read, changed, decided and fixed.
+Fetch the cheapest thing that answers the question, in this order:
+1. `search` (~15 tokens a hit) or `timeline` (what happened around a hit): an index of ids and titles.
+2. `get_observations` with the few ids that matter (~300 tokens each): the full notes.
+3. `smart_search` / `smart_outline` (a file's structure, ~10x cheaper than the file), then `smart_unfold`
+   for the one function or class you need.
+4. Read a whole file only when the steps above were not enough."""
+
+START_TIMEOUT_S = 20.0
+REQUEST_TIMEOUT_S = 15.0
+
+mcp = FastMCP("cmem", instructions=WORKFLOW)
+
+
+# --- the worker --------------------------------------------------------------------------
+
+
+class Worker:
+    """Where the worker answers, starting it on first need (a `cmem start`, detached)."""
+
+    def __init__(self) -> None:
+        self._started = False
+
+    def base_url(self) -> str:
+        remote = config.get("CLAUDE_MEM_WORKER_URL").rstrip("/")
+        if remote:
+            return remote
+        try:
+            host, port = (config.data_dir() / "worker.port").read_text().split()[:2]
+            int(port)
+        except (OSError, ValueError):
+            host, port = config.get("CLAUDE_MEM_WORKER_HOST"), config.get("CLAUDE_MEM_WORKER_PORT")
+        return f"http://{f'[{host}]' if ':' in host else host}:{port}"
+
+    def headers(self) -> dict[str, str]:
+        token = config.get("CLAUDE_MEM_API_TOKEN")
+        return {"Authorization": f"Bearer {token}"} if token else {}
+
+    def _healthy(self, url: str) -> bool:
+        try:
+            return httpx.get(f"{url}/api/health", timeout=1.0).json().get("service") == "cmem"
+        except (httpx.HTTPError, ValueError, AttributeError):
+            return False
+
+    def _start(self) -> None:
+        # `cmem start` is the lifecycle command (pid file, detaching, stale cleanup); until
+        # it exists, a detached `cmem serve` does the same job.
+        commands = Path(__file__).with_name("management") / "commands"
+        verb = "start" if (commands / "start.py").exists() else "serve"
+        subprocess.Popen(
+            [sys.executable, "-m", "cmem_site.cli", verb],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            env=os.environ.copy(),
+        )
+        self._started = True
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        """JSON from the worker; a ToolError whose text the agent can act on otherwise."""
+        url = self.base_url()
+        try:
+            response = httpx.request(
+                method, url + path, headers=self.headers(), timeout=REQUEST_TIMEOUT_S, **kwargs
+            )
+        except httpx.ConnectError:
+            if config.get("CLAUDE_MEM_WORKER_URL"):
+                raise ToolError(f"the cmem worker at {url} is not reachable") from None
+            self._start()
+            deadline = time.monotonic() + START_TIMEOUT_S
+            while time.monotonic() < deadline and not self._healthy(url := self.base_url()):
+                time.sleep(0.2)
+            try:
+                response = httpx.request(
+                    method, url + path, headers=self.headers(), timeout=REQUEST_TIMEOUT_S, **kwargs
+                )
+            except httpx.HTTPError as exc:
+                raise ToolError(
+                    f"the cmem worker did not start ({exc}); run `cmem start` or `cmem doctor`"
+                ) from None
+        except httpx.HTTPError as exc:
+            raise ToolError(f"the cmem worker failed to answer: {exc}") from None
+        try:
+            body = response.json()
+        except ValueError:
+            raise ToolError(
+                f"the cmem worker answered {response.status_code} without JSON"
+            ) from None
+        if response.status_code >= 400:
+            detail = body.get("error") or body.get("detail") if isinstance(body, dict) else body
+            raise ToolError(f"{detail}")
+        return body
+
+
+worker = Worker()
+
+
+# --- rendering: compact markdown, because every character is the agent's context ----------
+
+
+def _day_time(iso: str) -> tuple[str, str]:
+    return iso[:10], iso[11:16]
+
+
+_KIND_MARK = {"observation": "", "summary": "S", "prompt": "P"}
+
+
+def render_search(query: str, results: list[dict[str, Any]]) -> str:
+    if not results:
+        return f"No memory matches {query!r}." if query else "No memory yet."
+    lines = [
+        f"{len(results)} result(s) for {query!r}. get_observations(ids) fetches full notes (Read = ~tokens)."
+        if query
+        else f"{len(results)} most recent."
+    ]
+    lines += ["| ID | Date | Type | Title | Read |", "|----|------|------|-------|------|"]
+    for hit in results:
+        day, hour = _day_time(hit["created_at"])
+        title = hit["title"].replace("|", "\\|").replace("\n", " ")[:120]
+        lines.append(
+            f"| #{_KIND_MARK[hit['kind']]}{hit['id']} | {day} {hour} | {hit['type']} | {title} | ~{hit['tokens']} |"
+        )
+    snippets = [
+        f"#{_KIND_MARK[h['kind']]}{h['id']}: {' '.join(h['snippet'].split())}"
+        for h in results[:5]
+        if h.get("snippet")
+    ]
+    if snippets:
+        lines += ["", "Best matches:", *snippets]
+    return "\n".join(lines)
+
+
+def render_timeline(data: dict[str, Any]) -> str:
+    anchor = data["anchor"]
+    head = f"Timeline around #{_KIND_MARK[anchor['kind']]}{anchor['id']} ({anchor['project']})"
+    lines = [head + (f" for {data['query']!r}" if data.get("query") else "")]
+    day = ""
+    for item in data["items"]:
+        item_day, hour = _day_time(item["created_at"])
+        if item_day != day:
+            day = item_day
+            lines.append(f"### {day}")
+        mark = "→ " if item["is_anchor"] else ""
+        label = {"prompt": "💬 prompt", "summary": "🎯 summary"}.get(item["kind"], item["type"])
+        title = " ".join(item["title"].split())[:140]
+        lines.append(
+            f"{mark}#{_KIND_MARK[item['kind']]}{item['id']} {hour} {label}: {title} (~{item['tokens']})"
+        )
+    return "\n".join(lines)
+
+
+def render_observation(obs: dict[str, Any]) -> str:
+    lines = [
+        f"## #{obs['id']} [{obs['type']}] {obs['title']}",
+        f"{obs['project']} · {obs['created_at'][:16]} · session {obs['session']}",
+    ]
+    if obs.get("subtitle"):
+        lines.append(obs["subtitle"])
+    if obs.get("narrative"):
+        lines += ["", obs["narrative"]]
+    if obs.get("facts"):
+        lines += ["", *[f"- {fact}" for fact in obs["facts"]]]
+    for label, key in (
+        ("Read", "files_read"),
+        ("Modified", "files_modified"),
+        ("Concepts", "concepts"),
+    ):
+        if obs.get(key):
+            lines.append(f"{label}: {', '.join(map(str, obs[key]))}")
+    return "\n".join(lines)
+
+
+def _local(path: str) -> Path:
+    # Relative paths are the agent's: Claude Code starts MCP servers in the project folder.
+    return Path(path).expanduser().resolve()
+
+
+# --- tools -------------------------------------------------------------------------------------
+
+
+@mcp.tool(
+    description=(
+        "Step 1 of cmem's memory: search past work of this and other projects (observations, session "
+        "summaries, prompts) and get an index: id, date, type, title and ~tokens to fetch each. "
+        "Costs ~15 tokens a hit. Then call get_observations with the few ids worth reading; never fetch all. "
+        'Query: plain words (all must match, else any), "a phrase", or word* for a prefix. Filters: project, '
+        "type (bugfix,feature,refactor,change,discovery,decision), concept, file (path or file name), since/until "
+        "(ISO dates), kind (observation,summary,prompt)."
+    )
+)
+def search(
+    query: str = "",
+    project: str | None = None,
+    limit: int = 20,
+    type: str | None = None,
+    concept: str | None = None,
+    file: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    kind: str | None = None,
+) -> str:
+    params = {
+        "q": query,
+        "project": project,
+        "limit": limit,
+        "type": type,
+        "concept": concept,
+        "file": file,
+        "since": since,
+        "until": until,
+        "kind": kind,
+    }
+    data = worker.request(
+        "GET", "/api/search", params={k: v for k, v in params.items() if v not in (None, "")}
+    )
+    return render_search(query, data["results"])
+
+
+@mcp.tool(
+    description=(
+        "Step 1b: what happened around one moment, in order: the observations, prompts and session summaries "
+        "before and after an anchor. anchor is an observation id from search (123), S<id> for a summary or "
+        "P<id> for a prompt; or give query and the best hit is the anchor. Cheap (~20 tokens a line); "
+        "use it to see the story around a hit, then get_observations for details."
+    )
+)
+def timeline(
+    anchor: str | None = None,
+    query: str | None = None,
+    depth_before: int = 3,
+    depth_after: int = 3,
+    project: str | None = None,
+) -> str:
+    params = {
+        "anchor": anchor,
+        "q": query,
+        "depth_before": depth_before,
+        "depth_after": depth_after,
+        "project": project,
+    }
+    data = worker.request(
+        "GET", "/api/timeline", params={k: v for k, v in params.items() if v not in (None, "")}
+    )
+    return render_timeline(data)
+
+
+@mcp.tool(
+    description=(
+        "Step 2: the full notes (narrative, facts, files, concepts) of the observations you picked from "
+        "search or timeline, in the order given. ~300 tokens each, so pass only the ids that matter. "
+        "Cheaper than re-reading the files they describe."
+    )
+)
+def get_observations(ids: list[int]) -> str:
+    if not ids:
+        raise ToolError("give at least one observation id (from search or timeline)")
+    data = worker.request("GET", "/api/observations", params={"ids": ",".join(str(i) for i in ids)})
+    parts = [render_observation(obs) for obs in data["observations"]]
+    if data.get("missing"):
+        parts.append(f"(no observation with id {', '.join(map(str, data['missing']))})")
+    return "\n\n".join(parts)
+
+
+@mcp.tool(
+    description=(
+        "Step 3: the structure of one source file: classes, functions and methods with signatures, "
+        "a few words of doc and line ranges, typically 10x+ cheaper than reading it. Then smart_unfold the symbol you "
+        "need instead of reading the file. Python, JS/TS/TSX, Go, Rust, Java, Ruby, C, C++, C#, PHP, Bash."
+    )
+)
+def smart_outline(file_path: str) -> str:
+    try:
+        return code_outline.smart_outline(_local(file_path), display=file_path).render()
+    except code_outline.OutlineError as exc:
+        raise ToolError(str(exc)) from None
+
+
+@mcp.tool(
+    description=(
+        "Step 3b: the exact source of one symbol (function, class or method) with line numbers, found by "
+        "name; qualified names like Class.method or Type::method work. Use after smart_outline or "
+        "smart_search instead of reading the whole file."
+    )
+)
+def smart_unfold(file_path: str, symbol_name: str) -> str:
+    try:
+        return code_outline.smart_unfold(_local(file_path), symbol_name, display=file_path).render()
+    except code_outline.OutlineError as exc:
+        raise ToolError(str(exc)) from None
+
+
+@mcp.tool(
+    description=(
+        "Step 3 across a folder: find functions, classes and methods whose names match the query's words "
+        "(snake_case, camelCase and paths are split), respecting .gitignore. Returns path:lines and "
+        "signatures; then smart_unfold the one you need. Much cheaper than grep plus reading files."
+    )
+)
+def smart_search(query: str, path: str = ".", max_results: int = 20, file_pattern: str = "") -> str:
+    root = _local(path)
+    if not root.is_dir():
+        raise ToolError(f"{path} is not a folder")
+    matches = code_outline.smart_search(
+        query, root, limit=max(1, min(max_results, 100)), file_pattern=file_pattern
+    )
+    return code_outline.render_search(query, matches)
+
+
+@mcp.tool(
+    description=(
+        "Delete memories the user wants gone: observations by ids, by query, or by project and date range "
+        "(criteria combine). dry_run=true (the default) only lists what would be deleted; show that to the "
+        "user and call again with dry_run=false once they confirm. kinds can add summary and prompt."
+    )
+)
+def forget(
+    ids: list[int] | None = None,
+    query: str = "",
+    project: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    kinds: list[str] | None = None,
+    dry_run: bool = True,
+) -> str:
+    body: dict[str, Any] = {
+        "ids": ids or [],
+        "query": query,
+        "project": project,
+        "since": since,
+        "until": until,
+        "dry_run": dry_run,
+    }
+    if kinds:
+        body["kinds"] = kinds
+    data = worker.request(
+        "POST", "/api/forget", json={k: v for k, v in body.items() if v is not None}
+    )
+    verb = "Would delete" if data["dry_run"] else "Deleted"
+    lines = [
+        f"{verb} {data['count']} row(s)."
+        + (
+            " Call again with dry_run=false to delete them."
+            if data["dry_run"] and data["count"]
+            else ""
+        )
+    ]
+    for kind, rows in data["rows"].items():
+        lines += [
+            f"- {kind} #{row['id']} {row['created_at'][:10]} {row['title'][:100]}"
+            for row in rows[:50]
+        ]
+        if len(rows) > 50:
+            lines.append(f"- … and {len(rows) - 50} more {kind}(s)")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    mcp.run("stdio")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,275 @@
+"""PostgreSQL full-text search for `memory.retrieval.search.service.search` (team mode).
+
+Same contract as the FTS5 path: a SearchQuery in, SearchHit rows out, best first. Each
+searchable table has a generated `search_vector` column with a GIN index (migration 0003);
+`to_tsquery('english', …)` gives stemming like FTS5's porter tokenizer, `ts_rank` weights a
+title match (A) above a narrative (C) or file-name (D) match, and `ts_headline` marks the
+passage. Headlines re-parse the text, so they are made only for the page returned.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, replace
+from typing import Any
+
+from django.db import connection
+
+from memory.retrieval.search.service import (
+    HIGHLIGHT_CLOSE,
+    HIGHLIGHT_OPEN,
+    Kind,
+    SearchHit,
+    SearchQuery,
+    file_match_params,
+    fts_terms,
+)
+
+# Documents split on these too (migration 0003), so `search.py` finds `memory/retrieval/search/service.py`.
+SPLIT_CHARS = "/._-:@"
+_SPLIT = str.maketrans(SPLIT_CHARS, " " * len(SPLIT_CHARS))
+_WORD = re.compile(r"\w+")
+# ts_rank weights for {D, C, B, A}: files 1.5, narrative/facts/concepts 1, subtitle 2, title 5,
+# the same proportions as the FTS5 path's bm25 column weights.
+RANK_WEIGHTS = "{0.3, 0.2, 0.4, 1.0}"
+_RANK = f"ts_rank('{RANK_WEIGHTS}', o.search_vector, q.q)"
+# Broad queries rank their newest matches only (see _select): recent work is what an agent
+# asks about, and it keeps a common word at 1M rows in tens of milliseconds.
+RANK_WINDOW = 2000
+HEADLINE_OPTIONS = f'StartSel={HIGHLIGHT_OPEN}, StopSel={HIGHLIGHT_CLOSE}, MaxWords=24, MinWords=8, MaxFragments=2, FragmentDelimiter=" … "'
+
+
+@dataclass(frozen=True)
+class _Kind:
+    table: str
+    project: str  # SQL for the row's project
+    join: str
+    title: str
+    type: str
+    tokens: str
+    session: str
+    headline_text: str
+    fallback_snippet: str
+    files: str
+
+
+KINDS: dict[Kind, _Kind] = {
+    "observation": _Kind(
+        table="memory_observation o",
+        project="o.project",
+        join="",
+        title="o.title",
+        type="o.type",
+        tokens="(length(o.title) + length(o.subtitle) + length(o.narrative) + length(o.facts::text) + 3) / 4 + 20",
+        session="o.session_id",
+        headline_text="o.title || ' — ' || o.subtitle || ' ' || o.narrative",
+        fallback_snippet="left(coalesce(nullif(o.subtitle, ''), o.narrative), 200)",
+        files="o.files_modified || o.files_read",
+    ),
+    "summary": _Kind(
+        table="memory_summary o",
+        project="o.project",
+        join="",
+        title="left(coalesce(nullif(o.request, ''), nullif(o.completed, ''), o.learned), 160)",
+        type="'summary'",
+        tokens="(length(o.request) + length(o.investigated) + length(o.learned) + length(o.completed) + length(o.next_steps) + length(o.notes) + 3) / 4 + 20",
+        session="o.session_id",
+        headline_text="o.request || ' ' || o.learned || ' ' || o.completed || ' ' || o.investigated || ' ' || o.next_steps || ' ' || o.notes",
+        fallback_snippet="left(coalesce(nullif(o.completed, ''), o.learned), 200)",
+        files="'[]'::jsonb",
+    ),
+    "prompt": _Kind(
+        table="memory_prompt o",
+        project="s.project",
+        join="JOIN memory_session s ON s.id = o.session_id",
+        title="left(o.text, 160)",
+        type="'prompt'",
+        tokens="(length(o.text) + 3) / 4 + 10",
+        session="o.session_id",
+        headline_text="o.text",
+        fallback_snippet="left(o.text, 200)",
+        files="'[]'::jsonb",
+    ),
+}
+
+
+def tsquery_terms(text: str) -> list[str]:
+    """The user's text as tsquery terms, read exactly as the FTS5 path reads it
+    (`memory.retrieval.search.service.fts_terms`): `"a phrase"` is a phrase, a trailing `*` makes a prefix,
+    everything else is literal text split like the stored text (`foo.bar` is the phrase
+    "foo bar"). Words are \\w runs, so no character of the input is ever tsquery syntax."""
+    text = text.encode("utf-8", "replace").decode("utf-8").replace("\0", " ")
+    terms: list[str] = []
+    for raw in fts_terms(text):
+        prefix = raw.endswith("*")
+        words = _WORD.findall(
+            raw.rstrip("*").strip('"').replace('""', '"').translate(_SPLIT).lower()
+        )
+        if not words:
+            continue
+        quoted = [f"'{w}'" for w in words]
+        if prefix:
+            quoted[-1] += ":*"
+        terms.append("(" + " <-> ".join(quoted) + ")")
+    return terms
+
+
+def _filters(query: SearchQuery, kind: Kind, spec: _Kind) -> tuple[list[str], list[Any]]:
+    where: list[str] = []
+    params: list[Any] = []
+    if query.project:
+        where.append(f"{spec.project} = %s")
+        params.append(query.project)
+    if query.since:
+        where.append("o.created >= %s")
+        params.append(query.since)
+    if query.until:
+        where.append("o.created <= %s")
+        params.append(query.until)
+    if kind == "observation":
+        if query.types:
+            where.append("o.type = ANY(%s)")
+            params.append(list(query.types))
+        if query.concept:
+            where.append(
+                "EXISTS (SELECT 1 FROM jsonb_array_elements_text(o.concepts) c WHERE lower(c) = lower(%s))"
+            )
+            params.append(query.concept)
+        if query.file:
+            # As on SQLite: a stored path matches when it is the path asked, ends with it
+            # (`models.py`), or is the project-relative tail of an absolute path asked.
+            match = (
+                "({v} = %s OR {v} LIKE %s ESCAPE '\\' OR right(%s, length({v}) + 1) = '/' || {v})"
+            )
+            where.append(
+                "(EXISTS (SELECT 1 FROM memory_observationfile f WHERE f.observation_id = o.id AND "
+                + match.format(v="f.path")
+                + ") OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(o.files_modified) m(v) WHERE "
+                + match.format(v="m.v")
+                + ") OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(o.files_read) r(v) WHERE "
+                + match.format(v="r.v")
+                + "))"
+            )
+            params += file_match_params(query.file)
+    return where, params
+
+
+def _select(query: SearchQuery, kind: Kind, tsquery: str, window: int) -> tuple[str, list[Any]]:
+    spec = KINDS[kind]
+    where, params = _filters(query, kind, spec)
+    columns = f"o.id, {spec.title}, {spec.project}, o.created, {spec.type}, {{score}}, {spec.tokens}, {spec.session}, {spec.files}"
+    if tsquery:
+        # Rank only the newest RANK_WINDOW matches: ts_rank reads each match's tsvector, and a
+        # common word in a million rows would cost a million of those; the inner query is the
+        # GIN index plus a top-N sort by date (or a backwards date scan, when the planner's
+        # lexeme statistics say matches are everywhere).
+        matches = (
+            f"SELECT o.id FROM {spec.table} {spec.join} WHERE o.search_vector @@ to_tsquery('english', %s)"
+            f"{''.join(' AND ' + w for w in where)} ORDER BY o.created DESC LIMIT {RANK_WINDOW}"
+        )
+        sql = (
+            f"SELECT {columns.format(score=_RANK)}, '' "
+            f"FROM {spec.table} {spec.join} CROSS JOIN to_tsquery('english', %s) AS q(q) "
+            f"WHERE o.id IN ({matches}) ORDER BY 6 DESC, o.created DESC, o.id DESC LIMIT %s"
+        )
+        return sql, [tsquery, tsquery, *params, window]
+    sql = (
+        f"SELECT {columns.format(score='0.0')}, {spec.fallback_snippet} FROM {spec.table} {spec.join} "
+        f"{'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY o.created DESC, o.id DESC LIMIT %s"
+    )
+    return sql, [*params, window]
+
+
+def _paths(raw: object) -> list[str]:
+    # Django loads jsonb as text on psycopg 3 (JSONField decodes it); raw cursors see that text.
+    values = json.loads(raw) if isinstance(raw, str) else raw
+    # At most three, modified first, as on SQLite: the hit is an index entry, not the row.
+    return list(dict.fromkeys(str(v) for v in values))[:3] if isinstance(values, list) else []
+
+
+def _headlines(kind: Kind, ids: list[int], tsquery: str) -> dict[int, str]:
+    spec = KINDS[kind]
+    sql = (
+        f"SELECT o.id, ts_headline('english', {spec.headline_text}, to_tsquery('english', %s), %s) "
+        f"FROM {spec.table} {spec.join} WHERE o.id = ANY(%s)"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [tsquery, HEADLINE_OPTIONS, ids])
+        return {row[0]: " ".join(row[1].split()) for row in cursor.fetchall()}
+
+
+def _run(query: SearchQuery, tsquery: str) -> list[SearchHit]:
+    window = query.offset + query.limit
+    hits: list[SearchHit] = []
+    with connection.cursor() as cursor:
+        for kind in KINDS:
+            if not query.wants(kind):
+                continue
+            sql, params = _select(query, kind, tsquery, window)
+            cursor.execute(sql, params)
+            for (
+                pk,
+                title,
+                project,
+                created,
+                type_,
+                score,
+                tokens,
+                session,
+                files,
+                snippet,
+            ) in cursor.fetchall():
+                hits.append(
+                    SearchHit(
+                        id=pk,
+                        kind=kind,
+                        title=title or "",
+                        project=project,
+                        created_at=created,
+                        type=type_,
+                        score=float(score),
+                        tokens=int(tokens),
+                        session=session,
+                        files=_paths(files),
+                        snippet=snippet or "",
+                    )
+                )
+    return hits
+
+
+def search_postgres(query: SearchQuery) -> list[SearchHit]:
+    """Ranked hits for `query`, best first; newest first when there is no text.
+
+    1. Read the text into terms (no text: filters only, newest first).
+    2. Per wanted kind, the best `offset + limit` rows holding every term (GIN index,
+       ts_rank); when none does and there are several terms, rows holding any of them.
+    3. Merge the kinds by score, then recency; cut the page.
+    4. Headlines for the page's rows only (ts_headline re-parses the text).
+    """
+    query = replace(query, offset=max(0, query.offset), limit=max(0, query.limit))
+    if query.limit == 0:
+        return []
+    terms = tsquery_terms(query.text)
+    if query.text.strip() and not terms:
+        return []  # only punctuation: nothing that could match
+    if not terms:
+        hits = _run(query, "")
+        hits.sort(key=lambda hit: (hit.created_at, hit.id), reverse=True)
+        return hits[query.offset : query.offset + query.limit]
+    tsquery = " & ".join(terms)
+    hits = _run(query, tsquery)
+    if not hits and len(terms) > 1:
+        # Natural-language questions rarely have every word in one row: widen to any word.
+        tsquery = " | ".join(terms)
+        hits = _run(query, tsquery)
+    hits.sort(key=lambda hit: (hit.score, hit.created_at), reverse=True)
+    page = hits[query.offset : query.offset + query.limit]
+    snippets: dict[tuple[Kind, int], str] = {}
+    for kind in KINDS:
+        ids = [h.id for h in page if h.kind == kind]
+        if ids:
+            snippets.update(
+                {(kind, pk): text for pk, text in _headlines(kind, ids, tsquery).items()}
+            )
+    return [replace(hit, snippet=snippets.get((hit.kind, hit.id), hit.snippet)) for hit in page]

@@ -1,0 +1,194 @@
+"""What happened around one moment of a project: observations, summaries and prompts in order.
+
+The anchor is an observation (`123`), a summary (`S12`), a prompt (`P7`), or the best
+search hit of a query. The timeline holds up to `depth_before` rows before it and
+`depth_after` after it, of every kind, from the anchor's project only.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db.models import QuerySet
+
+from memory.models import Observation, Prompt, Summary
+from memory.retrieval.search.service import Kind, SearchQuery, search
+
+MAX_DEPTH = 100
+_ANCHOR = re.compile(r"^#?([SsPpOo]?)(\d+)$")
+_KIND_RANK: dict[Kind, int] = {"prompt": 0, "observation": 1, "summary": 2}
+
+
+class TimelineError(ValueError):
+    """The anchor is malformed or names nothing; the message says which."""
+
+
+@dataclass(frozen=True)
+class TimelineItem:
+    kind: Kind
+    id: int
+    title: str
+    type: str
+    project: str
+    created_at: datetime
+    tokens: int
+    session: int
+    is_anchor: bool = False
+
+    @property
+    def order(self) -> tuple[datetime, int, int]:
+        # Prompts open a turn, summaries close it: at equal times that is the natural order.
+        return (self.created_at, _KIND_RANK[self.kind], self.id)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "id": self.id,
+            "title": self.title,
+            "type": self.type,
+            "project": self.project,
+            "created_at": self.created_at.isoformat(),
+            "tokens": self.tokens,
+            "session": self.session,
+            "is_anchor": self.is_anchor,
+        }
+
+
+@dataclass(frozen=True)
+class Timeline:
+    anchor: TimelineItem
+    items: list[TimelineItem]
+    query: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "anchor": self.anchor.as_dict(),
+            "query": self.query,
+            "items": [item.as_dict() for item in self.items],
+        }
+
+
+def _item(obj: Observation | Summary | Prompt, *, anchor: bool = False) -> TimelineItem:
+    if isinstance(obj, Observation):
+        return TimelineItem(
+            "observation",
+            obj.pk,
+            obj.title,
+            obj.type,
+            obj.project,
+            obj.created,
+            obj.fetch_tokens,
+            obj.session_id,
+            anchor,
+        )
+    if isinstance(obj, Summary):
+        title = (obj.request or obj.completed or obj.learned)[:160]
+        text = "".join(
+            [obj.request, obj.investigated, obj.learned, obj.completed, obj.next_steps, obj.notes]
+        )
+        return TimelineItem(
+            "summary",
+            obj.pk,
+            title,
+            "summary",
+            obj.project,
+            obj.created,
+            (len(text) + 3) // 4 + 20,
+            obj.session_id,
+            anchor,
+        )
+    return TimelineItem(
+        "prompt",
+        obj.pk,
+        obj.text[:160],
+        "prompt",
+        obj.session.project,
+        obj.created,
+        (len(obj.text) + 3) // 4 + 10,
+        obj.session_id,
+        anchor,
+    )
+
+
+def _querysets(project: str) -> list[QuerySet[Any]]:
+    return [
+        Observation.objects.filter(project=project),
+        Summary.objects.filter(project=project),
+        Prompt.objects.filter(session__project=project).select_related("session"),
+    ]
+
+
+def timeline_anchor_resolve(
+    *, anchor: str | None = None, query: str | None = None, project: str | None = None
+) -> tuple[Observation | Summary | Prompt, str]:
+    """The row an anchor names, or the best hit of a query; raises TimelineError."""
+    if anchor:
+        match = _ANCHOR.match(anchor.strip())
+        if not match:
+            raise TimelineError(
+                f"anchor {anchor!r} is not an id: use 123 (observation), S12 (summary) or P7 (prompt)"
+            )
+        prefix, pk = match.group(1).upper(), int(match.group(2))
+        models: dict[str, type[Observation] | type[Summary] | type[Prompt]] = {
+            "S": Summary,
+            "P": Prompt,
+        }
+        model = models.get(prefix, Observation)
+        found = model.objects.filter(pk=pk).first()
+        if found is None:
+            raise TimelineError(f"no {model.__name__.lower()} with id {pk}")
+        return found, ""
+    if not (query and query.strip()):
+        raise TimelineError("give an anchor (observation id, S<id>, P<id>) or a query")
+    hits = search(SearchQuery(text=query, project=project, limit=1))
+    if not hits:
+        raise TimelineError(f"nothing matches {query!r}")
+    hit = hits[0]
+    by_kind: dict[str, type[Observation] | type[Summary] | type[Prompt]] = {
+        "observation": Observation,
+        "summary": Summary,
+        "prompt": Prompt,
+    }
+    row: Observation | Summary | Prompt = by_kind[hit.kind].objects.get(pk=hit.id)
+    return row, query
+
+
+def timeline_build(
+    *,
+    anchor: str | None = None,
+    query: str | None = None,
+    project: str | None = None,
+    depth_before: int = 10,
+    depth_after: int = 10,
+) -> Timeline:
+    """1. resolve the anchor; 2. per kind, fetch the nearest rows on each side (ties at the
+    anchor's instant included); 3. merge, order, and keep the nearest `depth` on each side."""
+    depth_before = max(0, min(depth_before, MAX_DEPTH))
+    depth_after = max(0, min(depth_after, MAX_DEPTH))
+    row, used_query = timeline_anchor_resolve(anchor=anchor, query=query, project=project)
+    center = _item(row, anchor=True)
+    before: list[TimelineItem] = []
+    after: list[TimelineItem] = []
+    for qs in _querysets(center.project):
+        # Rows at exactly the anchor's instant sort by kind and id, so fetch them all.
+        ties = [_item(obj) for obj in qs.filter(created=center.created_at)]
+        before += [
+            _item(obj)
+            for obj in qs.filter(created__lt=center.created_at).order_by("-created", "-pk")[
+                :depth_before
+            ]
+        ]
+        after += [
+            _item(obj)
+            for obj in qs.filter(created__gt=center.created_at).order_by("created", "pk")[
+                :depth_after
+            ]
+        ]
+        before += [item for item in ties if item.order < center.order]
+        after += [item for item in ties if item.order > center.order]
+    before = sorted(before, key=lambda item: item.order)[-depth_before:] if depth_before else []
+    after = sorted(after, key=lambda item: item.order)[:depth_after]
+    return Timeline(anchor=center, items=[*before, center, *after], query=used_query)

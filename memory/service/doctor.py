@@ -1,0 +1,247 @@
+"""`cmem doctor`: what is wrong with this installation, and the fix for each problem.
+
+Each check returns Check rows: `ok`, `warn` (works, but worth knowing) or `fail` (something
+the user must fix; the command exits nonzero). Secrets are only ever reported as present
+or absent.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from memory import config
+from memory.agents.install import claude_code as installer
+from memory.capture import spool
+from memory.service import supervisor as worker
+
+
+@dataclass
+class Check:
+    status: str  # ok | warn | fail
+    what: str
+    fix: str = ""
+
+
+def _path_checks(settings_path: Path) -> list[Check]:
+    found = shutil.which("cmem")
+    own = installer.own_executable()
+    try:
+        hooks = installer.installed_events(settings_path)
+    except installer.InstallError:
+        hooks = {}
+    commands = {h.get("command", "") for group in hooks.values() for h in group}
+    out = []
+    if found:
+        out.append(Check("ok", f"`cmem` on PATH: {found}"))
+    elif "cmem" in commands:
+        out.append(
+            Check(
+                "fail",
+                "hooks run `cmem`, but `cmem` is not on the PATH",
+                f"run `{own} install` (it writes the absolute path), or add {own.parent} to PATH",
+            )
+        )
+    else:
+        out.append(
+            Check(
+                "warn",
+                "`cmem` is not on the PATH (hooks use the absolute path)",
+                f"add {own.parent} to PATH to type `cmem`",
+            )
+        )
+    for command in sorted(c for c in commands if c != "cmem"):
+        if not os.access(command, os.X_OK):
+            out.append(
+                Check(
+                    "fail",
+                    f"hooks run {command}, which is not an executable file",
+                    "run `cmem install` again from the installation you use",
+                )
+            )
+    return out
+
+
+def _hook_checks(settings_path: Path) -> list[Check]:
+    try:
+        found = installer.installed_events(settings_path)
+    except installer.InstallError as exc:
+        return [
+            Check("fail", str(exc), f"fix {settings_path} by hand (a backup may be next to it)")
+        ]
+    expected = {event for event, *_ in installer.HOOKS}
+    missing = sorted(expected - set(found))
+    if len(missing) == len(expected):
+        return [
+            Check("fail", f"cmem hooks are not installed in {settings_path}", "run `cmem install`")
+        ]
+    if missing:
+        return [
+            Check(
+                "fail",
+                f"cmem hooks missing for {', '.join(missing)} in {settings_path}",
+                "run `cmem install`",
+            )
+        ]
+    return [Check("ok", f"hooks installed for all {len(expected)} events in {settings_path}")]
+
+
+def _settings_checks() -> list[Check]:
+    settings = config.load()
+    # A number setting that is not a number falls back to its default where it is read;
+    # reading each once here records it, so doctor names the key.
+    for key, (default, _) in config.SETTINGS.items():
+        if default.strip().lstrip("-").isdigit():
+            config.get_int(key, settings)
+    problems = list(dict.fromkeys(config.problems()))
+    if not problems:
+        return [Check("ok", f"settings: {config.settings_path()}")]
+    return [Check("fail", problem, f"edit {config.settings_path()}") for problem in problems]
+
+
+def _worker_checks() -> list[Check]:
+    address = worker.worker_address()
+    answer = worker.health(address)
+    if answer is None:
+        return [
+            Check(
+                "warn",
+                f"worker not running at {address.url}",
+                "it starts on the next hook; or run `cmem start`",
+            )
+        ]
+    version = answer.get("version")
+    if version != config.VERSION:
+        return [
+            Check(
+                "fail",
+                f"worker runs cmem {version}, this is cmem {config.VERSION}",
+                "run `cmem restart`",
+            )
+        ]
+    return [Check("ok", f"worker {version} answers at {address.url}")]
+
+
+def _database_checks() -> list[Check]:
+    from django.db import DEFAULT_DB_ALIAS, connections
+    from django.db.migrations.executor import MigrationExecutor
+
+    connection = connections[DEFAULT_DB_ALIAS]
+    name = str(connection.settings_dict.get("NAME") or "")
+    in_memory = name.startswith(("file:", ":memory:"))
+    if connection.vendor == "sqlite" and name and not in_memory and not Path(name).exists():
+        return [
+            Check(
+                "warn",
+                f"database {name} not created yet",
+                "the worker creates it when it starts: `cmem start`",
+            )
+        ]
+    try:
+        executor = MigrationExecutor(connection)
+        pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    except Exception as exc:  # noqa: BLE001 - any failure here is the finding
+        return [
+            Check(
+                "fail",
+                f"database not reachable: {exc}",
+                "check CLAUDE_MEM_DATABASE_URL and the data dir's permissions",
+            )
+        ]
+    if pending:
+        return [
+            Check(
+                "fail",
+                f"{len(pending)} database migration(s) not applied",
+                "run `cmem migrate` (or `cmem restart`, which migrates)",
+            )
+        ]
+    return [
+        Check("ok", f"database reachable ({connection.vendor}), migrations applied"),
+        _database_size_check(),
+    ]
+
+
+def _database_size_check() -> Check:
+    # Size and growth per day (memory/housekeeping/retention.py): claude-mem databases grew to 25-136 GB.
+    from memory.housekeeping.retention import database_growth, retention_days
+
+    try:
+        growth = database_growth()
+    except Exception as exc:  # noqa: BLE001 - a size we cannot read is worth a warning only
+        return Check("warn", f"database size unknown: {exc}")
+    days = retention_days()
+    kept = f"raw payloads kept {days} day(s)" if days else "raw payloads kept forever"
+    if days == 0 and growth.size > 1024**3:
+        return Check(
+            "warn",
+            f"{growth.describe()}; {kept}",
+            "set CLAUDE_MEM_RETENTION_DAYS (e.g. 30) and run `cmem prune`",
+        )
+    return Check("ok", f"{growth.describe()}; {kept}")
+
+
+def _spool_checks() -> list[Check]:
+    backlog = spool.spool_backlog()
+    failed_dir = spool.spool_dir() / "failed"
+    failed = len(list(failed_dir.iterdir())) if failed_dir.exists() else 0
+    out = []
+    if backlog:
+        out.append(
+            Check(
+                "warn",
+                f"{backlog} event(s) wait in the spool",
+                "they are ingested when the worker runs: `cmem start`",
+            )
+        )
+    else:
+        out.append(Check("ok", "spool empty"))
+    if failed:
+        out.append(
+            Check(
+                "fail",
+                f"{failed} spooled event(s) were refused",
+                f"look at {failed_dir} (delete them once read)",
+            )
+        )
+    return out
+
+
+def _api_key_checks() -> list[Check]:
+    has_key = bool(os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"))
+    mode = config.get("CLAUDE_MEM_COMPRESSOR").strip().lower()
+    if has_key:
+        return [Check("ok", "ANTHROPIC_API_KEY is set")]
+    if mode == "api":
+        return [
+            Check(
+                "fail",
+                "CLAUDE_MEM_COMPRESSOR=api but ANTHROPIC_API_KEY is not set",
+                "set ANTHROPIC_API_KEY for the worker, or CLAUDE_MEM_COMPRESSOR=offline",
+            )
+        ]
+    return [
+        Check(
+            "warn",
+            "ANTHROPIC_API_KEY is not set: observations are compressed offline",
+            "set ANTHROPIC_API_KEY for richer observations",
+        )
+    ]
+
+
+def doctor_checks(*, settings_path: Path | None = None) -> list[Check]:
+    path = settings_path or installer.claude_settings_path()
+    checks: list[Check] = []
+    for group in (
+        lambda: _path_checks(path),
+        _settings_checks,
+        lambda: _hook_checks(path),
+        _worker_checks,
+        _database_checks,
+        _spool_checks,
+        _api_key_checks,
+    ):
+        checks.extend(group())
+    return checks

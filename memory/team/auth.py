@@ -1,0 +1,92 @@
+"""Team mode: token authentication for the HTTP API.
+
+A shared worker is reachable by everyone on the network, so every `/api/` call must carry
+`Authorization: Bearer <token>` of a live ApiToken (see memory/team/tokens.py); otherwise it is
+answered 401 before any view runs, so nothing is stored. Health stays open: the hook
+client and load balancers probe it. Pages then need a staff login (the admin's).
+
+Off for the local single-user default (the worker binds loopback only); on with
+CLAUDE_MEM_REQUIRE_TOKEN=true, and always when the worker binds a non-loopback address.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Callable
+
+from django.contrib.auth.views import redirect_to_login
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from memory import config
+from memory.models import ApiToken
+
+OPEN_API_PATHS = frozenset({"/api/health"})
+OPEN_PAGE_PREFIXES = ("/admin/", "/static/", "/favicon")
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+class TokenRequest(HttpRequest):
+    api_token: ApiToken | None
+
+
+def is_loopback(host: str) -> bool:
+    host = host.strip().strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a DNS name other than localhost may resolve anywhere
+
+
+def token_required() -> bool:
+    """Read at request time, so settings.json changes apply without a restart."""
+    settings = config.load()
+    if config.get_bool("CLAUDE_MEM_REQUIRE_TOKEN", settings):
+        return True
+    return not is_loopback(config.get("CLAUDE_MEM_WORKER_HOST", settings))
+
+
+def bearer_token(request: HttpRequest) -> str:
+    scheme, _, value = request.headers.get("Authorization", "").partition(" ")
+    return value.strip() if scheme.lower() == "bearer" else ""
+
+
+def _unauthorized(reason: str) -> JsonResponse:
+    response = JsonResponse({"error": reason}, status=401)
+    response["WWW-Authenticate"] = 'Bearer realm="cmem"'
+    return response
+
+
+class ApiTokenMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: TokenRequest) -> HttpResponse:  # type: ignore[override]
+        request.api_token = None
+        if not token_required():
+            return self.get_response(request)
+        path = request.path_info
+        if path.startswith("/api/"):
+            if path.rstrip("/") in OPEN_API_PATHS:
+                return self.get_response(request)
+            raw = bearer_token(request)
+            if not raw and request.method in SAFE_METHODS and request.user.is_staff:
+                # A signed-in admin may browse /api/docs and read; writes always need a token
+                # (a cookie alone would make them forgeable from another site).
+                return self.get_response(request)
+            if not raw:
+                return _unauthorized(
+                    "missing API token: send 'Authorization: Bearer <token>' (cmem token create USER)"
+                )
+            # Imported here: the tokens module touches models, and middleware loads early.
+            from memory.team.tokens import token_verify
+
+            token = token_verify(raw=raw)
+            if token is None:
+                return _unauthorized("invalid or revoked API token")
+            request.api_token = token
+            return self.get_response(request)
+        if path.startswith(OPEN_PAGE_PREFIXES) or request.user.is_staff:
+            return self.get_response(request)
+        return redirect_to_login(request.get_full_path())
