@@ -298,3 +298,28 @@ def ensure_settings_file() -> None:
         write_atomic(path, (json.dumps(defaults, indent=2) + "\n").encode())
     except FileExistsError:
         pass
+
+
+# --- install route (memory/agents/install/routes.py records it) ---------------------------
+
+MCP_TOOLS = ("search", "timeline", "get_observations", "smart_outline", "smart_unfold")
+
+
+def install_route() -> str:
+    """`plugin` when cmem reached Claude Code as a plugin, else `settings`."""
+    try:
+        with open(data_dir() / "install-route") as fh:
+            return "plugin" if fh.read().strip() == "plugin" else "settings"
+    except OSError:
+        return "settings"
+
+
+def tool_names(text: str, route: str | None = None) -> str:
+    """`text` (cmem's own fixed instructions) with the MCP tools named as the model sees them
+    on the plugin route (`mcp__plugin_cmem_cmem__search(`); unchanged on the settings route,
+    where the short names are what the model has learned from the tool list."""
+    if (route or install_route()) != "plugin":
+        return text
+    for name in MCP_TOOLS:
+        text = text.replace(f"{name}(", f"mcp__plugin_cmem_cmem__{name}(")
+    return text

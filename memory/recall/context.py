@@ -228,7 +228,7 @@ def context_body(
         Summary.objects.filter(project=project).order_by("-created", "-pk")[:session_limit]
     )
     if not observations and not summaries:
-        return WELCOME
+        return config.tool_names(WELCOME)
     files = _file_of(observations, root)
     rows = [
         _Row(
@@ -261,7 +261,10 @@ def context_body(
     def render(keep: int) -> str:
         kept = rows[len(rows) - keep :] if keep else []
         days = _days(kept)
-        parts = [_legend({row.kind for row in kept}), HOWTO + " This index: ~{cost}t."]
+        parts = [
+            _legend({row.kind for row in kept}),
+            config.tool_names(HOWTO) + " This index: ~{cost}t.",
+        ]
         if days:
             parts.append(days)
         if last:

@@ -131,7 +131,7 @@ def gate_decide(*, event: HookEvent, mode: str = "") -> HookResult:
     rows = candidates_rank(candidates, config.get_int("CLAUDE_MEM_READ_GATE_LIMIT", settings))
     timeline = _timeline(rows, zone)
     if mode == "context" or newest_changed:
-        intro = CHANGED_INTRO if newest_changed else CONTEXT_INTRO
+        intro = config.tool_names(CHANGED_INTRO if newest_changed else CONTEXT_INTRO)
         text = f"Current: {clock.stamp(now)}\n{intro}\n{MARKS}\n\n{timeline}"
         session = session or session_ensure(event=event, project=project)
         ledger_record(
@@ -142,7 +142,7 @@ def gate_decide(*, event: HookEvent, mode: str = "") -> HookResult:
             shown=text,
         )
         return HookResult(gate=GateDecision(decision="allow", context=text))
-    reason = f"Current: {clock.stamp(now)}\n{CHOICES.format(path=json.dumps(raw_path))}\n{MARKS}\n\n{timeline}"
+    reason = f"Current: {clock.stamp(now)}\n{config.tool_names(CHOICES).format(path=json.dumps(raw_path))}\n{MARKS}\n\n{timeline}"
     return _deny(event, project, path, facts, reason, session, view)
 
 
