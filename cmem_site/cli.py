@@ -76,8 +76,8 @@ def _hook(args: list[str], *, exit_now: bool) -> int:
     # Whatever happens, 0: an agent takes exit 2 from a hook for "block this".
     try:
         hook_main(args)
-    except BaseException:  # noqa: BLE001, S110 - nothing a hook raises may reach the agent
-        pass
+    except BaseException:  # noqa: BLE001 - nothing a hook raises may reach the agent
+        sys.stderr.write("cmem: the hook client failed, continuing without memory\n")
     code = 0
     if exit_now:
         # Skip interpreter teardown (~2 ms, a sixth of a bare start): the hook has

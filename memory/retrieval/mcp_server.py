@@ -34,6 +34,8 @@ START_TIMEOUT_S = 20.0
 REQUEST_TIMEOUT_S = 15.0
 
 mcp = FastMCP("cmem", instructions=WORKFLOW)
+# FastMCP takes no version; without this the handshake reports the `mcp` library's own.
+mcp._mcp_server.version = config.VERSION
 
 
 # --- the worker --------------------------------------------------------------------------
@@ -69,10 +71,9 @@ class Worker:
     def _start(self) -> None:
         # `cmem start` is the lifecycle command (pid file, detaching, stale cleanup); until
         # it exists, a detached `cmem serve` does the same job.
-        commands = Path(__file__).with_name("management") / "commands"
-        verb = "start" if (commands / "start.py").exists() else "serve"
+        # `cmem start` detaches and writes the pid file `cmem status` reads.
         subprocess.Popen(
-            [sys.executable, "-m", "cmem_site.cli", verb],
+            [sys.executable, "-m", "cmem_site.cli", "start"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
