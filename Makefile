@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 RUNTIME_STAMP := $(VENV)/.runtime-stamp
 DEV_STAMP := $(VENV)/.dev-stamp
 
-.PHONY: setup runtime run test lint bench clean
+.PHONY: setup runtime run test lint bench dist clean
 
 # hatchling's editable install is a plain path .pth: every hook process starts without an
 # import hook. pip itself is not upgraded: the venv's own pip builds PEP 660 editables.
@@ -23,10 +23,11 @@ $(DEV_STAMP): pyproject.toml
 runtime: $(RUNTIME_STAMP)
 setup: $(DEV_STAMP)
 
-# `cmem serve` migrates first; when a worker already runs it says where and exits 0.
+# When a worker already runs, `cmem serve` says where and exits 0.
 run: runtime
+	$(VENV)/bin/cmem migrate -v 0
 	$(VENV)/bin/cmem manage ensure_admin
-	$(VENV)/bin/cmem serve
+	$(VENV)/bin/cmem serve --no-migrate
 
 # Team mode (issue 9): the backend-sensitive suites run a second time on PostgreSQL + Redis.
 TEAM_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/cmem
@@ -41,6 +42,10 @@ test: setup
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy cmem_site memory deliverables
+
+# The wheel and sdist a user installs (`pipx install dist/cmem-*.whl`).
+dist: setup
+	$(PY) -m build --outdir dist .
 
 bench: setup
 	$(VENV)/bin/cmem bench all
