@@ -83,7 +83,7 @@ def run_verb(verb: Verb, argv: list[str]) -> int:
     _django_setup()
     command = load_command_class("memory", verb.command_name)
     parser = verb_parser(verb, str(command.help or ""))
-    command.add_arguments(parser)
+    command.add_arguments(parser)  # type: ignore[arg-type]  # argparse is all they use
     _extra_arguments(verb, parser)
     options = {**DJANGO_DEFAULTS, **vars(parser.parse_args(argv))}
     try:
