@@ -193,16 +193,11 @@ def _read_file_uncached() -> dict[str, str]:
 def _env_overrides() -> tuple[tuple[str, str], ...]:
     """The CLAUDE_MEM_* variables of the environment, as a hashable snapshot.
 
-    Reads the raw bytes mapping on POSIX: decoding every variable through os.environ cost
-    more than the rest of a hook ingest's settings work together."""
-    raw = getattr(os.environ, "_data", None)
-    if os.name == "posix" and isinstance(raw, dict):
-        return tuple(
-            (k.decode(errors="surrogateescape"), v.decode(errors="surrogateescape"))
-            for k, v in raw.items()
-            if k.startswith(b"CLAUDE_MEM_")
-        )
-    return tuple((k, v) for k, v in os.environ.items() if k.startswith("CLAUDE_MEM_"))
+    Iterates the names and looks up only the matching values: decoding every variable's
+    value through os.environ.items() cost more than the rest of a hook ingest's settings
+    work together."""
+    env = os.environ
+    return tuple((key, env[key]) for key in env if key.startswith("CLAUDE_MEM_"))
 
 
 _merged: dict[tuple[object, ...], dict[str, str]] = {}

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
-from functools import lru_cache
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
@@ -28,6 +27,7 @@ from django.db.models import FilteredRelation, Q
 
 from memory import clock, config
 from memory.agents.base import GateDecision, HookEvent, HookResult
+from memory.db import CompiledQuery
 from memory.models import FileView, LedgerEntry, ObservationFile, Session
 from memory.projects import Project, is_excluded, project_for_cwd, relative_path
 from memory.recall.file_views import (
@@ -151,10 +151,11 @@ VIEW_FIELDS = ("pk", "denied", "partial", "content_hash", "mtime", "size", "seen
 
 def _session_and_view(event: HookEvent, path: str) -> tuple[Session | None, FileView | None]:
     """The session and its view of this file in one query (a LEFT JOIN): the hot path."""
-    sql, order = _session_view_sql(connection.vendor)
-    values = {"\0platform": event.platform, "\0sid": event.session_id, "\0path": path}
+    sql, params = _SESSION_VIEW.sql_and_params(
+        platform=event.platform, session_id=event.session_id, path=path
+    )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [values[name] for name in order])
+        cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:
         return None, None
@@ -177,20 +178,19 @@ def _session_and_view(event: HookEvent, path: str) -> tuple[Session | None, File
     return session, FileView(session=session, path=path, **fields)
 
 
-@lru_cache(maxsize=4)
-def _session_view_sql(vendor: str) -> tuple[str, tuple[str, ...]]:
-    """Built by the ORM once (see _candidates_sql for why it then runs raw)."""
-    query = (
-        Session.objects.filter(platform="\0platform", session_id="\0sid")
-        .annotate(view=FilteredRelation("file_views", condition=Q(file_views__path="\0path")))
+# Built by the ORM once (see _CANDIDATES for why it then runs raw).
+_SESSION_VIEW = CompiledQuery(
+    lambda p: (
+        Session.objects.filter(platform=p["platform"], session_id=p["session_id"])
+        .annotate(view=FilteredRelation("file_views", condition=Q(file_views__path=p["path"])))
         .values_list("pk", "project", "project_root", *(f"view__{name}" for name in VIEW_FIELDS))[
             :1
         ]
-    )
-    sql, params = query.query.sql_with_params()
-    if sorted(params) != ["\0path", "\0platform", "\0sid"]:
-        raise RuntimeError(f"unexpected session/view query parameters {params!r}")
-    return sql, tuple(params)
+    ),
+    "platform",
+    "session_id",
+    "path",
+)
 
 
 def _remote_facts(event: HookEvent, raw_path: str, path: str) -> dict[str, dict[str, Any]] | None:
@@ -215,9 +215,8 @@ def file_candidates(*, project: str, rel_path: str) -> list[Candidate]:
     primary key; the files an observation touched come from its files_read/files_modified.
     """
     with connection.cursor() as cursor:
-        sql, order = _candidates_sql(connection.vendor)
-        values = {"\0project": project, "\0path": rel_path}
-        cursor.execute(sql, [values[name] for name in order])
+        sql, params = _CANDIDATES.sql_and_params(project=project, path=rel_path)
+        cursor.execute(sql, params)
         rows = cursor.fetchall()
     merged: dict[int, Candidate] = {}
     for obs_id, role, digest, created, session_pk, title, obs_type, read, written in rows:
@@ -236,16 +235,12 @@ def file_candidates(*, project: str, rel_path: str) -> list[Candidate]:
     return list(merged.values())
 
 
-@lru_cache(maxsize=4)
-def _candidates_sql(vendor: str) -> tuple[str, tuple[str, ...]]:
-    """The by-file query, built by the ORM once and then run on a plain cursor.
-
-    Deliberately not a QuerySet per call: on the gate's hot path, building the query and
-    converting 40-odd rows through the ORM doubled its CPU cost (~1.3 ms against ~0.55 ms
-    at 100k observations). Returns the SQL and the order of its two parameters.
-    """
-    query = (
-        ObservationFile.objects.filter(project="\0project", path="\0path")
+# The by-file query, built by the ORM once and then run on a plain cursor. Deliberately not
+# a QuerySet per call: on the gate's hot path, building the query and converting 40-odd rows
+# through the ORM doubled its CPU cost (~1.3 ms against ~0.55 ms at 100k observations).
+_CANDIDATES = CompiledQuery(
+    lambda p: (
+        ObservationFile.objects.filter(project=p["project"], path=p["path"])
         .order_by("-created")
         .values_list(
             "observation_id",
@@ -258,11 +253,10 @@ def _candidates_sql(vendor: str) -> tuple[str, tuple[str, ...]]:
             "observation__files_read",
             "observation__files_modified",
         )[:FETCH_ROWS]
-    )
-    sql, params = query.query.sql_with_params()
-    if sorted(params) != ["\0path", "\0project"]:
-        raise RuntimeError(f"unexpected by-file query parameters {params!r}")
-    return sql, tuple(params)
+    ),
+    "project",
+    "path",
+)
 
 
 def _paths(value: Any) -> list[str]:
