@@ -3,7 +3,6 @@ observations as the read gate ranks them, and the token ledger. Thin handlers.""
 
 from __future__ import annotations
 
-import ipaddress
 import os
 from datetime import datetime
 from typing import Any
@@ -14,6 +13,7 @@ from pydantic import Field
 
 from memory import config
 from memory.models import Session, estimate_tokens
+from memory.netpolicy import is_loopback
 from memory.projects import relative_path
 from memory.recall.context import context_text, utf16_len
 from memory.recall.file_views import file_facts
@@ -162,8 +162,4 @@ def _project_relative(path: str, project: str) -> str:
 
 def _local_worker() -> bool:
     """A shared worker never reads files on its own disk on a caller's behalf."""
-    host = config.get("CLAUDE_MEM_WORKER_HOST")
-    try:
-        return host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return is_loopback(config.get("CLAUDE_MEM_WORKER_HOST"))

@@ -6,7 +6,6 @@ Thin handlers: parse, call one service, shape the answer. Every bad input is a 4
 
 from __future__ import annotations
 
-import ipaddress
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -18,6 +17,7 @@ from pydantic import Field
 from memory import config
 from memory.housekeeping.forget import ForgetError, ForgetRequest, observations_forget
 from memory.models import Observation
+from memory.netpolicy import is_loopback
 from memory.retrieval.outline.model import OutlineError
 from memory.retrieval.outline.outline import smart_outline
 from memory.retrieval.outline.symbols import render_search, smart_search
@@ -201,12 +201,9 @@ def _local_path(path: str, root: str | None) -> Path:
     relative paths need a root; with a root, the resolved path (symlinks followed) must stay
     inside it; cmem's own data dir (database, tokens) is never served.
     """
-    host = config.get("CLAUDE_MEM_WORKER_HOST")
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback or config.get("CLAUDE_MEM_DATABASE_URL"):
+    if not is_loopback(config.get("CLAUDE_MEM_WORKER_HOST")) or config.get(
+        "CLAUDE_MEM_DATABASE_URL"
+    ):
         raise PermissionError(
             "code outlines read local files, so a shared worker does not serve them; use the MCP tools locally"
         )
