@@ -23,7 +23,7 @@ from memory.retrieval.outline.outline import smart_outline
 from memory.retrieval.outline.symbols import render_search, smart_search
 from memory.retrieval.outline.unfold import smart_unfold
 from memory.retrieval.search.service import KINDS, Kind, SearchQuery, search
-from memory.retrieval.timeline import TimelineError, timeline_build
+from memory.retrieval.timeline import TimelineError, TimelineNotFound, timeline_build
 
 router = Router(tags=["retrieval"])
 
@@ -135,7 +135,7 @@ def timeline_endpoint(
             depth_after=depth_after,
         )
     except TimelineError as exc:
-        code = 404 if str(exc).startswith(("no ", "nothing")) else 400
+        code = 404 if isinstance(exc, TimelineNotFound) else 400
         return Status(code, {"error": str(exc)})
     return Status(200, timeline.as_dict())
 

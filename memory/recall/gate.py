@@ -18,6 +18,7 @@ still apply); only advisory context is sent as an explicit allow.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from typing import Any
@@ -29,6 +30,7 @@ from memory import clock, config
 from memory.agents.base import GateDecision, HookEvent, HookResult
 from memory.db import CompiledQuery
 from memory.models import FileView, LedgerEntry, ObservationFile, Session
+from memory.netpolicy import is_loopback
 from memory.projects import Project, is_excluded, project_for_cwd, relative_path
 from memory.recall.file_views import (
     FileFacts,
@@ -293,6 +295,45 @@ def candidates_rank(candidates: list[Candidate], limit: int) -> list[Candidate]:
     for candidate in order:
         best.setdefault(candidate.session, candidate)
     return list(best.values())[: max(limit, 0)]
+
+
+@dataclass(frozen=True)
+class FileRanking:
+    """A file's observations as the gate ranks them, for the by-file API."""
+
+    path: str  # project-relative
+    total: int
+    rows: list[Candidate]
+
+
+def file_observations_ranked(*, path: str, project: str, limit: int) -> FileRanking:
+    """A file's observations, ranked as the read gate ranks them. `path` is project-relative,
+    or absolute (made relative to the project's known roots). With an absolute path on a
+    local worker, each row says whether the file is still what the observation saw; a
+    shared worker never reads files on its own disk on a caller's behalf."""
+    rel = _project_relative(path, project)
+    candidates = file_candidates(project=project, rel_path=rel)
+    local = os.path.isabs(path) and is_loopback(config.get("CLAUDE_MEM_WORKER_HOST"))
+    facts = file_facts(path, with_hash=True) if local else None
+    for candidate in candidates:
+        candidate.unchanged = candidate_unchanged(candidate, facts) if facts else None
+    return FileRanking(path=rel, total=len(candidates), rows=candidates_rank(candidates, limit))
+
+
+def _project_relative(path: str, project: str) -> str:
+    if not os.path.isabs(path):
+        return path.replace(os.sep, "/")
+    roots = (
+        Session.objects.filter(project=project)
+        .exclude(project_root="")
+        .values_list("project_root", flat=True)
+        .distinct()
+    )
+    for root in roots:
+        rel = relative_path(path, root)
+        if not os.path.isabs(rel):
+            return rel
+    return relative_path(path, "")
 
 
 def _timeline(rows: list[Candidate], zone: tzinfo) -> str:
