@@ -325,17 +325,17 @@ def test_settings_are_read_env_first_then_the_file_without_json(
             indent=2,
         )
     )
-    hookclient._file_cache.clear()
+    hookclient.forget_settings()
     assert hookclient.timeout_s() == 0.75
     assert hookclient.setting("CLAUDE_MEM_WORKER_URL") == ""
     assert hookclient.setting("CLAUDE_MEM_API_TOKEN") == 'a"b'  # escaped: parsed for real
     monkeypatch.setenv("CLAUDE_MEM_HOOK_TIMEOUT_MS", "1500")
     assert hookclient.timeout_s() == 1.5
-    hookclient._file_cache.clear()
+    hookclient.forget_settings()
 
 
 def test_team_mode_payload_carries_file_facts_and_the_project(tmp_path: Path) -> None:
-    from memory import hookclient
+    from memory import hookclient_remote
 
     repo = tmp_path / "repo"
     (repo / ".git").mkdir(parents=True)
@@ -352,7 +352,7 @@ def test_team_mode_payload_carries_file_facts_and_the_project(tmp_path: Path) ->
             "tool_input": {"file_path": str(target)},
         }
     ).encode()
-    sent = json.loads(hookclient.remote_payload("file-context", body))
+    sent = json.loads(hookclient_remote.remote_payload("file-context", body))
     facts = sent["cmem_file_facts"][str(target)]
     assert facts["size"] == 9 and len(facts["sha256"]) == 64
     assert sent["cmem_project"]["name"] == "github.com/acme/widgets"
