@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
+from memory.benchmarks.fake_api import FakeAnthropic, Reply
 from memory.compression import service
 from memory.models import Event, Observation, Summary
 from memory.tasks import events_sweep, session_events_process_task
 from tests.conftest import CMEM, free_port, make_worker_env
 from tests.fakes import add_event, bash_payload, make_session
-from tests.fakes.anthropic_api import FakeAnthropic, Reply
 
 KEY = "sk-ant-api03-TASKS-abcdefghijklmnop"
 
