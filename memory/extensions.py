@@ -49,6 +49,11 @@ def turn_finished_connect(receiver: TurnFinished) -> None:
         _turn_finished.append(receiver)
 
 
+def turn_finished_disconnect(receiver: TurnFinished) -> None:
+    if receiver in _turn_finished:
+        _turn_finished.remove(receiver)
+
+
 def turn_finished_send(*, session: Session, event: HookEvent) -> None:
     """Tell the connected apps a turn ended; each receiver in its own savepoint."""
     for receiver in list(_turn_finished):
