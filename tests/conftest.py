@@ -34,6 +34,9 @@ def _huey_immediate() -> Iterator[None]:
     from huey.contrib.djhuey import HUEY
 
     HUEY.immediate = True
+    # Delayed tasks park in an in-memory schedule (tests/support/huey_tasks.py runs them);
+    # none may leak from one test into the next.
+    HUEY.flush()
     yield
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from memory.benchmarks.fake_api import FakeAnthropic, Reply
 from memory.compression import health
 from memory.compression.prompts import SYSTEM_PROMPT
 from memory.models import Event, Observation, ObservationFile, Summary
@@ -20,7 +21,6 @@ from tests.fakes import (
     read_payload,
     write_payload,
 )
-from tests.fakes.anthropic_api import FakeAnthropic, Reply
 
 pytestmark = pytest.mark.django_db
 

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
+from memory.benchmarks.fake_api import FakeAnthropic, Reply
 from memory.compression import service
 from memory.models import Event, Observation, Summary
 from memory.tasks import events_sweep, session_events_process_task
 from tests.conftest import CMEM, free_port, make_worker_env
 from tests.fakes import add_event, bash_payload, make_session
-from tests.fakes.anthropic_api import FakeAnthropic, Reply
 
 KEY = "sk-ant-api03-TASKS-abcdefghijklmnop"
 
@@ -378,3 +378,29 @@ def test_hooks_to_observation_and_summary_through_a_real_worker(tmp_path: Path) 
     finally:
         worker.stop()
         fake.stop()
+
+
+def test_merged_tasks_keep_the_names_huey_registered_them_by() -> None:
+    """A queued message names its task "<module>.<class>"; the merge into memory/tasks.py
+    must not orphan messages queued before an upgrade."""
+    from huey.contrib.djhuey import HUEY
+
+    from memory import tasks
+
+    names = {
+        HUEY._registry.task_to_string(t.task_class)  # noqa: SLF001 - huey's own naming
+        for t in (
+            tasks.session_events_process_task,
+            tasks.events_sweep_task,
+            tasks.spool_ingest_task,
+            tasks.spool_ingest_periodic_task,
+            tasks.retention_task,
+        )
+    }
+    assert names == {
+        "memory.tasks.session_events_process_task",
+        "memory.tasks.events_sweep_task",
+        "memory.spool_tasks.spool_ingest_task",
+        "memory.spool_tasks.spool_ingest_periodic_task",
+        "memory.retention_tasks.retention_task",
+    }

@@ -9,9 +9,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from memory import config
+from memory.feed import FEED_PAGE_SIZE
 from memory.models import ContextCache, LedgerEntry, Observation, ObservationFile
 from memory.retrieval.search.service import SearchQuery, search
-from memory.web import FEED_PAGE_SIZE
 from tests.browser.seed import (
     XSS,
     make_observation,

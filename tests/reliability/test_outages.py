@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from memory.benchmarks.fake_api import FakeAnthropic, Reply
 from tests.conftest import CMEM
-from tests.fakes.anthropic_api import FakeAnthropic, Reply
 from tests.reliability.helpers import (
     Session,
     api_settings,
