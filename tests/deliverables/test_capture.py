@@ -159,7 +159,7 @@ def test_transcript_fills_in_missing_events(project: Path, outside: Path, tmp_pa
 
 
 def test_real_fixture_transcript_reads_without_error() -> None:
-    from tests.conftest import CLAUDE_FIXTURES
+    from tests.support import CLAUDE_FIXTURES
 
     assert (
         paths_from_transcript(str(CLAUDE_FIXTURES / "transcript.basic.jsonl")) == []

@@ -13,7 +13,7 @@ from typing import Any
 from django.test import Client
 
 from memory.models import Observation, ObservationFile, Session, Summary
-from tests.conftest import CLAUDE_FIXTURES
+from tests.support import CLAUDE_FIXTURES
 
 SID = "571a3c56-e5f8-4a93-b71d-946a0601887f"
 

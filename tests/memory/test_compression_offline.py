@@ -257,7 +257,7 @@ def test_api_mode_without_a_key_is_reported(monkeypatch: pytest.MonkeyPatch) -> 
 def test_codex_failed_command_without_exit_code_is_judged_by_its_output(project: Path) -> None:
     import json
 
-    from tests.conftest import CODEX_FIXTURES
+    from tests.support import CODEX_FIXTURES
 
     payload = json.loads((CODEX_FIXTURES / "PostToolUse.failed_command.json").read_text())
     payload["cwd"] = str(project)

@@ -17,9 +17,9 @@ import pytest
 from memory.compression import service
 from memory.models import Event, Observation, Summary
 from memory.tasks import events_sweep, session_events_process_task
-from tests.conftest import CMEM, free_port, make_worker_env
 from tests.fakes import add_event, bash_payload, make_session
 from tests.fakes.anthropic_api import FakeAnthropic, Reply
+from tests.support import CMEM, free_port, make_worker_env
 
 KEY = "sk-ant-api03-TASKS-abcdefghijklmnop"
 
@@ -314,7 +314,7 @@ def test_two_consumer_processes_never_claim_the_same_event(tmp_path: Path) -> No
 def test_hooks_to_observation_and_summary_through_a_real_worker(tmp_path: Path) -> None:
     """UserPromptSubmit, an Edit and a Stop through `cmem hook` into a real `cmem serve`,
     compressed by its consumer with the SDK against the fake API."""
-    from tests.conftest import CLAUDE_FIXTURES, LiveWorker
+    from tests.support import CLAUDE_FIXTURES, LiveWorker
 
     project = tmp_path / "demo"
     project.mkdir()

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CMEM
 from tests.fakes.anthropic_api import FakeAnthropic, Reply
 from tests.reliability.helpers import (
     Session,
@@ -31,6 +30,7 @@ from tests.reliability.helpers import (
     spooled,
     wait_for,
 )
+from tests.support import CMEM
 
 pytestmark = pytest.mark.slow
 
