@@ -347,7 +347,7 @@ def _deliverables_capture(*, session: Session, event: HookEvent) -> None:
     try:
         with transaction.atomic():
             deliverables_capture(session=session, event=event)
-    except Exception:  # noqa: BLE001 - deliverables are a bonus; the summary is the contract
+    except Exception:  # deliverables are a bonus; the summary is the contract
         log.exception("deliverables capture failed for session %s", session.pk)
 
 
