@@ -40,7 +40,7 @@ def test_timeline_shows_prompts_observations_and_summaries(client: Client) -> No
     body = client.get("/").content.decode()
     assert "Fix the checkout rounding bug" in body
     assert "Checkout total rounded before tax" in body
-    assert "shop/checkout.py" in body or "checkout.py" in body
+    assert "shop/checkout.py" in body
     assert "Ship the fix to staging." in body
     assert "Login hashes the password twice" in body
     assert 'data-live-url="/live/"' in body
