@@ -42,12 +42,6 @@ def sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def make_session(root: Path, session_id: str, project: str | None = None) -> Session:
-    return Session.objects.create(
-        session_id=session_id, project=project or root.name, project_root=str(root), cwd=str(root)
-    )
-
-
 def make_obs(
     session: Session,
     title: str,
