@@ -340,7 +340,8 @@ def test_a_slow_worker_never_holds_the_agent(tmp_path: Path) -> None:
             "all eight to arrive through the spool",
             interval=2.5,
         )
-        # Delivered means gone from the spool: nothing is left to replay twice.
-        wait_for(lambda: spooled(worker.data_dir) == [], 30, "the spool to empty")
+        # Delivered means gone from the spool, nothing left to replay twice (the drain also runs
+        # once a minute, hence the wait).
+        wait_for(lambda: spooled(worker.data_dir) == [], 90, "the spool to empty", interval=1)
     finally:
         worker.stop()
