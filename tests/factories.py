@@ -1,5 +1,6 @@
 """Test data through factory-boy: one way to make a session (and its first prompt), whatever
-the test. Models are named lazily ("memory.Session") so importing this needs no app registry.
+the test. Models are named by string ("memory.Session"); factory-boy resolves them when this
+module is imported, so a script imports it after `django.setup()`.
 
 `SessionFactory(root=path)` sets project_root and cwd to the folder and names the project after
 it (pass project= to override); `prompt="..."` stores prompt 1 the way capture does."""

@@ -15,8 +15,6 @@ from typing import Any
 
 from django.utils import timezone
 
-from tests.factories import SessionFactory
-
 XSS = "<script>alert('xss')</script>"
 
 
@@ -92,6 +90,8 @@ def make_deliverable(
 
 def seed_demo() -> dict[str, Any]:
     """Two projects, a few turns, summaries and deliverables of each preview kind."""
+    from tests.factories import SessionFactory  # the app registry is ready only from here (`_main`)
+
     web = SessionFactory(project="webshop", root="/home/dev/webshop", session_id="sess-web-1")
     p1 = make_prompt(web, "Fix the checkout rounding bug and write up what changed", minutes_ago=50)
     o1 = make_observation(
