@@ -81,7 +81,7 @@ def events_sweep_on_start() -> None:
     _started.set()
     try:
         sessions = events_sweep(pending_older_than_seconds=0)
-    except Exception:  # noqa: BLE001 - a sweep failure must not stop the consumer; the periodic sweep retries
+    except Exception:  # a sweep failure must not stop the consumer; the periodic sweep retries
         log.exception("start-up sweep failed")
         return
     if sessions:

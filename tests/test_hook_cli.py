@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import (
+from tests.support import (
     CLAUDE_FIXTURES,
     CMEM,
     REPO,

@@ -236,7 +236,7 @@ def _patterns() -> list[tuple[str, re.Pattern[str], int]]:
                         compiled.append(
                             (_slug(str(obj.secret_type)), pattern, -1 if pattern.groups else 0)
                         )
-    except Exception:  # noqa: BLE001 - the explicit patterns still apply
+    except Exception:  # the explicit patterns still apply
         log.exception("detect-secrets plugins unavailable; using cmem's own patterns only")
     return compiled
 

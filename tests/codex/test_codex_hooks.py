@@ -15,7 +15,7 @@ from memory.agents import codex
 from memory.agents.base import GateDecision, HookInputError, HookResult
 from memory.models import Event, LedgerEntry, Observation, ObservationFile, Prompt, Session
 from tests.codex.strict_output import strict_errors
-from tests.conftest import CLAUDE_FIXTURES, CODEX_FIXTURES
+from tests.support import CLAUDE_FIXTURES, CODEX_FIXTURES
 from tests.support.huey_tasks import delayed_tasks_run
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -51,7 +51,7 @@ def test_memory_never_imports_deliverables() -> None:
 
 def test_deliverables_plug_in_at_startup() -> None:
     assert [part.name for part in extensions.session_parts()] == ["deliverables"]
-    assert on_turn_finished in extensions._turn_finished  # noqa: SLF001 - the registration itself
+    assert on_turn_finished in extensions._turn_finished
 
 
 def test_stats_count_deliverables_through_the_seam(client: Client) -> None:

@@ -19,7 +19,7 @@ def delayed_tasks_run() -> int:
 
     assert HUEY.immediate, "only for huey's immediate mode (tests/conftest.py)"
     # Past any delay the code under test can ask for: read_schedule hands back what is due.
-    later = datetime.now() + timedelta(days=1)  # noqa: DTZ005 - huey compares naive times
+    later = datetime.now() + timedelta(days=1)
     tasks = HUEY.read_schedule(later)
     for task in tasks:
         HUEY.execute(task, timestamp=later)
