@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 RUNTIME_STAMP := $(VENV)/.runtime-stamp
 DEV_STAMP := $(VENV)/.dev-stamp
 
-.PHONY: setup runtime run test lint bench dist clean
+.PHONY: setup runtime run test lint module-map bench dist clean
 
 # hatchling's editable install is a plain path .pth: every hook process starts without an
 # import hook. pip itself is not upgraded: the venv's own pip builds PEP 660 editables.
@@ -39,13 +39,21 @@ test: setup
 	CMEM_TEST_DATABASE_URL=$(TEAM_DATABASE_URL) CMEM_TEST_QUEUE_URL=$(TEAM_QUEUE_URL) \
 		$(PY) -m pytest $(TEAM_TESTS) $(PYTEST_ARGS)
 
+# What CI runs before the tests (.ci/run): style, formatting, the import contracts
+# ([tool.importlinter] in pyproject.toml) and types.
 lint: setup
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy cmem_site memory deliverables
 
 # The wheel and sdist a user installs (`pipx install dist/cmem-*.whl`).
 dist: setup
 	$(PY) -m build --outdir dist .
+
+# Rewrite the README's module map from the tree (tests/test_module_map.py checks it).
+module-map: setup
+	$(PY) -m tests.support.module_map --write README.md
 
 bench: setup
 	$(VENV)/bin/cmem bench all

@@ -17,7 +17,7 @@ from memory.agents.install import claude_code as installer
 from memory.agents.install import mcp as mcp_install
 from memory.agents.install import routes
 from memory.capture import spool
-from memory.service import supervisor as worker
+from memory.service import worker_state as worker
 
 
 @dataclass

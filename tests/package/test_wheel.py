@@ -175,11 +175,6 @@ def test_the_mcp_server_lists_its_tools_under_cmems_name(installed: Installed) -
     assert {"search", "timeline", "get_observations", "smart_outline", "smart_unfold"} <= names
 
 
-@pytest.mark.xfail(
-    not (REPO / "memory" / "benchmarks" / "fake_api.py").exists(),
-    reason="the benchmarks' fake API still lives in tests/fakes (moving to memory/benchmarks/fake_api.py)",
-    strict=True,
-)
 def test_bench_compress_runs_without_the_test_tree(installed: Installed) -> None:
     env = {**installed.env}
     env["CLAUDE_MEM_DATA_DIR"] = str(installed.folder.parent / "bench-data")

@@ -16,7 +16,7 @@ from memory.management.install_arguments import (
     add_codex_home_argument,
 )
 from memory.service import lifecycle
-from memory.service import supervisor as worker
+from memory.service import worker_state as worker
 
 
 def claude_code_found(settings: Path) -> bool:
