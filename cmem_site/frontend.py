@@ -125,7 +125,7 @@ def run(argv: list[str]) -> int:
         return run_verb(verb, rest)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else FAILURE)
-    except Exception as exc:  # noqa: BLE001 - a bug says what it was in one line, not 40
+    except Exception as exc:
         if os.environ.get("CMEM_TRACEBACK"):
             raise
         _say(

@@ -34,7 +34,12 @@ SEED = "import json; from tests.memory.retrieval_seed import seed; print(json.du
 def _seed(worker: LiveWorker) -> dict[str, list[int]]:
     env = {**worker.env, "PYTHONPATH": str(REPO)}
     done = subprocess.run(
-        [CMEM, "manage", "shell", "-c", SEED], env=env, capture_output=True, text=True, timeout=60, cwd=REPO
+        [CMEM, "manage", "shell", "-c", SEED],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
