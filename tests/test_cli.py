@@ -11,8 +11,8 @@ import pytest
 
 from cmem_site import frontend
 from cmem_site.verbs import GROUPS, VERBS
-from tests.conftest import CMEM
-from tests.fakes import make_session
+from tests.factories import SessionFactory
+from tests.support.paths import CMEM
 
 DJANGO_ONLY = ("flush", "dbshell", "startproject", "runserver", "squashmigrations", "run_huey")
 
@@ -90,7 +90,7 @@ def test_a_command_that_fails_says_so_in_one_plain_line(tmp_path: Path) -> None:
 def _observations(tmp_path: Path) -> list[int]:
     from memory.models import Observation
 
-    session = make_session(tmp_path)
+    session = SessionFactory(root=tmp_path, project="demo")
     rows = [
         Observation.objects.create(
             session=session,

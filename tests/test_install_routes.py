@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from memory.agents.install.plugin import plugin_files
-from tests.conftest import CMEM, REPO, free_port, make_worker_env
+from tests.support.paths import CMEM, REPO
+from tests.support.worker import free_port, make_worker_env
 
 
 def _env(home: Path, data: Path, path: str = "/usr/bin:/bin") -> dict[str, str]:

@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, LiveWorker, free_port, make_worker_env
 from tests.e2e.fake_claude_api import FakeClaudeAPI, request_text, text, tool, tool_results
 from tests.e2e.harness import (
     Claude,
@@ -26,6 +25,8 @@ from tests.e2e.harness import (
     wait_for,
     wait_until_compressed,
 )
+from tests.support.paths import REPO
+from tests.support.worker import LiveWorker, free_port, make_worker_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

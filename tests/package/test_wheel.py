@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, free_port, make_worker_env
+from tests.support.paths import REPO
+from tests.support.worker import free_port, make_worker_env
 
 pytestmark = [pytest.mark.package, pytest.mark.slow]
 
