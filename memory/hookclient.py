@@ -25,8 +25,14 @@ CAPTURE_EVENTS = frozenset(
     {"session-init", "observation", "summarize", "session-end", "compaction"}
 )
 WAITING_EVENTS = frozenset({"context", "file-context", "subagent-context"})
-PLATFORMS = frozenset({"claude-code", "codex"})
-FILE_TOOLS = frozenset({"Read", "Edit", "MultiEdit", "Write", "NotebookEdit"})
+PLATFORMS = frozenset({"claude-code", "codex", "gemini", "copilot", "opencode"})
+# Claude Code's, then Gemini CLI's, Copilot CLI's and OpenCode's file tools (team mode sends
+# facts about the files they name).
+FILE_TOOLS = frozenset(
+    {"Read", "Edit", "MultiEdit", "Write", "NotebookEdit"}
+    | {"read_file", "write_file", "replace", "view", "create", "edit", "read", "write"}
+)
+PATH_KEYS = ("file_path", "notebook_path", "path", "filePath")
 DEFAULT_TIMEOUT_MS = 2000
 # A starting worker (migrate + gunicorn boot) is waited for at most this long by context hooks.
 START_WAIT_S = 1.5
@@ -230,14 +236,15 @@ def remote_payload(event: str, body: bytes) -> bytes:
             data["cmem_project"] = project_facts(cwd)
         except Exception:  # noqa: BLE001 - the worker falls back to its own guess
             pass
-    tool_input = data.get("tool_input")
+    # Claude Code, Codex, Gemini: tool_input; Copilot: toolArgs; OpenCode's plugin: args.
+    tool_input = data.get("tool_input") or data.get("toolArgs") or data.get("args")
     if (
         event in {"file-context", "observation"}
-        and data.get("tool_name") in FILE_TOOLS
+        and (data.get("tool_name") or data.get("toolName") or data.get("tool")) in FILE_TOOLS
         and isinstance(tool_input, dict)
     ):
         facts = {}
-        for key in ("file_path", "notebook_path"):
+        for key in PATH_KEYS:
             path = tool_input.get(key)
             if isinstance(path, str) and path:
                 absolute = os.path.normpath(
