@@ -34,6 +34,7 @@ TOOLS = {
         "Edit", keys={"path": "file_path", "old_str": "old_string", "new_str": "new_string"}
     ),
     "bash": ToolMap("Bash"),
+    "apply_patch": ToolMap("apply_patch"),
     # The names Copilot gives Claude-format hooks.
     "Read": ToolMap("Read", keys={"path": "file_path"}, ranged=("view_range",)),
 }
@@ -55,7 +56,8 @@ def _args(data: dict[str, Any]) -> dict[str, Any]:
         try:
             args = json.loads(args) if args.strip() else {}
         except ValueError:
-            raise HookInputError("field 'toolArgs' is not JSON") from None
+            # A freeform tool's input (apply_patch): kept as Codex sends it, in `command`.
+            return {"command": args}
     if args is None:
         return {}
     if not isinstance(args, dict):
@@ -100,7 +102,8 @@ def parse(event: str, data: dict[str, Any]) -> HookEvent:
         hook_event_name=name,
         transcript_path=str(_first(data, "transcriptPath", "transcript_path") or ""),
         prompt=field_str(data, "prompt"),
-        source=field_str(data, "source"),
+        # Copilot says "new" where Claude Code says "startup" (the context service's word).
+        source={"new": "startup"}.get(field_str(data, "source"), field_str(data, "source")),
         tool_name=tool_name,
         tool_input=tool_input,
         tool_response=response,

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from memory.agents.codex import patch_files
 from memory.agents.codex_shell_reads import shell_read_paths
 
 # cmem's MCP tools (memory/retrieval/mcp_server.py) as the gate and the index name them.
@@ -56,6 +57,8 @@ def tool_translate(
     command = out.get("command")
     if mapped.name == "Bash" and isinstance(command, str):
         files = [(path, "read") for path in shell_read_paths(command)]
+    elif mapped.name == "apply_patch" and isinstance(command, str):
+        files = [(path, "modified") for path in patch_files(command)]
     return mapped.name, out, files
 
 

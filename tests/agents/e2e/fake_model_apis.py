@@ -156,8 +156,10 @@ class FakeGeminiAPI(_Base):
 class FakeChatAPI(_Base):
     def answer(self, path: str, body: dict[str, Any]) -> tuple[int, str, bytes]:
         messages = body.get("messages") or []
+        # Copilot sends the index as a user message of its own before the prompt: the user
+        # messages read as one text, whose last-named marker is this conversation's.
         marker = self._marker(
-            [json.dumps(m.get("content")) for m in messages if m.get("role") == "user"]
+            ["\n".join(json.dumps(m.get("content")) for m in messages if m.get("role") == "user")]
         )
         step, n = self._next(marker, has_tools=bool(body.get("tools")))
         self.requests.append(Request(path, body, marker, n))

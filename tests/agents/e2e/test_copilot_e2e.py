@@ -137,7 +137,8 @@ def test_run2_view_is_refused_with_the_timeline(run2: World, api: FakeChatAPI) -
 def test_copilot_lists_cmems_mcp_tools_under_the_names_the_gate_uses(
     run2: World, api: FakeChatAPI
 ) -> None:
-    names = {t["function"]["name"] for t in api.requests_for(RUN2)[0].body.get("tools", [])}
+    tools = api.requests_for(RUN2)[0].body.get("tools", [])
+    names = {(t.get("function") or t.get("custom") or {}).get("name") for t in tools}
     assert "cmem-get_observations" in names, sorted(names)
     result = tool_messages(api.requests_for(RUN2)[1].body)
     assert "cmem-get_observations(" in result
