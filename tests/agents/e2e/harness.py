@@ -50,7 +50,9 @@ class World:
     runs: dict[str, subprocess.CompletedProcess[bytes]] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
 
-    def run(self, marker: str, args: list[str], *, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
+    def run(
+        self, marker: str, args: list[str], *, timeout: float = 120
+    ) -> subprocess.CompletedProcess[bytes]:
         started = time.monotonic()
         proc = subprocess.run(
             [str(self.binary), *args], cwd=self.project, env=self.env,

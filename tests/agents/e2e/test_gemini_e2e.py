@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -55,7 +54,9 @@ def world(tmp_path_factory: pytest.TempPathFactory, api: FakeGeminiAPI) -> Itera
     # The user's own settings: an API-key login and a hook of theirs, both kept by install.
     settings = {
         "security": {"auth": {"selectedType": "gemini-api-key"}},
-        "hooks": {"AfterTool": [{"hooks": [{"type": "command", "command": "true", "name": "mine"}]}]},
+        "hooks": {
+            "AfterTool": [{"hooks": [{"type": "command", "command": "true", "name": "mine"}]}]
+        },
     }
     files = {".gemini/settings.json": json.dumps(settings)}
     with agent_world(root, agent="gemini", binary=binary, env=env, files=files) as world:
@@ -127,10 +128,14 @@ def test_run1_stop_queues_a_summary(run1: World) -> None:
 
 def test_run2_prompt_carries_the_index(run2: World, api: FakeGeminiAPI) -> None:
     # Headless Gemini prepends SessionStart's additionalContext to the prompt.
-    prompt = json.dumps([c for c in api.requests_for(RUN2)[0].body["contents"] if c["role"] == "user"])
+    prompt = json.dumps(
+        [c for c in api.requests_for(RUN2)[0].body["contents"] if c["role"] == "user"]
+    )
     assert INDEX in prompt
     assert "handlers.py" in prompt.split(INDEX, 1)[1]  # the index names session 1's file
-    first = json.dumps([c for c in api.requests_for(RUN1)[0].body["contents"] if c["role"] == "user"])
+    first = json.dumps(
+        [c for c in api.requests_for(RUN1)[0].body["contents"] if c["role"] == "user"]
+    )
     assert "No memory of this project yet" in first  # nothing to index before session 1
 
 
