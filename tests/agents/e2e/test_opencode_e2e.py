@@ -160,5 +160,5 @@ def test_opencode_lists_cmems_mcp_tools_under_the_names_the_gate_uses(
 
 
 def test_e2e_wall_time(run2: World) -> None:
-    assert all(s < 90 for s in run2.seconds.values()), run2.seconds
+    assert all(s < 120 for s in run2.seconds.values()), run2.seconds
     print(f"opencode runs: {run2.seconds}")
