@@ -1,5 +1,6 @@
-"""What the Gemini CLI, Copilot CLI and OpenCode adapters share: their tools renamed to the
-Claude Code vocabulary cmem's services speak (`Read` with `file_path`, `Edit`, `Write`,
+"""What the Gemini CLI, Copilot CLI and OpenCode adapters share.
+
+Their tools renamed to the Claude Code vocabulary cmem's services speak (`Read` with `file_path`, `Edit`, `Write`,
 `Bash` with `command`), a stable id for tool uses the agent sends without one, and the
 gate's and index's advice rewritten to name cmem's MCP tools the way that agent shows them.
 

@@ -16,7 +16,7 @@ from django.test import Client
 from memory.agents import copilot, gemini, opencode
 from memory.agents.base import GateDecision, HookEvent, HookInputError, HookResult
 from memory.models import Event, ObservationFile, Prompt, Session
-from tests.conftest import FIXTURES
+from tests.support import FIXTURES
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from memory.agents.install import agents
-from tests.conftest import CMEM
+from tests.support import CMEM
 
 
 def cmem(*args: str, home: Path) -> subprocess.CompletedProcess[str]:

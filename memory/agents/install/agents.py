@@ -1,6 +1,8 @@
-"""The agents `cmem install --agent NAME` knows beyond Claude Code and Codex, one module each
-with the same entries: `detected()`, `install(command=, home=, mcp=)`, `uninstall(home=,
-keep_mcp=)`, `doctor_checks(home=)`. `cmem setup` installs for `agents_detected()`."""
+"""Gemini CLI, Copilot CLI and OpenCode behind one interface, for install, doctor and setup.
+
+Each module has the same entries: `detected()`, `install(command=, home=, mcp=)`,
+`uninstall(home=, keep_mcp=)`, `doctor_checks(home=)`. `cmem setup` installs for
+`agents_detected()`."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.conftest import CMEM, REPO, LiveWorker, free_port, make_worker_env
+from tests.support import CMEM, REPO, LiveWorker, free_port, make_worker_env
 from tests.e2e.harness import installed_cli, query, wait_for
 
 NODE_BIN = REPO / ".e2e-node" / "node_modules" / ".bin"
