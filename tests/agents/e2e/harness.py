@@ -16,8 +16,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.support import CMEM, REPO, LiveWorker, free_port, make_worker_env
 from tests.e2e.harness import installed_cli, query, wait_for
+from tests.support import CMEM, REPO, LiveWorker, free_port, make_worker_env
 
 NODE_BIN = REPO / ".e2e-node" / "node_modules" / ".bin"
 INDEX = "recent context"  # the SessionStart index's header line
