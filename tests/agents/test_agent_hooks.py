@@ -17,6 +17,7 @@ from memory.agents import copilot, gemini, opencode
 from memory.agents.base import GateDecision, HookEvent, HookInputError, HookResult
 from memory.models import Event, ObservationFile, Prompt, Session
 from tests.support import FIXTURES
+from tests.support.huey_tasks import delayed_tasks_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -136,7 +137,8 @@ def test_two_sessions_observe_then_index_then_refuse(
         ("handlers.py", "read")
     ]
     assert Prompt.objects.filter(session=session).count() == 1
-    # Tests run huey immediate: the tool use is compressed already.
+    # Compression runs a moment after the commit; in tests, when asked.
+    delayed_tasks_run()
     assert ObservationFile.objects.filter(path="handlers.py").exists()
 
     index = context_text(
