@@ -9,11 +9,8 @@ from django.core.management.base import BaseCommand, CommandError
 from memory.agents.install import claude_code as installer
 from memory.agents.install import codex as codex_install
 from memory.agents.install import mcp as mcp_install
-<<<<<<< HEAD
 from memory.agents.install import routes
-=======
 from memory.agents.install.agents import AGENTS, agent_install
->>>>>>> main
 from memory.management.install_arguments import (
     add_agent_arguments,
     add_claude_settings_argument,
