@@ -141,6 +141,7 @@ def test_the_plugin_hook_records_the_plugin_route_at_session_start(tmp_path: Pat
 @pytest.mark.slow
 def test_setup_does_the_first_run_and_is_idempotent(tmp_path: Path) -> None:
     (tmp_path / ".claude").mkdir()
+    (tmp_path / ".gemini").mkdir()  # an agent found by its config folder is set up too
     data = tmp_path / ".claude-mem"
     env = make_worker_env(data, free_port(), HOME=str(tmp_path))
     env["PATH"] = f"{Path(CMEM).parent}:/usr/bin:/bin"
@@ -153,6 +154,8 @@ def test_setup_does_the_first_run_and_is_idempotent(tmp_path: Path) -> None:
         )
         settings = json.loads((tmp_path / ".claude" / "settings.json").read_text())
         assert set(settings["hooks"]) >= {"SessionStart", "PreToolUse", "PostToolUse"}
+        gemini = json.loads((tmp_path / ".gemini" / "settings.json").read_text())
+        assert "== Gemini CLI" in first.stdout and "cmem" in gemini["mcpServers"]
         second = _run("setup", env=env, timeout=240)
         assert second.returncode == 0, second.stdout + second.stderr
         assert "cmem already running:" in second.stdout

@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 from memory.agents.install import claude_code as installer
 from memory.agents.install import codex as codex_install
 from memory.agents.install import routes
+from memory.agents.install.agents import agents_detected
 from memory.management.install_arguments import (
     add_claude_settings_argument,
     add_codex_home_argument,
@@ -27,10 +28,13 @@ def codex_found(home: Path) -> bool:
     return bool(codex_install.codex_binary()) or home.is_dir()
 
 
+AGENT_LABELS = {"gemini": "Gemini CLI", "copilot": "Copilot CLI", "opencode": "OpenCode"}
+
+
 class Command(BaseCommand):
     help = (
         "The whole first run in one command, safe to repeat: create the database, start the "
-        "worker, install the hooks and MCP server for the agents found (Claude Code, Codex), "
+        "worker, install the hooks and MCP server for the agents found (Claude Code, Codex, Gemini CLI, Copilot CLI, OpenCode), "
         "check everything, and say where the dashboard is."
     )
 
@@ -73,9 +77,14 @@ class Command(BaseCommand):
             self.step("Codex")
             call_command("install", codex=True, codex_home=codex_home, stdout=self.stdout)
             agents.append("Codex")
+        for name in agents_detected():
+            label = AGENT_LABELS.get(name, name)
+            self.step(label)
+            call_command("install", agent=name, stdout=self.stdout)
+            agents.append(label)
         if not agents:
             self.stdout.write(
-                "\nNo agent found (neither `claude` nor `codex` on PATH, no ~/.claude or ~/.codex): "
+                "\nNo agent found (no claude, codex, gemini, copilot or opencode on PATH, nor their config folders): "
                 "install one, then run `cmem setup` again."
             )
         self.step("doctor")
