@@ -13,7 +13,8 @@ from memory import config, web
 from memory.forms import FeedFilterForm, SearchForm, SettingsForm, StatsForm
 from memory.housekeeping.forget import ForgetRequest, observations_forget
 from memory.models import Observation, Prompt, Session
-from memory.retrieval.search.service import KINDS, SearchQuery, search
+from memory.retrieval.search.query import KINDS, SearchQuery
+from memory.retrieval.search.service import search
 
 
 def _int_param(request: HttpRequest, name: str) -> int:

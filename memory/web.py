@@ -25,7 +25,8 @@ from deliverables.services import (
 )
 from memory.models import ContextCache, Event, LedgerEntry, Observation, Prompt, Session, Summary
 from memory.recall.context import context_cache_invalidate, context_text
-from memory.retrieval.search.service import SearchQuery, search
+from memory.retrieval.search.query import SearchQuery
+from memory.retrieval.search.service import search
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,8 @@ from memory import config
 from memory.housekeeping.forget import ForgetError, ForgetRequest, observations_forget
 from memory.models import Observation
 from memory.retrieval.outline import outline as code_outline
-from memory.retrieval.search.service import KINDS, Kind, SearchQuery, search
+from memory.retrieval.search.query import KINDS, Kind, SearchQuery
+from memory.retrieval.search.service import search
 from memory.retrieval.timeline import TimelineError, timeline_build
 
 router = Router(tags=["retrieval"])

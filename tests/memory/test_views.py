@@ -10,7 +10,8 @@ from django.utils import timezone
 
 from memory import config
 from memory.models import ContextCache, LedgerEntry, Observation, ObservationFile
-from memory.retrieval.search.service import SearchQuery, search
+from memory.retrieval.search.query import SearchQuery
+from memory.retrieval.search.service import search
 from memory.web import FEED_PAGE_SIZE
 from tests.browser.seed import (
     XSS,

@@ -5,7 +5,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from memory.retrieval.search.service import KINDS, SearchQuery, search
+from memory.retrieval.search.query import KINDS, SearchQuery
+from memory.retrieval.search.service import search
 
 
 class Command(BaseCommand):

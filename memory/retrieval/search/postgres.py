@@ -16,7 +16,7 @@ from typing import Any
 
 from django.db import connection
 
-from memory.retrieval.search.service import (
+from memory.retrieval.search.query import (
     HIGHLIGHT_CLOSE,
     HIGHLIGHT_OPEN,
     Kind,
