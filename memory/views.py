@@ -137,6 +137,7 @@ def search_page(request: HttpRequest) -> HttpResponse:
             kinds=(kind,) if kind else KINDS,
             types=(data["type"],) if data.get("type") else (),
             limit=50,
+            mode=data.get("mode") or "hybrid",
         )
         hits = search(query)
     ctx = {

@@ -69,6 +69,10 @@ class SearchFilters(Schema):
     since: datetime | None = None
     until: datetime | None = None
     kind: str | None = Field(None, description="observation, summary, prompt (comma-separated).")
+    mode: Literal["hybrid", "keyword", "semantic"] = Field(
+        "hybrid",
+        description="keyword (words), semantic (meaning, by embedding) or hybrid (both, fused).",
+    )
 
 
 def _kinds(raw: str | None) -> tuple[Kind, ...]:
@@ -92,6 +96,7 @@ def search_endpoint(request: HttpRequest, filters: Query[SearchFilters]) -> Stat
     query = SearchQuery(
         text=filters.q, project=filters.project or None, kinds=kinds, types=types, concept=filters.concept or None,
         file=filters.file or None, since=filters.since, until=filters.until, limit=filters.limit, offset=filters.offset,
+        mode=filters.mode,
     )  # fmt: skip
     return Status(200, {"query": filters.q, "results": [hit.as_dict() for hit in search(query)]})
 

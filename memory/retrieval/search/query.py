@@ -15,6 +15,9 @@ from typing import Any, Literal
 
 Kind = Literal["observation", "summary", "prompt"]
 KINDS: tuple[Kind, ...] = ("observation", "summary", "prompt")
+# keyword: FTS5/tsvector only; semantic: vectors only; hybrid: both, fused by rank.
+Mode = Literal["keyword", "semantic", "hybrid"]
+MODES: tuple[Mode, ...] = ("hybrid", "keyword", "semantic")
 
 # snippet() wraps matches in these; plain text markers survive JSON, markdown and terminals.
 HIGHLIGHT_OPEN = "«"
@@ -38,12 +41,21 @@ class SearchQuery:
     until: datetime | None = None
     limit: int = 20
     offset: int = 0
+    # The surfaces (API, MCP, `cmem search`, the search page) default to hybrid; internal
+    # callers that select rows to act on (forget, the timeline filter) keep keyword.
+    mode: Mode = "keyword"
 
     def wants(self, kind: Kind) -> bool:
         if kind not in self.kinds:
             return False
         # Type, concept and file filters only make sense for observations.
         return kind == "observation" or not (self.types or self.concept or self.file)
+
+    @property
+    def filtered(self) -> bool:
+        return bool(
+            self.project or self.types or self.concept or self.file or self.since or self.until
+        )
 
 
 @dataclass(frozen=True)

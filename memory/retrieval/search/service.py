@@ -2,12 +2,14 @@
 
 `search(query)` is the only entry point. It dispatches on the database vendor: SQLite uses
 the FTS5 tables of migrations 0002/0005 (`sqlite.py`, bm25), PostgreSQL its tsvector
-columns (`postgres.py`, team mode). Both return the same `SearchHit` rows (`query.py`), so
-the API, the pages and the MCP server never know which backend answered.
+columns (`postgres.py`, team mode). `query.mode` picks keyword, semantic (vectors) or
+hybrid (both, fused by rank: `hybrid.py`). Every path returns the same `SearchHit` rows
+(`query.py`), so the API, the pages and the MCP server never know which backend answered.
 """
 
 from __future__ import annotations
 
+from memory.retrieval.search.hybrid import search_mode
 from memory.retrieval.search.query import SearchHit, SearchQuery
 
 
@@ -16,9 +18,9 @@ def search(query: SearchQuery) -> list[SearchHit]:
     from django.db import connection
 
     if connection.vendor == "postgresql":
-        from memory.retrieval.search.postgres import search_postgres
+        from memory.retrieval.search.postgres import PostgresBackend
 
-        return search_postgres(query)
-    from memory.retrieval.search.sqlite import search_sqlite
+        return search_mode(PostgresBackend(), query)
+    from memory.retrieval.search.sqlite import SqliteBackend
 
-    return search_sqlite(query)
+    return search_mode(SqliteBackend(), query)

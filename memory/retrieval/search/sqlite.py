@@ -254,20 +254,16 @@ def _hydrate(page: list[tuple[float, Kind, int]], terms: str) -> list[SearchHit]
     return [found[(kind, pk)] for _, kind, pk in page if (kind, pk) in found]
 
 
-def search_sqlite(query: SearchQuery) -> list[SearchHit]:
-    """FTS5 search: all terms must match; when nothing does, any term may (ranked by bm25).
-    Each kind is ranked on its own, the results merged by score, and only the page returned
-    is read and highlighted."""
+def keyword_ranked(query: SearchQuery) -> tuple[list[tuple[float, Kind, int]], str, bool]:
+    """(score, kind, id) best first for the first `offset + limit` rows, the FTS match used,
+    and whether every term matched (False: the any-word fallback answered)."""
     kinds = [kind for kind in KINDS if query.wants(kind)]
     terms = fts_terms(query.text)
-    if query.text.strip() and not terms:
-        return []  # only punctuation: nothing that could match
     if not terms:
-        hits = [hit for kind in kinds for hit in _recent(kind, query)]
-        hits.sort(key=lambda hit: (hit.created_at, hit.id), reverse=True)
-        return hits[query.offset : query.offset + query.limit]
+        return [], "", True
     match = " ".join(terms)
     ranked = [row for kind in kinds for row in _ranked(kind, query, match)]
+    strict = True
     if not ranked and len(terms) > 1:
         # Natural-language questions rarely have every word in one row: widen to any word
         # but the filler ones (which match everything); bm25 ranks rows holding more, and
@@ -275,6 +271,55 @@ def search_sqlite(query: SearchQuery) -> list[SearchHit]:
         words = [term for term in terms if term.strip('"*').lower() not in STOPWORDS] or terms
         match = " OR ".join(words)
         ranked = [row for kind in kinds for row in _ranked(kind, query, match)]
+        strict = False
     # Equal scores: the newer row (higher id) first.
     ranked.sort(key=lambda row: (row[0], row[2]), reverse=True)
+    return ranked, match, strict
+
+
+def search_sqlite(query: SearchQuery) -> list[SearchHit]:
+    """FTS5 search: all terms must match; when nothing does, any term may (ranked by bm25).
+    Each kind is ranked on its own, the results merged by score, and only the page returned
+    is read and highlighted."""
+    if query.text.strip() and not fts_terms(query.text):
+        return []  # only punctuation: nothing that could match
+    if not query.text.strip():
+        kinds = [kind for kind in KINDS if query.wants(kind)]
+        hits = [hit for kind in kinds for hit in _recent(kind, query)]
+        hits.sort(key=lambda hit: (hit.created_at, hit.id), reverse=True)
+        return hits[query.offset : query.offset + query.limit]
+    ranked, match, _ = keyword_ranked(query)
     return _hydrate(ranked[query.offset : query.offset + query.limit], match)
+
+
+def hits_by_ids(page: list[tuple[float, Kind, int]], text: str) -> list[SearchHit]:
+    """Hits for rows found by vector (hybrid/semantic), highlighted with the query's words."""
+    return _hydrate(page, " ".join(fts_terms(text)))
+
+
+def allowed_ids(kind: Kind, query: SearchQuery, bound: int) -> set[int]:
+    """Ids of the newest `bound` rows of `kind` passing the query's filters."""
+    from django.db import connection
+
+    k, filters = _KIND_SQL[kind], _filters(kind, query)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {k.alias}.id FROM {k.table} {k.alias}{k.join} WHERE 1 = 1{filters.sql} "
+            f"ORDER BY {k.alias}.id DESC LIMIT %s",
+            [*filters.params, bound],
+        )
+        return {row[0] for row in cursor.fetchall()}
+
+
+class SqliteBackend:
+    """The SQLite side of `hybrid.search_mode`."""
+
+    keyword = staticmethod(search_sqlite)
+
+    @staticmethod
+    def keyword_ranked(query: SearchQuery) -> tuple[list[tuple[float, Kind, int]], bool]:
+        ranked, _, strict = keyword_ranked(query)
+        return ranked, strict
+
+    hits_by_ids = staticmethod(hits_by_ids)
+    allowed_ids = staticmethod(allowed_ids)

@@ -1,0 +1,1 @@
+"""Embeddings: the bundled static model, vectors stored next to their rows, nearest-row scans."""
