@@ -113,10 +113,7 @@ def nearest(
         if not len(ids):
             return []
     scores = vectors @ query
-    if len(scores) > k:
-        top = np.argpartition(-scores, k - 1)[:k]
-    else:
-        top = np.arange(len(scores))
+    top = np.argpartition(-scores, k - 1)[:k] if len(scores) > k else np.arange(len(scores))
     top = top[np.argsort(-scores[top], kind="stable")]
     return [(float(scores[i]), int(ids[i])) for i in top if scores[i] > min_score]
 

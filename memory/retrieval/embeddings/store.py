@@ -9,6 +9,7 @@ what the next run finds.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -33,10 +34,8 @@ def _join(*parts: Any) -> str:
     out: list[str] = []
     for part in parts:
         if isinstance(part, str) and part.startswith("[") and part.endswith("]"):
-            try:
+            with contextlib.suppress(ValueError):
                 part = json.loads(part)
-            except ValueError:
-                pass
         if isinstance(part, list):
             part = "; ".join(str(p) for p in part)
         if part:
