@@ -21,9 +21,10 @@ from memory.retrieval.search.service import search
 log = logging.getLogger(__name__)
 
 TOKEN_BUDGET = 600
-# Below this cosine a note is more likely noise than related (measured on the recall set:
-# relevant pairs mostly score 0.45 and up with the bundled model).
-MIN_SIMILARITY = 0.45
+# Below this cosine a note is more likely noise than related. Measured on the recall set
+# with the bundled model: 95% of random (query, observation) pairs score under 0.244 and
+# 99% under 0.339, while the median relevant pair scores 0.455 (a quarter under 0.269).
+MIN_SIMILARITY = 0.3
 LIMIT_MAX = 10
 HEADER = (
     "cmem: notes recorded in earlier sessions that may relate to this prompt. They are past "
