@@ -18,8 +18,36 @@ TABLES = {
 }
 
 
+# A one-row counter every insert or delete of a vector bumps: the vector index cache of a
+# search process reads this one row to know its matrices are current (a count(*) over
+# 100k vectors cost milliseconds per search).
+GENERATION = "memory_embedding_generation"
+
+
+def _generation(schema_editor, vendor):
+    schema_editor.execute(f"CREATE TABLE {GENERATION} (id integer PRIMARY KEY, n bigint NOT NULL)")
+    schema_editor.execute(f"INSERT INTO {GENERATION} (id, n) VALUES (1, 0)")
+    bump = f"UPDATE {GENERATION} SET n = n + 1 WHERE id = 1"
+    if vendor == "sqlite":
+        for op in ("INSERT", "DELETE"):
+            schema_editor.execute(
+                f"CREATE TRIGGER memory_embedding_gen_{op.lower()} AFTER {op} ON memory_embedding "
+                f"BEGIN {bump}; END"
+            )
+    elif vendor == "postgresql":
+        schema_editor.execute(
+            "CREATE OR REPLACE FUNCTION memory_embedding_gen() RETURNS trigger AS $$ BEGIN "
+            f"{bump}; RETURN NULL; END $$ LANGUAGE plpgsql"
+        )
+        schema_editor.execute(
+            "CREATE TRIGGER memory_embedding_gen AFTER INSERT OR DELETE ON memory_embedding "
+            "FOR EACH STATEMENT EXECUTE FUNCTION memory_embedding_gen()"
+        )
+
+
 def forwards(apps, schema_editor):
     vendor = schema_editor.connection.vendor
+    _generation(schema_editor, vendor)
     for kind, table in TABLES.items():
         if vendor == "sqlite":
             schema_editor.execute(
@@ -40,6 +68,13 @@ def forwards(apps, schema_editor):
 
 def backwards(apps, schema_editor):
     vendor = schema_editor.connection.vendor
+    if vendor == "postgresql":
+        schema_editor.execute("DROP TRIGGER IF EXISTS memory_embedding_gen ON memory_embedding")
+        schema_editor.execute("DROP FUNCTION IF EXISTS memory_embedding_gen()")
+    else:
+        for op in ("insert", "delete"):
+            schema_editor.execute(f"DROP TRIGGER IF EXISTS memory_embedding_gen_{op}")
+    schema_editor.execute(f"DROP TABLE IF EXISTS {GENERATION}")
     for table in TABLES.values():
         if vendor == "sqlite":
             schema_editor.execute(f"DROP TRIGGER IF EXISTS {table}_embedding_ad")

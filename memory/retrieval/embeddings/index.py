@@ -27,6 +27,7 @@ class _Matrix:
     model: str
     count: int
     max_id: int
+    generation: int
     ids: np.ndarray  # int64 object ids
     vectors: np.ndarray  # float32 (n, dim)
 
@@ -40,6 +41,14 @@ def stored_count(kind: Kind) -> int:
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1 FROM memory_embedding WHERE kind = %s LIMIT 1", [kind])
         return 1 if cursor.fetchone() else 0
+
+
+def _generation() -> int:
+    """Bumped by a trigger on every insert or delete of a vector (migration 0006)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT n FROM memory_embedding_generation WHERE id = 1")
+        row = cursor.fetchone()
+    return int(row[0]) if row else -1
 
 
 def _signature(kind: Kind, model: str) -> tuple[int, int]:
@@ -74,20 +83,25 @@ def matrix(kind: Kind, model: str, dim: int) -> tuple[np.ndarray, np.ndarray]:
     import numpy as np
 
     key = (connection.alias + ":" + str(connection.settings_dict.get("NAME")), model, kind)
+    generation = _generation()
+    cached = _cache.get(key)
+    if cached and cached.generation == generation:
+        return cached.ids, cached.vectors
     count, max_id = _signature(kind, model)
     with _lock:
         cached = _cache.get(key)
         if cached and (cached.count, cached.max_id) == (count, max_id):
+            cached.generation = generation
             return cached.ids, cached.vectors
         if cached and max_id > cached.max_id:
             ids, vectors = _load(kind, model, cached.max_id, dim)
             if cached.count + len(ids) == count:
                 cached.ids = np.concatenate([cached.ids, ids])
                 cached.vectors = np.concatenate([cached.vectors, vectors])
-                cached.count, cached.max_id = count, max_id
+                cached.count, cached.max_id, cached.generation = count, max_id, generation
                 return cached.ids, cached.vectors
         ids, vectors = _load(kind, model, 0, dim)
-        _cache[key] = _Matrix(model, len(ids), max_id, ids, vectors)
+        _cache[key] = _Matrix(model, len(ids), max_id, generation, ids, vectors)
         return ids, vectors
 
 
