@@ -35,9 +35,10 @@ from typing import Any
 
 from memory import config
 from memory.benchmarks.harness import percentile
+from memory.retrieval.search.query import Mode
 
 DATA = Path(__file__).parent / "data" / "recall.json.gz"
-MODES = ("keyword", "semantic", "hybrid")
+MODES: tuple[Mode, ...] = ("keyword", "semantic", "hybrid")
 GROUPS = ("keyword", "paraphrase", "file/symbol")
 
 
@@ -154,7 +155,8 @@ def _latency(data: dict[str, Any], runs: int) -> dict[str, float]:
 
     texts = [q["text"] for q in data["queries"]][:: max(1, len(data["queries"]) // 60)]
     out: dict[str, float] = {}
-    for mode in ("keyword", "hybrid"):
+    latency_modes: tuple[Mode, ...] = ("keyword", "hybrid")
+    for mode in latency_modes:
         times: list[float] = []
         cpu: list[float] = []
         for text in texts:

@@ -45,6 +45,7 @@ def _join(*parts: Any) -> str:
 
 def texts(kind: Kind, ids: list[int]) -> dict[int, str]:
     """The text embedded for each row: what a later question would be about."""
+    rows: Any
     if kind == "observation":
         rows = Observation.objects.filter(pk__in=ids).values_list(
             "pk", "title", "subtitle", "narrative", "facts", "concepts"
