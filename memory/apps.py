@@ -8,6 +8,6 @@ class MemoryConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Registers the huey tasks in the web process and the consumer: spool draining, and
-        # the nightly raw-payload retention job (memory/housekeeping/retention.py).
-        from memory import retention_tasks, spool_tasks  # noqa: F401
+        # Registers every huey task (compression, spool draining, the nightly retention
+        # job) in the web process and the consumer alike.
+        from memory import tasks  # noqa: F401

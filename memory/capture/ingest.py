@@ -11,19 +11,20 @@ import hashlib
 import logging
 import os
 from datetime import timedelta
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from memory import config
 from memory.agents.base import HookEvent, HookResult
 from memory.capture import privacy
+from memory.db import CompiledQuery
+from memory.extensions import turn_finished_send
 from memory.models import Event, Prompt, Session
-from memory.projects import Project, is_excluded, project_for_cwd, relative_path
+from memory.projects import Project, is_excluded, is_excluded_path, project_for_cwd, relative_path
 from memory.recall import prompt_recall
 from memory.recall.file_views import file_facts, file_view_record_from_tool
 
@@ -53,20 +54,19 @@ def _project(event: HookEvent) -> Project | None:
     return project
 
 
-@lru_cache(maxsize=4)
-def _session_lookup_sql(vendor: str) -> tuple[str, tuple[str, ...]]:
-    """The ORM's SELECT of one session by (platform, session_id), compiled once per database
-    vendor, and which parameter is which: building that query cost ~0.17 ms per tool use,
-    over four times what SQLite takes to run it."""
-    sql, params = Session.objects.filter(platform="\0p", session_id="\0s").query.sql_with_params()
-    return sql, tuple("platform" if p == "\0p" else "session_id" for p in params)
+# The ORM's SELECT of one session by (platform, session_id): building that query cost
+# ~0.17 ms per tool use, over four times what SQLite takes to run it (see memory/db.py).
+_SESSION_LOOKUP = CompiledQuery(
+    lambda p: Session.objects.filter(platform=p["platform"], session_id=p["session_id"]),
+    "platform",
+    "session_id",
+)
 
 
 def _session_get(*, platform: str, session_id: str) -> Session | None:
-    sql, order = _session_lookup_sql(connection.vendor)
-    values = {"platform": platform, "session_id": session_id}
+    sql, params = _SESSION_LOOKUP.sql_and_params(platform=platform, session_id=session_id)
     # raw() still applies the field converters (aware datetimes), unlike a bare cursor.
-    found = list(Session.objects.raw(sql, [values[name] for name in order]))
+    found = list(Session.objects.raw(sql, params))
     return found[0] if found else None
 
 
@@ -105,37 +105,49 @@ def _session_upsert(*, event: HookEvent, project: Project) -> Session:
 
 
 def _turn_key(event: HookEvent) -> str:
+    """The turn's key: its prompt_id when the agent sends one; otherwise the session itself,
+    so a private prompt without a prompt_id still hides its turn until the next prompt."""
     prompt_id = str(event.raw.get("prompt_id") or "")
-    if not prompt_id:
-        return ""
-    return hashlib.sha256(f"{event.session_id}\0{prompt_id}".encode()).hexdigest()[:32]
+    return hashlib.sha256(f"{event.session_id}\0{prompt_id or '*'}".encode()).hexdigest()[:32]
+
+
+def _session_key(event: HookEvent) -> str:
+    return hashlib.sha256(f"{event.session_id}\0*".encode()).hexdigest()[:32]
 
 
 def _private_turns_path() -> Path:
     return config.data_dir() / "state" / "private-turns"
 
 
-def _private_turn_remember(event: HookEvent) -> None:
-    key = _turn_key(event)
-    if not key:
-        return
-    path = _private_turns_path()
+def _private_turn_keys() -> list[str]:
     try:
-        keys = path.read_text().split()
+        return _private_turns_path().read_text().split()
     except FileNotFoundError:
-        keys = []
-    keys = [*keys[-(_PRIVATE_TURNS_KEPT - 1) :], key]
-    config.write_atomic(path, ("\n".join(keys) + "\n").encode())
+        return []
+
+
+def _private_turn_remember(event: HookEvent) -> None:
+    if not event.session_id:
+        return
+    keys = [k for k in _private_turn_keys() if k != _session_key(event)]
+    # The session key marks "the current turn of this session is private" whatever ids the
+    # turn's later events carry; a public prompt of the session clears it.
+    keys = [*keys[-(_PRIVATE_TURNS_KEPT - 2) :], _turn_key(event), _session_key(event)]
+    config.write_atomic(_private_turns_path(), ("\n".join(dict.fromkeys(keys)) + "\n").encode())
+
+
+def _private_turn_forget_session(event: HookEvent) -> None:
+    keys = _private_turn_keys()
+    if _session_key(event) in keys:
+        kept = [k for k in keys if k != _session_key(event)]
+        config.write_atomic(_private_turns_path(), ("\n".join(kept) + "\n").encode())
 
 
 def _in_private_turn(event: HookEvent) -> bool:
-    key = _turn_key(event)
-    if not key:
+    if not event.session_id:
         return False
-    try:
-        return key in _private_turns_path().read_text().split()
-    except FileNotFoundError:
-        return False
+    keys = _private_turn_keys()
+    return _turn_key(event) in keys or _session_key(event) in keys
 
 
 # --- services -----------------------------------------------------------------------------
@@ -156,6 +168,7 @@ def session_init(*, event: HookEvent) -> HookResult:
     if not text and event.prompt.strip():
         _private_turn_remember(event)
         return HookResult()
+    _private_turn_forget_session(event)
     text = text or "[media prompt]"
     with transaction.atomic():
         session = _session_upsert(event=event, project=project)
@@ -212,10 +225,11 @@ def files_facts(*, event: HookEvent, project: Project) -> list[dict[str, Any]]:
         norm = os.path.normpath(path)
         reported = event.file_facts.get(path) or event.file_facts.get(norm)
         facts = dict(reported) if isinstance(reported, dict) else _file_facts(norm)
+        # A key pasted into a path (`/tmp/sk-ant-…/out.txt`) is a secret like any other.
         out.append(
             {
-                "path": relative_path(norm, project.root),
-                "abs": norm,
+                "path": privacy.redact_text(relative_path(norm, project.root)),
+                "abs": privacy.redact_text(norm),
                 "role": file_role,
                 "size": facts.get("size"),
                 "mtime": facts.get("mtime"),
@@ -269,6 +283,8 @@ def observation_record(*, event: HookEvent) -> HookResult:
         payload["agent_id"] = event.agent_id
         payload["agent_type"] = event.agent_type
     payload["cmem_files"] = files_facts(event=event, project=project)
+    if any(is_excluded_path(f["abs"]) for f in payload["cmem_files"]):
+        return HookResult()  # a file of an excluded project, read from another one
     with transaction.atomic():
         session = _session_upsert(event=event, project=project)
         # Idempotent by the unique (session, tool_use_id) constraint, not a SELECT first: a
@@ -298,21 +314,17 @@ def _enqueue_processing(session_pk: int) -> None:
     """Compression runs a moment after the commit, not at once: a burst of tool uses is
     then compressed as one batch, and the consumer's writes do not queue behind (and in
     front of) the hooks' own writes for SQLite's single write lock during the burst."""
-    from huey.contrib.djhuey import HUEY
-
     from memory.tasks import session_events_process_task
 
-    if HUEY.immediate:
-        transaction.on_commit(lambda: session_events_process_task(session_pk))
-    else:
-        transaction.on_commit(
-            lambda: session_events_process_task.schedule((session_pk,), delay=COMPRESS_DELAY_S)
-        )
+    transaction.on_commit(
+        lambda: session_events_process_task.schedule((session_pk,), delay=COMPRESS_DELAY_S)
+    )
 
 
 def summary_request(*, event: HookEvent) -> HookResult:
     """Stop: queue a summary of the turn (not on a Stop hook's own re-entry, not for
-    subagents or private turns) and copy the turn's deliverables before answering."""
+    subagents or private turns) and tell `memory.extensions` the turn finished (deliverables
+    copies the turn's files) before answering."""
     project = _project(event)
     if project is None or event.stop_hook_active or event.agent_id or _in_private_turn(event):
         return HookResult()
@@ -338,20 +350,10 @@ def summary_request(*, event: HookEvent) -> HookResult:
             prompt_number=session.prompt_counter or None,
             payload=payload,
         )
-        _deliverables_capture(session=session, event=event)
+        # Apps built on memory (deliverables copies the turn's files) hook in here.
+        turn_finished_send(session=session, event=event)
         _enqueue_processing(session.pk)
     return HookResult()
-
-
-def _deliverables_capture(*, session: Session, event: HookEvent) -> None:
-    from deliverables.services import deliverables_capture
-
-    # A savepoint: a failing copy must not take the summary request down with it.
-    try:
-        with transaction.atomic():
-            deliverables_capture(session=session, event=event)
-    except Exception:  # noqa: BLE001 - deliverables are a bonus; the summary is the contract
-        log.exception("deliverables capture failed for session %s", session.pk)
 
 
 def session_end(*, event: HookEvent) -> HookResult:

@@ -56,7 +56,7 @@ def related_notes(*, session: Session, text: str) -> str:
                 limit=limit + len(skip) if len(skip) < 200 else limit + 200,
             )
         )  # fmt: skip
-    except Exception:  # noqa: BLE001 - recall is a bonus: the prompt must go through regardless
+    except Exception:
         log.exception("prompt-time recall failed")
         return ""
     lines, used = [HEADER], len(HEADER) // 4

@@ -15,7 +15,7 @@ from django.utils import timezone
 from memory.models import Observation, Session
 from memory.recall.prompt_recall import HEADER, TOKEN_BUDGET
 from memory.retrieval.embeddings import store
-from tests.conftest import CLAUDE_FIXTURES
+from tests.support.paths import CLAUDE_FIXTURES
 
 pytestmark = pytest.mark.django_db
 

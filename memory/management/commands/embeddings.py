@@ -1,3 +1,5 @@
+"""`cmem embeddings backfill|status`: vectors for rows lacking one of the configured model."""
+
 from __future__ import annotations
 
 from argparse import ArgumentParser
@@ -6,9 +8,8 @@ from typing import Any
 from django.core.management.base import BaseCommand
 from rich.progress import Progress
 
-from memory.retrieval.embeddings import store
+from memory.retrieval.embeddings import KINDS, store
 from memory.retrieval.embeddings.model import get_model
-from memory.retrieval.search.query import KINDS
 
 
 class Command(BaseCommand):

@@ -9,3 +9,10 @@ import os
 # threaded, 3.5 ms on one thread, at load 8 on 2 cores). numpy reads this once, at import;
 # cmem imports numpy only through this package.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from typing import Literal
+
+# The row kinds that carry vectors: the same three the search service knows (search imports
+# this package, so this package does not import search back).
+Kind = Literal["observation", "summary", "prompt"]
+KINDS: tuple[Kind, ...] = ("observation", "summary", "prompt")

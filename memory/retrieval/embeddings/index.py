@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from django.db import connection
 
-from memory.retrieval.search.query import Kind
+from memory.retrieval.embeddings import Kind
 
 if TYPE_CHECKING:
     import numpy as np

@@ -154,5 +154,5 @@ def warm_in_background() -> None:
 def _warm() -> None:
     try:
         get_model()
-    except Exception:  # noqa: BLE001 - a failed warm-up is retried by the first real use
+    except Exception:
         log.exception("embedding model warm-up failed")

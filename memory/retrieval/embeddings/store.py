@@ -17,8 +17,8 @@ from typing import Any
 from django.db import connection, transaction
 
 from memory.models import Embedding, Observation, Prompt, Summary
+from memory.retrieval.embeddings import KINDS, Kind
 from memory.retrieval.embeddings.model import get_model
-from memory.retrieval.search.query import KINDS, Kind
 
 BATCH = 256
 _TABLES: dict[Kind, str] = {
