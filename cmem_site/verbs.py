@@ -39,12 +39,12 @@ VERBS: tuple[Verb, ...] = (
     Verb("doctor", "service", "Check the installation and say how to fix each problem.", ("cmem doctor",)),
     Verb("migrate", "service", "Create or update the database tables.", ("cmem migrate",), command="cmem_migrate"),
     # agents
-    Verb("install", "agents", "Install cmem's hooks and MCP server for Claude Code (or --codex).", ("cmem install", "cmem install --codex", "cmem install --settings-file ./.claude/settings.json")),
+    Verb("install", "agents", "Install cmem's hooks and MCP server for Claude Code (or --codex, --gemini, --copilot, --opencode).", ("cmem install", "cmem install --codex", "cmem install --gemini", "cmem install --settings-file ./.claude/settings.json")),
     Verb("uninstall", "agents", "Remove cmem's hooks (and only them) and its MCP server.", ("cmem uninstall", "cmem uninstall --codex")),
     Verb("hook", "agents", "What agents run on each event (reads the event on stdin; always exits 0).", ("echo '{}' | cmem hook claude-code session-start",)),
     Verb("mcp", "agents", "Run cmem's MCP server on stdio (the agent starts it).", ("cmem mcp",)),
     # memory
-    Verb("search", "memory", "Search observations, summaries and prompts; best match first.", ("cmem search login bug", 'cmem search "rate limit" --project shop --json')),
+    Verb("search", "memory", "Search observations, summaries and prompts; best match first.", ("cmem search login bug", 'cmem search "rate limit" --project shop --json', "cmem search 'why do refunds disagree' --mode semantic")),
     Verb("show", "memory", "Print observations in full, by id.", ("cmem show 12 15",)),
     Verb("timeline", "memory", "What happened around an observation (or the best match of a query).", ("cmem timeline 12", "cmem timeline --query 'login bug' --depth 5")),
     Verb("forget", "memory", "Delete observations by query, ids, project or dates (dry run unless --yes).", ("cmem forget 'api key'", "cmem forget --ids 12,15 --yes")),
@@ -52,6 +52,7 @@ VERBS: tuple[Verb, ...] = (
     Verb("export", "memory", "Write memory to a JSON file (or - for stdout).", ("cmem export backup.json", "cmem export - --project shop")),
     Verb("import", "memory", "Import Claude Code transcripts, a claude-mem database, Codex sessions or a cmem export.", ("cmem import claude-code", "cmem import json backup.json")),
     Verb("demo", "memory", "Load a demo history (project acme-shop) to look around.", ("cmem demo",)),
+    Verb("embeddings", "memory", "Embed rows that lack a vector of the configured model (backfill), or show coverage (status).", ("cmem embeddings status", "cmem embeddings backfill")),
     Verb("prune", "memory", "Empty old raw payloads (observations stay), then VACUUM.", ("cmem prune --dry-run", "cmem prune --days 14")),
     # team
     Verb("token", "team", "Team mode: create, list and revoke API tokens.", ("cmem token create alice --name laptop", "cmem token list", "cmem token revoke 3")),

@@ -100,6 +100,17 @@ SETTINGS: dict[str, tuple[str, str]] = {
         "auto",
         "Project names: local (repository folder), remote (normalised git remote URL) or auto (remote in team mode).",
     ),
+    "CLAUDE_MEM_EMBEDDINGS_MODEL": (
+        "",
+        "Empty: the model bundled in the wordllama wheel. Or a local folder holding a static"
+        " embedding model (tokenizer.json + model.safetensors, model2vec layout); nothing is"
+        " downloaded.",
+    ),
+    "CLAUDE_MEM_SEMANTIC_INJECT": (
+        "false",
+        "On each prompt, add the few most related observations of earlier sessions.",
+    ),
+    "CLAUDE_MEM_SEMANTIC_INJECT_LIMIT": ("3", "Observations added per prompt at most."),
     "CLAUDE_MEM_HOOK_TIMEOUT_MS": ("2000", "How long a hook waits for the worker."),
 }
 

@@ -212,7 +212,8 @@ def _local(path: str) -> Path:
         "Costs ~15 tokens a hit. Then call get_observations with the few ids worth reading; never fetch all. "
         'Query: plain words (all must match, else any), "a phrase", or word* for a prefix. Filters: project, '
         "type (bugfix,feature,refactor,change,discovery,decision), concept, file (path or file name), since/until "
-        "(ISO dates), kind (observation,summary,prompt)."
+        "(ISO dates), kind (observation,summary,prompt). mode: hybrid (default: words and meaning, fused), "
+        "keyword (words only) or semantic (meaning only: for questions worded unlike the notes)."
     )
 )
 def search(
@@ -225,9 +226,11 @@ def search(
     since: str | None = None,
     until: str | None = None,
     kind: str | None = None,
+    mode: str = "hybrid",
 ) -> str:
     params = {
         "q": query,
+        "mode": mode,
         "project": project,
         "limit": limit,
         "type": type,

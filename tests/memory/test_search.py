@@ -5,7 +5,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory.models import Observation
-from memory.retrieval.search.service import SearchQuery, fts_terms, search
+from memory.retrieval.search.query import SearchQuery, fts_terms
+from memory.retrieval.search.service import search
 from tests.memory.retrieval_seed import seed
 
 pytestmark = pytest.mark.django_db

@@ -7,7 +7,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from memory.retrieval.search.service import KINDS, SearchHit, SearchQuery, search
+from memory.retrieval.search.query import KINDS, MODES, SearchHit, SearchQuery
+from memory.retrieval.search.service import search
 
 MARKS = {"observation": "#", "summary": "#S", "prompt": "#P"}
 
@@ -61,13 +62,19 @@ class Command(BaseCommand):
         parser.add_argument(
             "--json", action="store_true", help="The hits as JSON (as /api/search)."
         )
+        parser.add_argument(
+            "--mode",
+            choices=MODES,
+            default="hybrid",
+            help="keyword (words), semantic (meaning) or hybrid (both, fused; the default).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         kinds = tuple(k for k in options["kind"].split(",") if k in KINDS) or KINDS
         query = SearchQuery(
             text=" ".join(options["text"]), project=options["project"], kinds=kinds,  # type: ignore[arg-type]
             types=tuple(t for t in options["type"].split(",") if t), file=options["file"], concept=options["concept"],
-            limit=max(1, options["limit"]),
+            limit=max(1, options["limit"]), mode=options["mode"],
         )  # fmt: skip
         hits = search(query)
         if options["json"]:
