@@ -76,7 +76,22 @@ SETTINGS: dict[str, tuple[str, str]] = {
         "Sessions (summaries) the SessionStart index covers.",
     ),
     "CLAUDE_MEM_CONTEXT_TOKENS": ("2500", "Token budget of the SessionStart index."),
-    "CLAUDE_MEM_READ_GATE": ("deny", "File-read gate: deny, context or off."),
+    "CLAUDE_MEM_READ_GATE": (
+        "adaptive",
+        "File-read gate: adaptive (deny while refusals pay off in the project), deny, context or off.",
+    ),
+    "CLAUDE_MEM_READ_GATE_WINDOW": (
+        "8",
+        "Adaptive gate: how many of the project's latest refusals (last 14 days) are weighed.",
+    ),
+    "CLAUDE_MEM_READ_GATE_TURN_TOKENS": (
+        "6000",
+        "Adaptive gate: what a refusal the model answers by reading again costs beyond its text (one more turn).",
+    ),
+    "CLAUDE_MEM_INSTALL_ROUTE": (
+        "install",
+        "How the agent loaded cmem's MCP server (tool names in gate text): install or plugin:<name>.",
+    ),
     "CLAUDE_MEM_CODEX_SHELL_READ_GATE": (
         "context",
         "Codex read-only shell commands (cat, head, sed -n…): context, deny or off.",

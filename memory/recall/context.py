@@ -34,6 +34,7 @@ from django.db import IntegrityError, transaction
 
 from memory import clock, config
 from memory.agents.base import HookEvent, HookResult
+from memory.agents.tool_names import ToolNames, tool_names
 from memory.compression.health import observer_health_line
 from memory.models import (
     ContextCache,
@@ -68,14 +69,25 @@ ICONS = {
 SESSION_ICON = "◎"
 OTHER_ICON = "•"
 LEGEND_ORDER = [("session", SESSION_ICON), *ICONS.items(), ("other", OTHER_ICON)]
-HOWTO = (
+HOWTO_TEXT = (
     "Rows: ID TIME TYPE TITLE ~tokens to fetch, under the file they touched. "
-    "Details: get_observations([IDs]); older work: search(query), timeline(anchor=ID)."
+    "Details: {get}([IDs]); older work: {search}(query), {timeline}(anchor=ID)."
 )
-WELCOME = (
+WELCOME_TEXT = (
     "No memory of this project yet. cmem records this session's work; from the next session on, "
-    "an index of it appears here. Search past work any time with search(query)."
+    "an index of it appears here. Search past work any time with {search}(query)."
 )
+# The cached index names the tools bare; each SessionStart swaps in the agent's own names.
+HOWTO = HOWTO_TEXT.format(get="get_observations", search="search", timeline="timeline")
+WELCOME = WELCOME_TEXT.format(search="search")
+
+
+def tools_named(text: str, names: ToolNames) -> str:
+    """The index with cmem's tools called as this agent calls them."""
+    named = {"get": names.get_observations, "search": names.search, "timeline": names.timeline}
+    return text.replace(HOWTO, HOWTO_TEXT.format(**named)).replace(
+        WELCOME, WELCOME_TEXT.format(search=names.search)
+    )
 NO_FILE = "(no file)"
 DITTO = '"'  # same time as the row above
 
@@ -111,7 +123,12 @@ def context_for_hook(*, event: HookEvent) -> HookResult:
         context_cache_invalidate(project=project.name)
     if not injecting:
         return HookResult()  # both counts at 0: the user turned injection off (claude-mem #2875)
-    text = context_text(project=project.name, root=project.root, settings=settings)
+    text = tools_named(
+        context_text(project=project.name, root=project.root, settings=settings),
+        tool_names(
+            platform=event.platform, route=config.get("CLAUDE_MEM_INSTALL_ROUTE", settings)
+        ),
+    )
     ledger_record(
         kind=LedgerEntry.Kind.INJECTION, session=session, project=project.name, shown=text
     )

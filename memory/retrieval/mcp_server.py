@@ -35,6 +35,9 @@ START_TIMEOUT_S = 20.0
 REQUEST_TIMEOUT_S = 15.0
 
 mcp = FastMCP("cmem", instructions=WORKFLOW)
+# Every tool is declared with structured_output=False: FastMCP otherwise wraps a `str` return
+# as structuredContent {"result": "..."}, and Claude Code hands that structured result to the
+# model, so each answer would reach it as escaped JSON instead of the text it was rendered as.
 
 
 # --- the worker --------------------------------------------------------------------------
@@ -205,6 +208,7 @@ def _local(path: str) -> Path:
 
 
 @mcp.tool(
+    structured_output=False,
     description=(
         "Step 1 of cmem's memory: search past work of this and other projects (observations, session "
         "summaries, prompts) and get an index: id, date, type, title and ~tokens to fetch each. "
@@ -243,6 +247,7 @@ def search(
 
 
 @mcp.tool(
+    structured_output=False,
     description=(
         "Step 1b: what happened around one moment, in order: the observations, prompts and session summaries "
         "before and after an anchor. anchor is an observation id from search (123), S<id> for a summary or "
@@ -271,6 +276,7 @@ def timeline(
 
 
 @mcp.tool(
+    structured_output=False,
     description=(
         "Step 2: the full notes (narrative, facts, files, concepts) of the observations you picked from "
         "search or timeline, in the order given. ~300 tokens each, so pass only the ids that matter. "
@@ -288,6 +294,7 @@ def get_observations(ids: list[int]) -> str:
 
 
 @mcp.tool(
+    structured_output=False,
     description=(
         "Step 3: the structure of one source file: classes, functions and methods with signatures, "
         "a few words of doc and line ranges, typically 10x+ cheaper than reading it. Then smart_unfold the symbol you "
@@ -302,6 +309,7 @@ def smart_outline(file_path: str) -> str:
 
 
 @mcp.tool(
+    structured_output=False,
     description=(
         "Step 3b: the exact source of one symbol (function, class or method) with line numbers, found by "
         "name; qualified names like Class.method or Type::method work. Use after smart_outline or "
@@ -316,6 +324,7 @@ def smart_unfold(file_path: str, symbol_name: str) -> str:
 
 
 @mcp.tool(
+    structured_output=False,
     description=(
         "Step 3 across a folder: find functions, classes and methods whose names match the query's words "
         "(snake_case, camelCase and paths are split), respecting .gitignore. Returns path:lines and "
@@ -333,6 +342,7 @@ def smart_search(query: str, path: str = ".", max_results: int = 20, file_patter
 
 
 @mcp.tool(
+    structured_output=False,
     description=(
         "Delete memories the user wants gone: observations by ids, by query, or by project and date range "
         "(criteria combine). dry_run=true (the default) only lists what would be deleted; show that to the "
