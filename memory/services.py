@@ -132,4 +132,6 @@ def context_preview(*, project: str) -> ContextPreview:
         .values_list("project_root", flat=True)
         .first()
     )
-    return ContextPreview(project=project, text=context_text(project=project, root=root or ""))
+    return ContextPreview(
+        project=project, text=context_text(project=project, root=root or "", platform="claude-code")
+    )

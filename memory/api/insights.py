@@ -83,7 +83,8 @@ def context_preview(request: HttpRequest, project: str, root: str = "") -> Statu
     """The SessionStart index of a project, as the agent would receive it now."""
     if not project.strip():
         return Status(400, {"error": "project must name a project"})
-    text = context_text(project=project, root=root)
+    # As Claude Code (the main agent) receives it, tools named for its install route.
+    text = context_text(project=project, root=root, platform="claude-code")
     return Status(
         200,
         {

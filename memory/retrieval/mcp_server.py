@@ -216,7 +216,7 @@ def _local(path: str) -> Path:
         'Query: plain words (all must match, else any), "a phrase", or word* for a prefix. Filters: project, '
         "type (bugfix,feature,refactor,change,discovery,decision), concept, file (path or file name), since/until "
         "(ISO dates), kind (observation,summary,prompt)."
-    )
+    ),
 )
 def search(
     query: str = "",
@@ -253,7 +253,7 @@ def search(
         "before and after an anchor. anchor is an observation id from search (123), S<id> for a summary or "
         "P<id> for a prompt; or give query and the best hit is the anchor. Cheap (~20 tokens a line); "
         "use it to see the story around a hit, then get_observations for details."
-    )
+    ),
 )
 def timeline(
     anchor: str | None = None,
@@ -281,7 +281,7 @@ def timeline(
         "Step 2: the full notes (narrative, facts, files, concepts) of the observations you picked from "
         "search or timeline, in the order given. ~300 tokens each, so pass only the ids that matter. "
         "Cheaper than re-reading the files they describe."
-    )
+    ),
 )
 def get_observations(ids: list[int]) -> str:
     if not ids:
@@ -299,7 +299,7 @@ def get_observations(ids: list[int]) -> str:
         "Step 3: the structure of one source file: classes, functions and methods with signatures, "
         "a few words of doc and line ranges, typically 10x+ cheaper than reading it. Then smart_unfold the symbol you "
         "need instead of reading the file. Python, JS/TS/TSX, Go, Rust, Java, Ruby, C, C++, C#, PHP, Bash."
-    )
+    ),
 )
 def smart_outline(file_path: str) -> str:
     try:
@@ -314,7 +314,7 @@ def smart_outline(file_path: str) -> str:
         "Step 3b: the exact source of one symbol (function, class or method) with line numbers, found by "
         "name; qualified names like Class.method or Type::method work. Use after smart_outline or "
         "smart_search instead of reading the whole file."
-    )
+    ),
 )
 def smart_unfold(file_path: str, symbol_name: str) -> str:
     try:
@@ -329,7 +329,7 @@ def smart_unfold(file_path: str, symbol_name: str) -> str:
         "Step 3 across a folder: find functions, classes and methods whose names match the query's words "
         "(snake_case, camelCase and paths are split), respecting .gitignore. Returns path:lines and "
         "signatures; then smart_unfold the one you need. Much cheaper than grep plus reading files."
-    )
+    ),
 )
 def smart_search(query: str, path: str = ".", max_results: int = 20, file_pattern: str = "") -> str:
     root = _local(path)
@@ -347,7 +347,7 @@ def smart_search(query: str, path: str = ".", max_results: int = 20, file_patter
         "Delete memories the user wants gone: observations by ids, by query, or by project and date range "
         "(criteria combine). dry_run=true (the default) only lists what would be deleted; show that to the "
         "user and call again with dry_run=false once they confirm. kinds can add summary and prompt."
-    )
+    ),
 )
 def forget(
     ids: list[int] | None = None,
