@@ -120,3 +120,13 @@ def adaptive_mode(*, project: str, settings: dict[str, str] | None = None) -> Ga
         cost,
         probe,
     )
+
+
+def project_gate_mode(*, project: str, settings: dict[str, str] | None = None) -> GateMode:
+    """The read gate's mode for `project` as configured now, with the reason, for Stats."""
+    configured = config.get("CLAUDE_MEM_READ_GATE", settings).strip().lower()
+    if configured == "adaptive":
+        return adaptive_mode(project=project, settings=settings)
+    if configured in {"deny", "context"}:
+        return GateMode(configured, f"set by CLAUDE_MEM_READ_GATE={configured}")
+    return GateMode("off", f"set by CLAUDE_MEM_READ_GATE={configured or 'off'}")

@@ -35,7 +35,7 @@ def root(tmp_path: Path) -> Path:
 
 def known_files(root: Path, count: int, size: int = 8000) -> list[Path]:
     """`count` files of `size` bytes, each with one unchanged past observation."""
-    past = SessionFactory(root=root, session_id="past")
+    past = SessionFactory(root=root, session_id=f"past-{root.name}")
     files = []
     for i in range(count):
         path = write_file(root, f"src/mod{i}.py", size=size)
@@ -143,3 +143,29 @@ def test_the_index_names_the_tools_as_the_agent_sees_them(client, root) -> None:
     empty = make_project(root.parent, "fresh")
     welcome = added_context(post_context(client, empty, session_id="s-fresh"))
     assert "Search past work any time with mcp__cmem__search(query)." in welcome
+
+
+def test_stats_and_the_api_show_each_projects_mode_and_why(client, root, tmp_path) -> None:
+    files = known_files(root, 2)
+    for path in files:
+        post_gate(client, root, path)
+        post_gate(client, root, path)
+    calm = make_project(tmp_path, "calm")
+    (path,) = known_files(calm, 1)
+    post_gate(client, calm, path, session_id="calm-session")
+    modes = {row["project"]: row for row in client.get("/api/gate/modes").json()}
+    assert modes["proj"]["mode"] == "context"
+    assert modes["proj"]["why"].startswith("advising instead of refusing: 2 of the last 2")
+    assert modes["calm"]["mode"] == "deny" and "too few to judge" in modes["calm"]["why"]
+    page = client.get("/stats/").content.decode()
+    assert 'id="gate-modes"' in page and "advising instead of refusing" in page
+    # The net figure is never shown without its parts.
+    assert "Saved " in page and " − injected " in page and " − observer " in page
+
+
+def test_an_explicit_mode_says_it_is_a_setting(client, root, monkeypatch) -> None:
+    monkeypatch.setenv("CLAUDE_MEM_READ_GATE", "deny")
+    (path,) = known_files(root, 1)
+    post_gate(client, root, path)
+    (row,) = client.get("/api/gate/modes", {"project": "proj"}).json()
+    assert row == {"project": "proj", "mode": "deny", "why": "set by CLAUDE_MEM_READ_GATE=deny"}
