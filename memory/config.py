@@ -76,7 +76,22 @@ SETTINGS: dict[str, tuple[str, str]] = {
         "Sessions (summaries) the SessionStart index covers.",
     ),
     "CLAUDE_MEM_CONTEXT_TOKENS": ("2500", "Token budget of the SessionStart index."),
-    "CLAUDE_MEM_READ_GATE": ("deny", "File-read gate: deny, context or off."),
+    "CLAUDE_MEM_READ_GATE": (
+        "adaptive",
+        "File-read gate: adaptive (deny while refusals pay off in the project), deny, context or off.",
+    ),
+    "CLAUDE_MEM_READ_GATE_WINDOW": (
+        "8",
+        "Adaptive gate: how many of the project's latest refusals (last 14 days) are weighed.",
+    ),
+    "CLAUDE_MEM_READ_GATE_TURN_TOKENS": (
+        "6000",
+        "Adaptive gate: what a refusal the model answers by reading again costs beyond its text (one more turn).",
+    ),
+    "CLAUDE_MEM_INSTALL_ROUTE": (
+        "install",
+        "How the agent loaded cmem's MCP server (tool names in gate text): install or plugin:<name>.",
+    ),
     "CLAUDE_MEM_CODEX_SHELL_READ_GATE": (
         "context",
         "Codex read-only shell commands (cat, head, sed -n…): context, deny or off.",
@@ -292,12 +307,11 @@ def install_route() -> str:
         return "settings"
 
 
-def tool_names(text: str, route: str | None = None) -> str:
-    """`text` (cmem's own fixed instructions) with the MCP tools named as the model sees them
-    on the plugin route (`mcp__plugin_cmem_cmem__search(`); unchanged on the settings route,
-    where the short names are what the model has learned from the tool list."""
-    if (route or install_route()) != "plugin":
-        return text
-    for name in MCP_TOOLS:
-        text = text.replace(f"{name}(", f"mcp__plugin_cmem_cmem__{name}(")
-    return text
+def install_route_setting(settings: dict[str, str] | None = None) -> str:
+    """The route for naming tools (memory/agents/tool_names.py): CLAUDE_MEM_INSTALL_ROUTE when
+    set to anything but its default, else what the installer or the plugin recorded
+    (`plugin` means the marketplace plugin `cmem`)."""
+    explicit = get("CLAUDE_MEM_INSTALL_ROUTE", settings).strip()
+    if explicit and explicit != "install":
+        return explicit
+    return "plugin:cmem" if install_route() == "plugin" else "install"

@@ -185,6 +185,7 @@ def stats_page(request: HttpRequest) -> HttpResponse:
             "stats": stats,
             "projects": services.projects_list(),
             "database": _database_growth_line(),
+            "gate_modes": services.gate_modes_list(project=data.get("project") or ""),
         },
     )
 

@@ -37,6 +37,9 @@ REQUEST_TIMEOUT_S = 15.0
 mcp = FastMCP("cmem", instructions=WORKFLOW)
 # FastMCP takes no version; without this the handshake reports the `mcp` library's own.
 mcp._mcp_server.version = config.VERSION
+# Every tool is declared with structured_output=False: FastMCP otherwise wraps a `str` return
+# as structuredContent {"result": "..."}, and Claude Code hands that structured result to the
+# model, so each answer would reach it as escaped JSON instead of the text it was rendered as.
 
 
 # --- the worker --------------------------------------------------------------------------
@@ -206,6 +209,7 @@ def _local(path: str) -> Path:
 
 
 @mcp.tool(
+    structured_output=False,
     description=(
         "Step 1 of cmem's memory: search past work of this and other projects (observations, session "
         "summaries, prompts) and get an index: id, date, type, title and ~tokens to fetch each. "
@@ -214,7 +218,7 @@ def _local(path: str) -> Path:
         "type (bugfix,feature,refactor,change,discovery,decision), concept, file (path or file name), since/until "
         "(ISO dates), kind (observation,summary,prompt). mode: hybrid (default: words and meaning, fused), "
         "keyword (words only) or semantic (meaning only: for questions worded unlike the notes)."
-    )
+    ),
 )
 def search(
     query: str = "",
@@ -247,12 +251,13 @@ def search(
 
 
 @mcp.tool(
+    structured_output=False,
     description=(
         "Step 1b: what happened around one moment, in order: the observations, prompts and session summaries "
         "before and after an anchor. anchor is an observation id from search (123), S<id> for a summary or "
         "P<id> for a prompt; or give query and the best hit is the anchor. Cheap (~20 tokens a line); "
         "use it to see the story around a hit, then get_observations for details."
-    )
+    ),
 )
 def timeline(
     anchor: str | None = None,
@@ -275,11 +280,12 @@ def timeline(
 
 
 @mcp.tool(
+    structured_output=False,
     description=(
         "Step 2: the full notes (narrative, facts, files, concepts) of the observations you picked from "
         "search or timeline, in the order given. ~300 tokens each, so pass only the ids that matter. "
         "Cheaper than re-reading the files they describe."
-    )
+    ),
 )
 def get_observations(ids: list[int]) -> str:
     if not ids:
@@ -292,11 +298,12 @@ def get_observations(ids: list[int]) -> str:
 
 
 @mcp.tool(
+    structured_output=False,
     description=(
         "Step 3: the structure of one source file: classes, functions and methods with signatures, "
         "a few words of doc and line ranges, typically 10x+ cheaper than reading it. Then smart_unfold the symbol you "
         "need instead of reading the file. Python, JS/TS/TSX, Go, Rust, Java, Ruby, C, C++, C#, PHP, Bash."
-    )
+    ),
 )
 def smart_outline(file_path: str) -> str:
     try:
@@ -306,11 +313,12 @@ def smart_outline(file_path: str) -> str:
 
 
 @mcp.tool(
+    structured_output=False,
     description=(
         "Step 3b: the exact source of one symbol (function, class or method) with line numbers, found by "
         "name; qualified names like Class.method or Type::method work. Use after smart_outline or "
         "smart_search instead of reading the whole file."
-    )
+    ),
 )
 def smart_unfold(file_path: str, symbol_name: str) -> str:
     try:
@@ -320,11 +328,12 @@ def smart_unfold(file_path: str, symbol_name: str) -> str:
 
 
 @mcp.tool(
+    structured_output=False,
     description=(
         "Step 3 across a folder: find functions, classes and methods whose names match the query's words "
         "(snake_case, camelCase and paths are split), respecting .gitignore. Returns path:lines and "
         "signatures; then smart_unfold the one you need. Much cheaper than grep plus reading files."
-    )
+    ),
 )
 def smart_search(query: str, path: str = ".", max_results: int = 20, file_pattern: str = "") -> str:
     root = _local(path)
@@ -337,11 +346,12 @@ def smart_search(query: str, path: str = ".", max_results: int = 20, file_patter
 
 
 @mcp.tool(
+    structured_output=False,
     description=(
         "Delete memories the user wants gone: observations by ids, by query, or by project and date range "
         "(criteria combine). dry_run=true (the default) only lists what would be deleted; show that to the "
         "user and call again with dry_run=false once they confirm. kinds can add summary and prompt."
-    )
+    ),
 )
 def forget(
     ids: list[int] | None = None,
