@@ -92,14 +92,20 @@ def test_install_sees_the_plugin_route_and_writes_no_second_set_of_hooks(tmp_pat
 
 def test_the_plugin_route_names_the_plugins_mcp_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     from memory import config
-    from memory.recall.context import HOWTO
+    from memory.agents.tool_names import tool_names
+    from memory.recall.context import HOWTO, tools_named
 
     monkeypatch.setenv("CLAUDE_MEM_DATA_DIR", str(tmp_path))
-    assert config.tool_names(HOWTO) == HOWTO  # the settings route: the short names
-    (tmp_path / "install-route").write_text("plugin\n")
-    shown = config.tool_names(HOWTO)
-    assert "mcp__plugin_cmem_cmem__get_observations([IDs])" in shown
-    assert "mcp__plugin_cmem_cmem__search(query)" in shown
+
+    def shown() -> str:
+        names = tool_names(platform="claude-code", route=config.install_route_setting({}))
+        return tools_named(HOWTO + " This index: ~100t.", names)
+
+    # The settings route: the server registered as "cmem" in ~/.claude.json.
+    assert "mcp__cmem__get_observations([IDs])" in shown()
+    (tmp_path / "install-route").write_text("plugin\n")  # what the plugin's hook records
+    assert "mcp__plugin_cmem_cmem__get_observations([IDs])" in shown()
+    assert "mcp__plugin_cmem_cmem__search(query)" in shown()
 
 
 def test_the_plugin_files_in_the_repo_are_the_generated_ones() -> None:
