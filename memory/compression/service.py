@@ -40,7 +40,7 @@ from memory.compression.queue import (  # noqa: F401 - re-exported
 )
 from memory.compression.store import ProcessReport, after_store, root, store_observations
 from memory.compression.summaries import summary_compress
-from memory.compression.tooluse import ToolUse
+from memory.compression.tooluse import ToolUse, hash_changes
 from memory.models import Event, Prompt, Session
 
 log = logging.getLogger(__name__)
@@ -128,6 +128,7 @@ def observations_compress(*, session: Session, events: list[Event], stamp: Any) 
     uses = [
         ToolUse.from_event(event, n=i + 1, root=root(session)) for i, event in enumerate(events)
     ]
+    hash_changes(uses)
     prompt_texts = _prompt_texts(session, {u.prompt_number for u in uses})
     mode, _why = compressor_mode()
     parsed: list[ParsedObservation] | None = None
