@@ -132,7 +132,7 @@ def test_edit_after_a_failing_command_is_a_bugfix(project: Path) -> None:
     )
     failing, fix = _process(session)
     assert failing.type == "discovery"
-    assert failing.title.startswith("`pytest tests/test_gate.py` failed")
+    assert failing.title == "Tests failed (pytest): E AssertionError: rows not ranked"
     assert "AssertionError: rows not ranked" in failing.title
     assert "Error: E AssertionError: rows not ranked" in failing.facts
     assert fix.type == "bugfix" and fix.concepts == ["problem-solution"]
@@ -272,6 +272,7 @@ def test_codex_failed_command_without_exit_code_is_judged_by_its_output(project:
     failed, fine = _process(session)
     assert (
         failed.title
-        == "`cat missing.txt; exit 3` failed: cat: missing.txt: No such file or directory"
+        == "Viewed missing.txt failed: cat: missing.txt: No such file or directory"
     )
-    assert fine.title.startswith("Ran `cat file.txt`")
+    assert failed.type == "discovery" and "Command: cat missing.txt; exit 3" in failed.facts
+    assert fine.title.startswith("Viewed file.txt")
