@@ -205,7 +205,8 @@ def command_observation(use: ToolUse, *, earlier_failure: bool = False) -> Parse
             facts.append(f"Output ends: {last}")
         obs_type = "change" if kind in {"commit", "install"} else "discovery"
         concepts = ["what-changed"] if obs_type == "change" else ["how-it-works"]
-    narrative = f"{label}." + (f" {facts[-1]}" if len(facts) > 2 else "")
+    # The command itself is told in the narrative (and the facts), never in the title.
+    narrative = f"{label}. {facts[0]}." + (f" {facts[-1]}" if len(facts) > 2 else "")
     return ParsedObservation(
         type=obs_type,
         title=sanitize(_short(title, 160)),
