@@ -100,7 +100,12 @@ def purpose(use: ToolUse) -> tuple[str, str]:
         sub = args[0]
         if sub == "commit":
             message = next(
-                (args[i + 1] for i, a in enumerate(args[:-1]) if a in {"-m", "--message"}), ""
+                (
+                    args[i + 1]
+                    for i, a in enumerate(args[:-1])
+                    if a == "--message" or (a[:1] == "-" and a[1:2] != "-" and a.endswith("m"))
+                ),
+                "",
             )
             return t("committed", target=_short(message, 70) or "changes"), "commit"
         return t("git", target=sub), "git"
