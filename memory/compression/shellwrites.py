@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 # Split a command line into simple commands; heredoc bodies are dropped first.
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1[^\n]*\n.*?\n\s*\2\s*(?:\n|$)", re.S)
 _SEPARATORS = re.compile(r"\s*(?:&&|\|\||;|\n|\|(?!\|))\s*")
-_REDIRECT = re.compile(r"(?:^|\s)(?:\d|&)?(>>?|>\|)\s*(\"[^\"]+\"|'[^']+'|[^\s;&|<>()]+)")
 _NOT_FILES = ("/dev/", "&")
 _FORMATTERS = {
     "black": (),
@@ -92,15 +91,41 @@ def _program(words: list[str]) -> tuple[str, list[str]]:
     return prog, words[1:]
 
 
+def _tokens(segment: str) -> list[str]:
+    lexer = shlex.shlex(segment, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        return list(lexer)
+    except ValueError:
+        return segment.split()
+
+
+_REDIRECT_OPS = {">", ">>", ">|", "&>", "&>>"}
+
+
 def _segment_changes(segment: str) -> list[ShellChange]:
     changes: list[ShellChange] = []
-    for match in _REDIRECT.finditer(segment):
-        target = match.group(2).strip("'\"")
-        if _is_target(target) and not target.isdigit():
-            kind = "appended" if match.group(1) == ">>" else "wrote"
-            changes.append(ShellChange(kind, [target]))
-    plain = _REDIRECT.sub(" ", segment)
-    prog, args = _program(_words(plain))
+    tokens = _tokens(segment)
+    words: list[str] = []
+    skip = False
+    for i, token in enumerate(tokens):
+        if skip:
+            skip = False
+            continue
+        if token in _REDIRECT_OPS and i + 1 < len(tokens):
+            target = tokens[i + 1]
+            if words and words[-1].isdigit():
+                words.pop()  # the `2` of `2> err.log`
+            if _is_target(target) and not target.isdigit():
+                kind = "appended" if token.endswith(">>") else "wrote"
+                changes.append(ShellChange(kind, [target]))
+            skip = True
+            continue
+        if token in {"<", "<<", "<<<", ">&", "<&"} or token.startswith((">&", "<")):
+            skip = token in {"<", "<<<"}
+            continue
+        words.append(token)
+    prog, args = _program(words)
     if prog == "tee":
         files = [a for a in _operands(args) if _is_target(a)]
         if files:
