@@ -79,7 +79,25 @@ MIDDLEWARE = [
     "memory.team.auth.ApiTokenMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # One Content-Security-Policy on every response (django-csp): pages load nothing remote,
+    # so a hostile deliverable or recorded text cannot pull in a tracker or a script.
+    "csp.middleware.CSPMiddleware",
 ]
+
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "font-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
 
 ROOT_URLCONF = "cmem_site.urls"
 WSGI_APPLICATION = "cmem_site.wsgi.application"

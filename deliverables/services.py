@@ -18,6 +18,7 @@ import stat
 import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -396,9 +397,21 @@ def deliverable_read_text(
     return data[:limit].decode("utf-8", errors="replace"), len(data) > limit
 
 
+def _image_as_link(renderer: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
+    """A markdown image is rendered as a plain link: a preview never fetches anything (a
+    remote image is a tracker; the page's CSP allows only same-origin and data: images)."""
+    token = tokens[idx]
+    src = escape(str(token.attrGet("src") or ""))
+    label = escape(token.content or str(token.attrGet("src") or "image"))
+    return f'<a href="{src}">{label}</a>'
+
+
 def markdown_to_safe_html(text: str) -> str:
-    """Markdown rendered with raw HTML off, then sanitised by nh3 (links get rel=noopener)."""
-    html = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table").render(text)
+    """Markdown rendered with raw HTML off and images as links, then sanitised by nh3 (links
+    get rel=noopener)."""
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
+    md.add_render_rule("image", _image_as_link)
+    html = md.render(text)
     return nh3.clean(
         html, url_schemes={"http", "https", "mailto"}, link_rel="noopener noreferrer nofollow"
     )

@@ -268,11 +268,34 @@ def excluded_globs() -> list[str]:
     return globs
 
 
+def _spellings(path: str) -> list[str]:
+    """`path` as given and as resolved (symlinks), each with every ancestor folder: an
+    excluded folder excludes everything below it, however the path is spelled."""
+    out: list[str] = []
+    for spelling in dict.fromkeys([os.path.normpath(path), os.path.realpath(path)]):
+        current = spelling
+        while True:
+            out.append(current)
+            parent = os.path.dirname(current)
+            if parent == current:
+                break
+            current = parent
+    return list(dict.fromkeys(out))
+
+
 def is_excluded(cwd: str, project: Project | None = None) -> bool:
-    """True when nothing should be stored or shown for this working directory."""
+    """True when nothing should be stored or shown for this working directory: the cwd, the
+    project root, their resolved real paths or any folder above them matches an exclusion."""
     if not cwd:
         return False
-    candidates = [cwd]
+    candidates = _spellings(cwd)
     if project and project.root and project.root != cwd:
-        candidates.append(project.root)
-    return any(glob_matches(glob, c) for glob in excluded_globs() for c in candidates)
+        candidates += _spellings(project.root)
+    globs = excluded_globs()
+    return any(glob_matches(glob, c) for c in dict.fromkeys(candidates) for glob in globs)
+
+
+def is_excluded_path(path: str) -> bool:
+    """True when a file lies inside an excluded folder (a Read of an excluded project's file
+    from another project is not stored either)."""
+    return bool(path) and is_excluded(os.path.dirname(os.path.normpath(path)))

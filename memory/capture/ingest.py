@@ -23,7 +23,7 @@ from memory import config
 from memory.agents.base import HookEvent, HookResult
 from memory.capture import privacy
 from memory.models import Event, Prompt, Session
-from memory.projects import Project, is_excluded, project_for_cwd, relative_path
+from memory.projects import Project, is_excluded, is_excluded_path, project_for_cwd, relative_path
 from memory.recall.file_views import file_facts, file_view_record_from_tool
 
 log = logging.getLogger(__name__)
@@ -104,37 +104,49 @@ def _session_upsert(*, event: HookEvent, project: Project) -> Session:
 
 
 def _turn_key(event: HookEvent) -> str:
+    """The turn's key: its prompt_id when the agent sends one; otherwise the session itself,
+    so a private prompt without a prompt_id still hides its turn until the next prompt."""
     prompt_id = str(event.raw.get("prompt_id") or "")
-    if not prompt_id:
-        return ""
-    return hashlib.sha256(f"{event.session_id}\0{prompt_id}".encode()).hexdigest()[:32]
+    return hashlib.sha256(f"{event.session_id}\0{prompt_id or '*'}".encode()).hexdigest()[:32]
+
+
+def _session_key(event: HookEvent) -> str:
+    return hashlib.sha256(f"{event.session_id}\0*".encode()).hexdigest()[:32]
 
 
 def _private_turns_path() -> Path:
     return config.data_dir() / "state" / "private-turns"
 
 
-def _private_turn_remember(event: HookEvent) -> None:
-    key = _turn_key(event)
-    if not key:
-        return
-    path = _private_turns_path()
+def _private_turn_keys() -> list[str]:
     try:
-        keys = path.read_text().split()
+        return _private_turns_path().read_text().split()
     except FileNotFoundError:
-        keys = []
-    keys = [*keys[-(_PRIVATE_TURNS_KEPT - 1) :], key]
-    config.write_atomic(path, ("\n".join(keys) + "\n").encode())
+        return []
+
+
+def _private_turn_remember(event: HookEvent) -> None:
+    if not event.session_id:
+        return
+    keys = [k for k in _private_turn_keys() if k != _session_key(event)]
+    # The session key marks "the current turn of this session is private" whatever ids the
+    # turn's later events carry; a public prompt of the session clears it.
+    keys = [*keys[-(_PRIVATE_TURNS_KEPT - 2) :], _turn_key(event), _session_key(event)]
+    config.write_atomic(_private_turns_path(), ("\n".join(dict.fromkeys(keys)) + "\n").encode())
+
+
+def _private_turn_forget_session(event: HookEvent) -> None:
+    keys = _private_turn_keys()
+    if _session_key(event) in keys:
+        kept = [k for k in keys if k != _session_key(event)]
+        config.write_atomic(_private_turns_path(), ("\n".join(kept) + "\n").encode())
 
 
 def _in_private_turn(event: HookEvent) -> bool:
-    key = _turn_key(event)
-    if not key:
+    if not event.session_id:
         return False
-    try:
-        return key in _private_turns_path().read_text().split()
-    except FileNotFoundError:
-        return False
+    keys = _private_turn_keys()
+    return _turn_key(event) in keys or _session_key(event) in keys
 
 
 # --- services -----------------------------------------------------------------------------
@@ -155,6 +167,7 @@ def session_init(*, event: HookEvent) -> HookResult:
     if not text and event.prompt.strip():
         _private_turn_remember(event)
         return HookResult()
+    _private_turn_forget_session(event)
     text = text or "[media prompt]"
     with transaction.atomic():
         session = _session_upsert(event=event, project=project)
@@ -209,10 +222,11 @@ def files_facts(*, event: HookEvent, project: Project) -> list[dict[str, Any]]:
         norm = os.path.normpath(path)
         reported = event.file_facts.get(path) or event.file_facts.get(norm)
         facts = dict(reported) if isinstance(reported, dict) else _file_facts(norm)
+        # A key pasted into a path (`/tmp/sk-ant-…/out.txt`) is a secret like any other.
         out.append(
             {
-                "path": relative_path(norm, project.root),
-                "abs": norm,
+                "path": privacy.redact_text(relative_path(norm, project.root)),
+                "abs": privacy.redact_text(norm),
                 "role": file_role,
                 "size": facts.get("size"),
                 "mtime": facts.get("mtime"),
@@ -266,6 +280,8 @@ def observation_record(*, event: HookEvent) -> HookResult:
         payload["agent_id"] = event.agent_id
         payload["agent_type"] = event.agent_type
     payload["cmem_files"] = files_facts(event=event, project=project)
+    if any(is_excluded_path(f["abs"]) for f in payload["cmem_files"]):
+        return HookResult()  # a file of an excluded project, read from another one
     with transaction.atomic():
         session = _session_upsert(event=event, project=project)
         # Idempotent by the unique (session, tool_use_id) constraint, not a SELECT first: a

@@ -16,13 +16,12 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from memory.compression.prompts import CONCEPTS, TYPES
 
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*\n(.*?)\n?```\s*$", re.S)
 _ROOT = re.compile(r"<(observation|summary|skip_summary)\b", re.S)
-_OBSERVATION = re.compile(r"<observation\b([^>]*)>(.*?)</observation\s*>", re.S)
-_SUMMARY = re.compile(r"<summary\b[^>]*>(.*?)</summary\s*>", re.S)
 _USES = re.compile(r"""uses\s*=\s*["']([^"']*)["']""")
 
 
@@ -59,19 +58,56 @@ def _strip(text: str) -> str:
     return match.group(1).strip() if match else text
 
 
+@dataclass
+class _Block:
+    attrs: str
+    body: str
+    start: int
+    end: int
+
+
+@lru_cache(maxsize=64)
+def _tag_res(name: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    return re.compile(rf"<{name}\b([^<>]*)>"), re.compile(rf"</{name}\s*>")
+
+
+def _blocks(text: str, name: str, *, first_only: bool = False) -> list[_Block]:
+    """`<name …>body</name>` blocks in order, as a non-greedy regex pairs them, in linear
+    time: the closing tags are found in one pass and a cursor only moves forward (a hostile
+    reply of thousands of unclosed tags made `(.*?)</name>` quadratic)."""
+    opens, closes = _tag_res(name)
+    close_spans = [(m.start(), m.end()) for m in closes.finditer(text)]
+    out: list[_Block] = []
+    c = 0
+    position = 0
+    for match in opens.finditer(text):
+        if match.start() < position:
+            continue
+        while c < len(close_spans) and close_spans[c][0] < match.end():
+            c += 1
+        if c == len(close_spans):
+            break  # no later opening tag can be closed either
+        close_start, close_end = close_spans[c]
+        out.append(
+            _Block(match.group(1), text[match.end() : close_start], match.start(), close_end)
+        )
+        position = close_end
+        c += 1
+        if first_only:
+            break
+    return out
+
+
 def _field(body: str, name: str) -> str:
-    match = re.search(rf"<{name}\b[^>]*>(.*?)</{name}\s*>", body, re.S)
-    return html.unescape(" ".join(match.group(1).split())) if match else ""
+    found = _blocks(body, name, first_only=True)
+    return html.unescape(" ".join(found[0].body.split())) if found else ""
 
 
 def _items(body: str, outer: str, inner: str) -> list[str]:
-    match = re.search(rf"<{outer}\b[^>]*>(.*?)</{outer}\s*>", body, re.S)
-    if not match:
+    found = _blocks(body, outer, first_only=True)
+    if not found:
         return []
-    values = (
-        html.unescape(" ".join(m.split()))
-        for m in re.findall(rf"<{inner}\b[^>]*>(.*?)</{inner}\s*>", match.group(1), re.S)
-    )
+    values = (html.unescape(" ".join(b.body.split())) for b in _blocks(found[0].body, inner))
     return [v for v in values if v]
 
 
@@ -93,15 +129,18 @@ def parse_observations(text: str) -> list[ParsedObservation]:
         return []
     if _root(text) != "observation":
         raise ParseError("expected <observation> blocks, got a different root tag")
-    blocks = _OBSERVATION.findall(text)
+    blocks = _blocks(text, "observation")
     if text.count("<observation") != len(blocks):
         raise ParseError("an <observation> block is not closed")
-    leftover = _OBSERVATION.sub("", text).strip()
-    if leftover:
+    gaps = [text[a.end : b.start] for a, b in zip(blocks, blocks[1:], strict=False)]
+    leftover = "".join([text[: blocks[0].start] if blocks else text, *gaps])
+    if blocks:
+        leftover += text[blocks[-1].end :]
+    if leftover.strip():
         raise ParseError("the reply has prose outside its <observation> blocks")
     out: list[ParsedObservation] = []
-    for attrs, body in blocks:
-        obs = _observation(attrs, body)
+    for block in blocks:
+        obs = _observation(block.attrs, block.body)
         if obs is not None:
             out.append(obs)
     return out
@@ -146,10 +185,10 @@ def parse_summary(text: str) -> ParsedSummary | None:
         return None
     if root != "summary":
         raise ParseError("expected a <summary> block, got a different root tag")
-    match = _SUMMARY.search(text)
-    if not match:
+    found = _blocks(text, "summary", first_only=True)
+    if not found:
         raise ParseError("the <summary> block is not closed")
-    body = match.group(1)
+    body = found[0].body
     summary = ParsedSummary(
         request=_field(body, "request"),
         investigated=_field(body, "investigated"),

@@ -44,6 +44,7 @@ from memory.models import (
     estimate_tokens,
 )
 from memory.projects import is_excluded, project_for_cwd, relative_path
+from memory.recall import framing
 from memory.recall.file_views import file_views_reset, session_ensure
 from memory.recall.ledger import ledger_record
 
@@ -261,7 +262,11 @@ def context_body(
     def render(keep: int) -> str:
         kept = rows[len(rows) - keep :] if keep else []
         days = _days(kept)
-        parts = [_legend({row.kind for row in kept}), HOWTO + " This index: ~{cost}t."]
+        parts = [
+            framing.NOTES_LINE,
+            _legend({row.kind for row in kept}),
+            HOWTO + " This index: ~{cost}t.",
+        ]
         if days:
             parts.append(days)
         if last:
@@ -363,8 +368,7 @@ def _last_summary(summary: Summary, zone: tzinfo) -> str:
 
 
 def _one_line(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+    return framing.one_line(text, limit)
 
 
 def _fit_lines(text: str, limit: int) -> str:

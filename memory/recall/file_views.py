@@ -18,6 +18,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from memory.agents.base import HookEvent
+from memory.capture.privacy import redact_text
 from memory.models import FileView, Session
 from memory.projects import Project
 
@@ -153,6 +154,8 @@ def file_view_record_from_tool(
     path = _tool_path(event)
     if not path:
         return None
+    if redact_text(path) != path:
+        return None  # a path that holds a secret is never stored, and so never gated
     if event.tool_name == "Read":
         partial, offset, limit = _read_partial(event)
     else:

@@ -29,7 +29,8 @@ from django.db.models import FilteredRelation, Q
 from memory import clock, config
 from memory.agents.base import GateDecision, HookEvent, HookResult
 from memory.models import FileView, LedgerEntry, ObservationFile, Session
-from memory.projects import Project, is_excluded, project_for_cwd, relative_path
+from memory.projects import Project, is_excluded, is_excluded_path, project_for_cwd, relative_path
+from memory.recall import framing
 from memory.recall.file_views import (
     FileFacts,
     absolute_path,
@@ -50,7 +51,7 @@ CHOICES = """Read blocked: This file has prior observations. Choose the cheapest
 - Need current code? smart_outline({path}) for structure (~1-2k tokens),
   smart_unfold({path}, "<symbol>") for a specific function (~400-2k tokens).
 - Need to edit? Read the file again: a second Read passes."""
-MARKS = "[unchanged]/[changed]: the file now vs. what that observation saw."
+MARKS = "[unchanged]/[changed]: the file now vs. what that observation saw.\n" + framing.NOTES_LINE
 CONTEXT_INTRO = """This file has prior observations; the Read result is the current file.
 - Need details? get_observations([IDs]) -- ~300 tokens each."""
 CHANGED_INTRO = """This file changed since its last observation, so the Read goes ahead; the rows below describe earlier versions.
@@ -108,7 +109,7 @@ def gate_decide(*, event: HookEvent, mode: str = "") -> HookResult:
     if facts is None or facts.size < config.get_int("CLAUDE_MEM_READ_GATE_MIN_BYTES", settings):
         return PASS
     project = project_for_cwd(event.cwd)
-    if is_excluded(event.cwd, project):
+    if is_excluded(event.cwd, project) or is_excluded_path(path):
         return PASS
     session, view = _session_and_view(event, path)
     if view is not None and view.denied:
@@ -319,7 +320,7 @@ def _timeline(rows: list[Candidate], zone: tzinfo) -> str:
         if heading not in days:
             days[heading] = []
             keyed.append((local, heading))
-        title = " ".join(row.title.split())[:TITLE_MAX]
+        title = framing.one_line(row.title, TITLE_MAX)
         mark = {True: "unchanged", False: "changed", None: "unknown"}[row.unchanged]
         days[heading].append(f"{row.id} {clock.clock_time(local)}  {title} [{mark}]")
     keyed.sort(key=lambda item: item[0].date(), reverse=True)
