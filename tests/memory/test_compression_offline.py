@@ -270,9 +270,6 @@ def test_codex_failed_command_without_exit_code_is_judged_by_its_output(project:
     add_event(session, payload)
     add_event(session, ok)
     failed, fine = _process(session)
-    assert (
-        failed.title
-        == "Viewed missing.txt failed: cat: missing.txt: No such file or directory"
-    )
+    assert failed.title == "Viewed missing.txt failed: cat: missing.txt: No such file or directory"
     assert failed.type == "discovery" and "Command: cat missing.txt; exit 3" in failed.facts
     assert fine.title.startswith("Viewed file.txt")

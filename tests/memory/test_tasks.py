@@ -335,7 +335,9 @@ def test_hooks_to_observation_and_summary_through_a_real_worker(tmp_path: Path) 
     worker = LiveWorker(
         data_dir=data,
         port=port,
-        env=make_worker_env(data, port, CLAUDE_MEM_ANTHROPIC_BASE_URL=fake.url, ANTHROPIC_API_KEY=KEY),
+        env=make_worker_env(
+            data, port, CLAUDE_MEM_ANTHROPIC_BASE_URL=fake.url, ANTHROPIC_API_KEY=KEY
+        ),
     )
     worker.start(timeout=90)
     try:

@@ -204,7 +204,8 @@ def _classify(result: dict[str, Any], stderr: str, returncode: int) -> LLMError:
 
 
 def _usage(result: dict[str, Any]) -> Usage:
-    raw = result.get("usage") if isinstance(result.get("usage"), dict) else {}
+    found = result.get("usage")
+    raw: dict[str, Any] = found if isinstance(found, dict) else {}
     cost = result.get("total_cost_usd")
     return Usage(
         input=int(raw.get("input_tokens") or 0),
