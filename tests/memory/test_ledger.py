@@ -152,3 +152,24 @@ def test_cmem_stats_prints_net_savings(client, root) -> None:
     out = StringIO()
     call_command("stats", "--json", "--project", "proj", stdout=out)
     assert json.loads(out.getvalue())["total"]["net"] == net
+
+
+def test_cmem_stats_shows_observer_usage_per_provider_and_model() -> None:
+    for provider, model, cost in [
+        ("claude", "claude-haiku-4-5-20251001", 0.0007),
+        ("claude", "claude-haiku-4-5-20251001", 0.0003),
+        ("openai-compatible", "qwen2.5-coder:7b", 0.0),
+    ]:
+        ledger_record_observer(
+            session=None,
+            project="proj",
+            usage=Usage(
+                input=10, output=5, cache_read=100, cost_usd=cost, provider=provider, model=model
+            ),
+        )
+    out = StringIO()
+    call_command("stats", stdout=out)
+    text = out.getvalue()
+    assert "observer usage (provider, model: batches, input / cached / output tokens, cost)" in text
+    assert "  claude, claude-haiku-4-5-20251001: 2 batches, 20 / 200 / 10 tokens, $0.0010" in text
+    assert "  openai-compatible, qwen2.5-coder:7b: 1 batches, 10 / 100 / 5 tokens, $0.0000" in text
