@@ -156,10 +156,13 @@ def observer_health_line(*, project: str | None = None) -> str:
             f"⚠ cmem memory is degraded: the observer is rate-limited ({error}); the offline "
             "compressor writes observations for a few minutes."
         )
-    from memory.compression.providers import AUTO, OFFLINE, provider_choice
+    from memory.compression.providers import AUTO, OFFLINE, provider_choice, requested
 
-    choice = provider_choice()
-    if choice.name == OFFLINE and choice.requested not in {AUTO, OFFLINE}:
+    # Only a provider asked for by name can be "missing"; `auto` never runs the (slow)
+    # `claude auth status` probe on the SessionStart path.
+    asked = requested()[0]
+    choice = provider_choice() if asked not in {AUTO, OFFLINE} else None
+    if choice is not None and choice.name == OFFLINE:
         # A provider was asked for and cannot serve (no key, CLI not logged in).
         return (
             f"⚠ cmem memory is degraded: {choice.why}; the offline compressor writes observations."
