@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup run test lint bench clean
+.PHONY: setup run test lint module-map bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,9 +30,17 @@ test: setup
 	CMEM_TEST_DATABASE_URL=$(TEAM_DATABASE_URL) CMEM_TEST_QUEUE_URL=$(TEAM_QUEUE_URL) \
 		$(PY) -m pytest $(TEAM_TESTS) $(PYTEST_ARGS)
 
+# What CI runs before the tests (.ci/run): style, formatting, the import contracts
+# ([tool.importlinter] in pyproject.toml) and types.
 lint: setup
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy cmem_site memory deliverables
+
+# Rewrite the README's module map from the tree (tests/test_module_map.py checks it).
+module-map: setup
+	$(PY) -m tests.support.module_map --write README.md
 
 bench: setup
 	$(VENV)/bin/cmem bench all

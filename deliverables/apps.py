@@ -1,3 +1,5 @@
+"""The deliverables app: plugs itself into memory's seam (memory/extensions.py) at startup."""
+
 from __future__ import annotations
 
 from django.apps import AppConfig
@@ -6,3 +8,12 @@ from django.apps import AppConfig
 class DeliverablesConfig(AppConfig):
     name = "deliverables"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # memory never imports this app: it reaches deliverables only through the seam it
+        # owns (memory/extensions.py), which this fills once at startup.
+        from deliverables.session_part import SESSION_PART, on_turn_finished
+        from memory import extensions
+
+        extensions.session_part_register(SESSION_PART)
+        extensions.turn_finished_connect(on_turn_finished)

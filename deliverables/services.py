@@ -297,7 +297,7 @@ def deliverables_capture(*, session: Session, event: HookEvent) -> list[Delivera
 
     try:
         candidates = list(_paths_from_events(session))
-    except Exception:  # noqa: BLE001 - a bad payload row must not cost the turn its deliverables
+    except Exception:  # a bad payload row must not cost the turn its deliverables
         log.exception("deliverables: reading events of session %s failed", session.pk)
         candidates = []
     candidates += paths_from_transcript(event.transcript_path or session.transcript_path)
@@ -314,7 +314,7 @@ def deliverables_capture(*, session: Session, event: HookEvent) -> list[Delivera
             deliverable = _deliverable_from_file(
                 session=session, prompt=prompt, path=path, dest_dir=dest_dir, max_bytes=max_bytes
             )
-        except Exception:  # noqa: BLE001 - Stop is answered whatever happens to one file
+        except Exception:  # Stop is answered whatever happens to one file
             log.exception("deliverable %s could not be captured", path)
             continue
         if deliverable is not None:

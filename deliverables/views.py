@@ -9,6 +9,7 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET
 
+from deliverables.forms import WorkFilterForm
 from deliverables.models import Deliverable
 from deliverables.services import (
     DeliverableMissing,
@@ -16,8 +17,8 @@ from deliverables.services import (
     deliverable_file_path,
     deliverable_preview_kind,
 )
-from memory import web
-from memory.forms import WorkFilterForm
+from deliverables.work import work_page
+from memory import feed, services
 
 # Previews are rendered by the browser, so the stored file must not be able to run script
 # or reach anything: `sandbox` makes it an opaque origin even when opened directly.
@@ -28,7 +29,7 @@ PREVIEW_CSP = "sandbox; default-src 'none'; img-src data: blob:; style-src 'unsa
 def my_work(request: HttpRequest) -> HttpResponse:
     form = WorkFilterForm(request.GET or None)
     data = form.cleaned_data if form.is_valid() else {}
-    work = web.work_page(
+    work = work_page(
         project=data.get("project") or "",
         date_from=data.get("date_from"),
         date_to=data.get("date_to"),
@@ -37,9 +38,9 @@ def my_work(request: HttpRequest) -> HttpResponse:
     ctx = {
         "form": form,
         "work": work,
-        "projects": web.projects_list(),
-        "live_poll_ms": web.LIVE_POLL_MS,
-        "cursor": web.feed_cursor(),
+        "projects": services.projects_list(),
+        "live_poll_ms": feed.LIVE_POLL_MS,
+        "cursor": feed.feed_cursor(),
     }
     return render(request, "deliverables/my_work.html", ctx)
 

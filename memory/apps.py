@@ -1,3 +1,5 @@
+"""The memory app: connects its signals and registers its huey tasks at startup."""
+
 from __future__ import annotations
 
 from django.apps import AppConfig
@@ -8,6 +10,6 @@ class MemoryConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Registers the huey tasks in the web process and the consumer: spool draining, and
-        # the nightly raw-payload retention job (memory/housekeeping/retention.py).
-        from memory import retention_tasks, spool_tasks  # noqa: F401
+        # Registers every huey task (compression, spool draining, the nightly retention
+        # job) in the web process and the consumer alike.
+        from memory import tasks  # noqa: F401

@@ -1,18 +1,21 @@
 """cmem settings: data dir, `settings.json`, and env > file > default.
 
-Stdlib only: the hook client imports this module on the agent's critical path, and so
-does Django's settings module. A broken settings file never raises; it falls back to the
-defaults and records the problem in `problems()` so `cmem doctor` and the dashboard can say
-which key is wrong.
+Stdlib only: Django's settings module imports it. The file itself is read by
+memory.settings_file, the reader the hook client shares, so both take the same grammar. A
+broken settings file never raises; it falls back to the defaults and records the problem in
+`problems()` so `cmem doctor` and the dashboard can say which key is wrong.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
 import time
 from pathlib import Path
+
+from memory import settings_file
 
 VERSION = "0.1.0"
 PROTOCOL_VERSION = 1
@@ -210,51 +213,19 @@ def read_file() -> dict[str, str]:
 
 
 def _read_file_uncached() -> dict[str, str]:
-    _problems.clear()
-    path = settings_path()
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return {}
-    except OSError as exc:
-        _problems.append(f"{path}: cannot read ({exc.strerror}); using defaults")
-        return {}
-    try:
-        data = json.loads(raw.decode("utf-8-sig"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        _problems.append(f"{path}: not valid JSON ({exc}); using defaults")
-        return {}
-    if isinstance(data, dict) and isinstance(data.get("env"), dict):
-        data = data["env"]  # claude-mem's legacy nested layout
-    if not isinstance(data, dict):
-        _problems.append(f"{path}: expected a JSON object of CLAUDE_MEM_* keys; using defaults")
-        return {}
-    out: dict[str, str] = {}
-    for key, value in data.items():
-        if isinstance(value, str):
-            out[key] = value
-        elif isinstance(value, bool):
-            out[key] = "true" if value else "false"
-        elif isinstance(value, int | float):
-            out[key] = str(value)
-        else:
-            _problems.append(f"{key}: expected a string value in {path}; using the default")
-    return out
+    values, found = settings_file.read(str(settings_path()))
+    _problems[:] = found
+    return values
 
 
 def _env_overrides() -> tuple[tuple[str, str], ...]:
     """The CLAUDE_MEM_* variables of the environment, as a hashable snapshot.
 
-    Reads the raw bytes mapping on POSIX: decoding every variable through os.environ cost
-    more than the rest of a hook ingest's settings work together."""
-    raw = getattr(os.environ, "_data", None)
-    if os.name == "posix" and isinstance(raw, dict):
-        return tuple(
-            (k.decode(errors="surrogateescape"), v.decode(errors="surrogateescape"))
-            for k, v in raw.items()
-            if k.startswith(b"CLAUDE_MEM_")
-        )
-    return tuple((k, v) for k, v in os.environ.items() if k.startswith("CLAUDE_MEM_"))
+    Iterates the names and looks up only the matching values: decoding every variable's
+    value through os.environ.items() cost more than the rest of a hook ingest's settings
+    work together."""
+    env = os.environ
+    return tuple((key, env[key]) for key in env if key.startswith("CLAUDE_MEM_"))
 
 
 _merged: dict[tuple[object, ...], dict[str, str]] = {}
@@ -318,10 +289,8 @@ def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
-        try:  # noqa: SIM105 - no contextlib import: the hook client loads this module
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
 
 
@@ -346,7 +315,5 @@ def ensure_settings_file() -> None:
     defaults = {
         key: default for key, (default, _) in SETTINGS.items() if key != "CLAUDE_MEM_DATA_DIR"
     }
-    try:  # noqa: SIM105 - no contextlib import: the hook client loads this module
+    with contextlib.suppress(FileExistsError):
         write_atomic(path, (json.dumps(defaults, indent=2) + "\n").encode())
-    except FileExistsError:
-        pass

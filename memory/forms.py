@@ -11,7 +11,7 @@ from django import forms
 from memory import config
 from memory.models import Observation
 
-_DATE = forms.DateInput(attrs={"type": "date"})
+DATE_INPUT = forms.DateInput(attrs={"type": "date"})
 
 
 class FeedFilterForm(forms.Form):
@@ -27,18 +27,12 @@ class FeedFilterForm(forms.Form):
         ],
     )
     q = forms.CharField(required=False, max_length=200, label="Text")
-    date_from = forms.DateField(required=False, widget=_DATE, label="From")
-    date_to = forms.DateField(required=False, widget=_DATE, label="To")
+    date_from = forms.DateField(required=False, widget=DATE_INPUT, label="From")
+    date_to = forms.DateField(required=False, widget=DATE_INPUT, label="To")
     platform = forms.ChoiceField(
         required=False,
         choices=[("", "All agents"), ("claude-code", "Claude Code"), ("codex", "Codex")],
     )
-
-
-class WorkFilterForm(forms.Form):
-    project = forms.CharField(required=False, max_length=200)
-    date_from = forms.DateField(required=False, widget=_DATE, label="From")
-    date_to = forms.DateField(required=False, widget=_DATE, label="To")
 
 
 class SearchForm(forms.Form):

@@ -11,8 +11,10 @@ atomically; names sort by time, so the worker ingests them in order) and the wor
 started detached, once for a crowd of parallel hooks (an O_EXCL lock file). `context` and
 `file-context` wait briefly for a starting worker, then degrade to "no memory".
 
-Team mode (`CLAUDE_MEM_WORKER_URL` set) takes a slower path with `json` and `http.client`:
-it adds facts about local files the remote worker cannot see, and a bearer token.
+Settings come from memory.settings_file, the reader memory.config shares (one grammar);
+it reads cmem's own file layout without `json`. Team mode (`CLAUDE_MEM_WORKER_URL` set)
+lives in memory.hookclient_remote, imported only then; the spool's file names in
+memory.capture.spool_names, imported only when spooling.
 """
 
 import os
@@ -26,7 +28,6 @@ CAPTURE_EVENTS = frozenset(
 )
 WAITING_EVENTS = frozenset({"context", "file-context", "subagent-context"})
 PLATFORMS = frozenset({"claude-code", "codex"})
-FILE_TOOLS = frozenset({"Read", "Edit", "MultiEdit", "Write", "NotebookEdit"})
 DEFAULT_TIMEOUT_MS = 2000
 # A starting worker (migrate + gunicorn boot) is waited for at most this long by context hooks.
 START_WAIT_S = 1.5
@@ -45,51 +46,34 @@ class WorkerDown(HookFailure):
     """Nothing answered: the event should be spooled and the worker started."""
 
 
-# --- settings (env > settings.json > default), without importing json ------------------
+# --- settings (env > settings.json > default) ----------------------------------------------
 
 
 def data_dir() -> str:
     return os.path.expanduser(os.environ.get("CLAUDE_MEM_DATA_DIR") or "~/.claude-mem")
 
 
-_file_cache: list = []
+_file_values: list[dict[str, str]] = []
 
 
-def _settings_file() -> bytes:
-    if not _file_cache:
-        try:
-            with open(os.path.join(data_dir(), "settings.json"), "rb") as fh:
-                _file_cache.append(fh.read())
-        except OSError:
-            _file_cache.append(b"")
-    return _file_cache[0]
+def file_settings() -> dict[str, str]:
+    """settings.json as memory.config reads it, read once per process."""
+    if not _file_values:
+        from memory.settings_file import read
+
+        _file_values.append(read(os.path.join(data_dir(), "settings.json"))[0])
+    return _file_values[0]
+
+
+def forget_settings() -> None:
+    """Read settings.json again at the next `setting()` (a hook is one process; tests are not)."""
+    _file_values.clear()
 
 
 def setting(key: str, default: str = "") -> str:
-    """One setting. The file is scanned for `"KEY": "value"` instead of parsed: the values
-    this client reads are plain (numbers, URLs, tokens), and `json` costs more than all of
-    this module. An escaped value falls back to a real parse."""
     if key in os.environ:
         return os.environ[key]
-    raw = _settings_file()
-    needle = b'"' + key.encode() + b'"'
-    at = raw.find(needle)
-    if at < 0:
-        return default
-    colon = raw.find(b":", at + len(needle))
-    start = raw.find(b'"', colon) + 1
-    end = raw.find(b'"', start)
-    if colon < 0 or start <= 0 or end < 0 or raw[colon + 1 : start - 1].strip():
-        return default
-    value = raw[start:end]
-    if b"\\" in value:
-        import json
-
-        try:
-            return str(json.loads(raw.decode("utf-8-sig")).get(key, default))
-        except (ValueError, AttributeError):
-            return default
-    return value.decode("utf-8", "replace")
+    return file_settings().get(key, default)
 
 
 def timeout_s() -> float:
@@ -122,7 +106,7 @@ def post_local(path: str, body: bytes, timeout: float) -> tuple[int, bytes]:
         try:
             sock.connect((host, port))
         except OSError as exc:
-            raise WorkerDown(f"worker unreachable at {host}:{port} ({_reason(exc)})") from exc
+            raise WorkerDown(f"worker unreachable at {host}:{port} ({error_reason(exc)})") from exc
         head = (
             f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
@@ -144,7 +128,7 @@ def post_local(path: str, body: bytes, timeout: float) -> tuple[int, bytes]:
                 chunks.append(chunk)
         except OSError as exc:
             if not chunks:
-                raise HookFailure(f"worker did not answer in time ({_reason(exc)})") from exc
+                raise HookFailure(f"worker did not answer in time ({error_reason(exc)})") from exc
     finally:
         sock.close()
     return _parse_response(b"".join(chunks))
@@ -182,149 +166,10 @@ def _dechunk(data: bytes) -> bytes:
     return b"".join(out)
 
 
-def _reason(exc: BaseException) -> str:
-    if isinstance(exc, TimeoutError) or type(exc).__name__ == "timeout":
+def error_reason(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError):  # socket.timeout is TimeoutError since 3.10
         return "timed out"
     return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-
-
-# --- team mode: a remote worker over http(s) ---------------------------------------------
-
-
-def _file_facts(path: str) -> dict | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    facts: dict = {"size": st.st_size, "mtime": st.st_mtime}
-    if st.st_size <= 64 * 1024 * 1024:
-        import hashlib
-
-        digest = hashlib.sha256()
-        try:
-            with open(path, "rb") as fh:
-                for block in iter(lambda: fh.read(1 << 20), b""):
-                    digest.update(block)
-            facts["sha256"] = digest.hexdigest()
-        except OSError:
-            pass
-    return facts
-
-
-def remote_payload(event: str, body: bytes) -> bytes:
-    """The remote worker cannot see our disk: add the project (`cmem_project`, computed here
-    from the git remote) and, for file tools, each file's size, mtime and sha256."""
-    import json
-
-    try:
-        data = json.loads(body.decode("utf-8", "replace"))
-    except ValueError:
-        return body
-    if not isinstance(data, dict):
-        return body
-    cwd = data.get("cwd") if isinstance(data.get("cwd"), str) else ""
-    if cwd and "cmem_project" not in data:
-        try:
-            from memory.projects import project_facts
-
-            data["cmem_project"] = project_facts(cwd)
-        except Exception:  # noqa: BLE001 - the worker falls back to its own guess
-            pass
-    tool_input = data.get("tool_input")
-    if (
-        event in {"file-context", "observation"}
-        and data.get("tool_name") in FILE_TOOLS
-        and isinstance(tool_input, dict)
-    ):
-        facts = {}
-        for key in ("file_path", "notebook_path"):
-            path = tool_input.get(key)
-            if isinstance(path, str) and path:
-                absolute = os.path.normpath(
-                    path if os.path.isabs(path) else os.path.join(str(cwd), path)
-                )
-                found = _file_facts(absolute)
-                if found is not None:
-                    facts[absolute] = found
-        if facts:
-            data["cmem_file_facts"] = facts
-    return json.dumps(data).encode()
-
-
-def post_remote(base_url: str, path: str, body: bytes, timeout: float) -> tuple[int, bytes]:
-    import http.client
-    from urllib.parse import urlsplit
-
-    url = urlsplit(base_url.rstrip("/") + path)
-    headers = {"Content-Type": "application/json"}
-    token = setting("CLAUDE_MEM_API_TOKEN")
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    if url.scheme == "https":
-        conn: http.client.HTTPConnection = http.client.HTTPSConnection(
-            url.hostname or "", url.port, timeout=timeout
-        )
-    elif url.scheme == "http":
-        conn = http.client.HTTPConnection(url.hostname or "", url.port, timeout=timeout)
-    else:
-        raise HookFailure(
-            f"CLAUDE_MEM_WORKER_URL must start with http:// or https://, not {base_url!r}"
-        )
-    try:
-        try:
-            conn.request("POST", url.path, body=body, headers=headers)
-            resp = conn.getresponse()
-            return resp.status, resp.read()
-        except (OSError, http.client.HTTPException) as exc:
-            raise WorkerDown(f"worker unreachable at {url.hostname} ({_reason(exc)})") from exc
-    finally:
-        conn.close()
-
-
-def flush_remote_spool(base_url: str, timeout: float, limit: int = 20) -> int:
-    """Team mode has no local worker to drain the spool: after a request succeeds, this hook
-    forwards up to `limit` spooled events, oldest first, claimed by rename like the worker
-    does. Returns how many were delivered."""
-    folder = os.path.join(data_dir(), "spool")
-    try:
-        names = sorted(
-            n for n in os.listdir(folder) if n.endswith(".hook") and not n.startswith(".")
-        )
-    except OSError:
-        return 0
-    claimed_dir = os.path.join(folder, "claimed")
-    os.makedirs(claimed_dir, mode=0o700, exist_ok=True)
-    delivered = 0
-    for name in names[:limit]:
-        parts = name[: -len(".hook")].split(".")
-        source, claimed = os.path.join(folder, name), os.path.join(claimed_dir, name)
-        try:
-            os.rename(source, claimed)
-        except OSError:
-            continue  # another hook took it
-        try:
-            with open(claimed, "rb") as fh:
-                body = fh.read()
-            status, _ = post_remote(
-                base_url,
-                f"/api/hooks/{parts[3]}/{parts[4]}",
-                remote_payload(parts[4], body),
-                timeout,
-            )
-        except (HookFailure, OSError, IndexError):
-            os.replace(claimed, source)
-            break
-        if status >= 500 or status in (401, 403, 404, 405, 429):
-            os.replace(claimed, source)  # not now; keep the order for a later hook
-            break
-        if status != 200:
-            failed = os.path.join(folder, "failed")
-            os.makedirs(failed, mode=0o700, exist_ok=True)
-            os.replace(claimed, os.path.join(failed, name))
-            continue
-        os.unlink(claimed)
-        delivered += 1
-    return delivered
 
 
 # --- spool and worker start ---------------------------------------------------------------
@@ -333,12 +178,14 @@ def flush_remote_spool(base_url: str, timeout: float, limit: int = 20) -> int:
 def spool_write(platform: str, event: str, body: bytes) -> str:
     """Write the event atomically under a name that sorts by time (then pid, then a counter),
     `<ns>.<pid>.<n>.<platform>.<event>.hook`; the worker ingests in name order."""
+    from memory.capture.spool_names import spool_name, temp_name
+
     global _counter
     _counter += 1
     folder = os.path.join(data_dir(), "spool")
     os.makedirs(folder, mode=0o700, exist_ok=True)
-    name = f"{time.time_ns():020d}.{os.getpid():08d}.{_counter:04d}.{platform}.{event}.hook"
-    tmp = os.path.join(folder, "." + name + ".tmp")
+    name = spool_name(platform, event, ns=time.time_ns(), pid=os.getpid(), n=_counter)
+    tmp = os.path.join(folder, temp_name(name))
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         view = memoryview(body)
@@ -349,18 +196,6 @@ def spool_write(platform: str, event: str, body: bytes) -> str:
         os.close(fd)
     os.replace(tmp, os.path.join(folder, name))
     return name
-
-
-def _start_command() -> list[str]:
-    # `cmem start` daemonizes and manages the pid file; until it exists, `serve` (foreground,
-    # but detached by us) does the same job.
-    here = os.path.dirname(os.path.abspath(__file__))
-    verb = (
-        "start"
-        if os.path.exists(os.path.join(here, "management", "commands", "start.py"))
-        else "serve"
-    )
-    return [sys.executable, "-m", "cmem_site.cli", verb]
 
 
 def spawn_worker() -> bool:
@@ -382,7 +217,8 @@ def spawn_worker() -> bool:
             return False
     os.write(fd, f"{os.getpid()} {time.time()}\n".encode())
     os.close(fd)
-    argv = _start_command()
+    # `cmem start` daemonizes and manages the pid file.
+    argv = [sys.executable, "-m", "cmem_site.cli", "start"]
     log_path = os.path.join(folder, "logs")
     os.makedirs(log_path, mode=0o700, exist_ok=True)
     pid = os.fork()
@@ -463,13 +299,14 @@ def run(platform: str, event: str, body: bytes) -> int:
     remote = setting("CLAUDE_MEM_WORKER_URL").strip()
     if len(body) > max_request_bytes():
         body = shrink(body, max_request_bytes())
-    path = f"/api/hooks/{platform}/{event}"
     timeout = timeout_s()
     try:
         if remote:
-            status, answer = post_remote(remote, path, remote_payload(event, body), timeout)
+            from memory import hookclient_remote
+
+            status, answer = hookclient_remote.post(remote, platform, event, body, timeout)
         else:
-            status, answer = _post_or_start(path, event, body, timeout)
+            status, answer = _post_or_start(f"/api/hooks/{platform}/{event}", event, body, timeout)
     except WorkerDown as exc:
         if event in CAPTURE_EVENTS:
             return _spool(platform, event, body, str(exc), start=not remote)
@@ -482,11 +319,10 @@ def run(platform: str, event: str, body: bytes) -> int:
     if status == 200:
         sys.stdout.buffer.write(answer)
         sys.stdout.flush()
-        if remote and os.path.isdir(os.path.join(data_dir(), "spool")):
-            try:  # noqa: SIM105 - the answer is out; this is best effort
-                flush_remote_spool(remote, timeout)
-            except Exception:  # noqa: BLE001
-                pass
+        if remote:
+            from memory import hookclient_remote
+
+            hookclient_remote.after_delivery(remote, timeout)
         return 0
     # 5xx/429: the worker is struggling; 404/405: what answers is not (this version of) cmem.
     # Either way the event is kept for a worker that can take it.
@@ -531,7 +367,7 @@ def _spool(platform: str, event: str, body: bytes, reason: str, *, start: bool) 
     try:
         spool_write(platform, event, scrubbed)
     except OSError as exc:
-        return _fail(f"{reason}; could not spool the event ({_reason(exc)})")
+        return _fail(f"{reason}; could not spool the event ({error_reason(exc)})")
     if start:
         try:  # noqa: SIM105 - contextlib costs an import on the hook's path
             spawn_worker()

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
-from typing import TypedDict
+from dataclasses import dataclass, field
+from typing import Any, TypedDict
 
-from deliverables.models import Deliverable
+from django.db.models import Max
+
+from memory import extensions
 from memory.capture.spool import spool_backlog
-from memory.models import Event, Observation, Prompt, Session, Summary
+from memory.models import ContextCache, Event, Observation, Prompt, Session, Summary
+from memory.recall.context import context_cache_invalidate, context_text
+
+
+def projects_list() -> list[str]:
+    """Every project that has a session, most recently active first."""
+    rows = Session.objects.values("project").annotate(last=Max("started")).order_by("-last")
+    return [r["project"] for r in rows]
 
 
 class Stats(TypedDict):
@@ -24,21 +34,102 @@ def stats_compute(*, project: str | None = None) -> Stats:
     prompts = Prompt.objects.all()
     observations = Observation.objects.all()
     summaries = Summary.objects.all()
-    deliverables = Deliverable.objects.all()
     events = Event.objects.pending()
     if project:
         sessions = sessions.filter(project=project)
         prompts = prompts.filter(session__project=project)
         observations = observations.filter(project=project)
         summaries = summaries.filter(project=project)
-        deliverables = deliverables.filter(project=project)
         events = events.filter(session__project=project)
     return {
         "sessions": sessions.count(),
         "prompts": prompts.count(),
         "observations": observations.count(),
         "summaries": summaries.count(),
-        "deliverables": deliverables.count(),
+        # Counted by the deliverables app, through the seam memory owns.
+        "deliverables": extensions.session_part_count("deliverables", project=project),
         # The spool holds no project until ingested, so it counts toward every view.
         "pending": events.count() + spool_backlog(),
     }
+
+
+@dataclass
+class TurnPart:
+    """Another app's rows for one turn (memory.extensions.SessionPart) and how to show them."""
+
+    name: str
+    template: str
+    items: list[Any]
+
+
+@dataclass
+class Turn:
+    prompt: Prompt
+    observations: list[Observation] = field(default_factory=list)
+    summaries: list[Summary] = field(default_factory=list)
+    parts: list[TurnPart] = field(default_factory=list)
+
+
+@dataclass
+class SessionTurns:
+    """A session page: one turn per prompt, and what no prompt of the session claims."""
+
+    turns: list[Turn]
+    loose: list[Observation]
+    loose_summaries: list[Summary]
+
+
+def session_turns(*, session: Session) -> SessionTurns:
+    """Group a session's observations and summaries (and other apps' rows) by prompt."""
+    prompts = list(session.prompts.order_by("number"))
+    observations = list(session.observations.order_by("created", "pk"))
+    summaries = list(session.summaries.order_by("created", "pk"))
+    parts = [(part, part.by_prompt(session)) for part in extensions.session_parts()]
+    turns = [
+        Turn(
+            prompt=prompt,
+            observations=[o for o in observations if o.prompt_number == prompt.number],
+            summaries=[s for s in summaries if s.prompt_number == prompt.number],
+            parts=[
+                TurnPart(name=part.name, template=part.turn_template, items=by[prompt.pk])
+                for part, by in parts
+                if by.get(prompt.pk)
+            ],
+        )
+        for prompt in prompts
+    ]
+    numbers = {p.number for p in prompts}
+    return SessionTurns(
+        turns=turns,
+        loose=[o for o in observations if o.prompt_number not in numbers],
+        loose_summaries=[s for s in summaries if s.prompt_number not in numbers],
+    )
+
+
+# Settings: what changing them invalidates, and the SessionStart preview
+
+
+def context_caches_invalidate() -> None:
+    """Settings changed: every project's index may render differently now."""
+    projects = set(ContextCache.objects.values_list("project", flat=True))
+    projects.update(Session.objects.values_list("project", flat=True).distinct())
+    for project in sorted(projects):
+        context_cache_invalidate(project=project)
+
+
+@dataclass
+class ContextPreview:
+    project: str
+    text: str
+
+
+def context_preview(*, project: str) -> ContextPreview:
+    """The SessionStart text a new session of `project` would receive right now."""
+    root = (
+        Session.objects.filter(project=project)
+        .exclude(project_root="")
+        .order_by("-started")
+        .values_list("project_root", flat=True)
+        .first()
+    )
+    return ContextPreview(project=project, text=context_text(project=project, root=root or ""))

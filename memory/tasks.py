@@ -1,21 +1,50 @@
-"""Huey tasks: take ids, call one service.
+"""Every huey task of cmem: take ids, call one service.
 
-Nothing is lost when the consumer dies: events live in the database, not in the huey
-queue. The queue only says "look at this session"; the periodic sweep and the consumer's
-start hand back events whose consumer vanished and re-enqueue sessions with waiting work.
+- Compression: `session_events_process_task` per session, the sweep (every minute and at
+  consumer start). Nothing is lost when the consumer dies: events live in the database, not
+  in the huey queue. The queue only says "look at this session"; the sweeps hand back events
+  whose consumer vanished and re-enqueue sessions with waiting work.
+- The spool: drained at consumer start, when a hook request notices a backlog
+  (`spool_kick`), and once a minute (huey's periodic resolution) as a safety net.
+- Retention: the nightly raw-payload job (memory/housekeeping/retention.py).
+
+djhuey autodiscovers `tasks.py`; `MemoryConfig.ready()` imports it as well, so the web
+process (which enqueues) and the consumer (which runs) know the same tasks.
+
+Huey registers a task as "<module>.<function>" and a queued message carries that string.
+The spool and retention tasks lived in `memory.spool_tasks` and `memory.retention_tasks`
+before they merged here, so they keep those registered names (`_registered_in`): a message
+queued before an upgrade still finds its task after it.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections.abc import Callable
+from typing import TypeVar
 
 from huey import crontab
 from huey.contrib.djhuey import db_periodic_task, db_task, on_startup
 
+from memory.capture import spool
 from memory.compression import service
+from memory.housekeeping.retention import retention_run
 
 log = logging.getLogger(__name__)
+
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def _registered_in(module: str) -> Callable[[F], F]:
+    """Register the task under its pre-merge module name (see the module docstring)."""
+
+    def mark(fn: F) -> F:
+        fn.__module__ = module
+        return fn
+
+    return mark
 
 
 @db_task()
@@ -52,8 +81,62 @@ def events_sweep_on_start() -> None:
     _started.set()
     try:
         sessions = events_sweep(pending_older_than_seconds=0)
-    except Exception:  # noqa: BLE001 - a sweep failure must not stop the consumer; the periodic sweep retries
+    except Exception:  # a sweep failure must not stop the consumer; the periodic sweep retries
         log.exception("start-up sweep failed")
         return
     if sessions:
         log.info("start-up: re-enqueued %d session(s) with waiting events", len(sessions))
+
+
+# ---------------------------------------------------------------------------------------
+# The spool
+
+# Hook requests that see a backlog enqueue an ingest at most this often.
+KICK_INTERVAL_S = 5.0
+_last_kick = [0.0]
+# The consumer's worker threads share one process: one ingester at a time keeps the order.
+_ingesting = threading.Lock()
+
+
+@db_task()
+@_registered_in("memory.spool_tasks")
+def spool_ingest_task() -> None:
+    if not _ingesting.acquire(blocking=False):
+        return
+    try:
+        spool.spool_ingest()
+    finally:
+        _ingesting.release()
+
+
+@on_startup()
+def spool_ingest_at_start() -> None:
+    """Each consumer start (the worker started or restarted) drains what hooks spooled."""
+    spool_ingest_task()
+
+
+@db_periodic_task(crontab(minute="*"))
+@_registered_in("memory.spool_tasks")
+def spool_ingest_periodic_task() -> None:
+    if spool.spool_backlog():
+        spool_ingest_task()
+
+
+def spool_kick() -> None:
+    """Enqueue an ingest when something waits in the spool (cheap: one listdir, debounced)."""
+    now = time.monotonic()
+    if now - _last_kick[0] < KICK_INTERVAL_S:
+        return
+    _last_kick[0] = now
+    if spool.spool_backlog():
+        spool_ingest_task()
+
+
+# ---------------------------------------------------------------------------------------
+# Retention
+
+
+@db_periodic_task(crontab(minute="17", hour="4"))
+@_registered_in("memory.retention_tasks")
+def retention_task() -> None:
+    retention_run()

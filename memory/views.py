@@ -8,8 +8,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_http_methods
 
-from deliverables.models import Deliverable
-from memory import config, web
+from memory import charts, config, feed, services
 from memory.forms import FeedFilterForm, SearchForm, SettingsForm, StatsForm
 from memory.housekeeping.forget import ForgetRequest, observations_forget
 from memory.models import Observation, Prompt, Session
@@ -27,7 +26,7 @@ def _int_param(request: HttpRequest, name: str) -> int:
 def timeline(request: HttpRequest) -> HttpResponse:
     form = FeedFilterForm(request.GET or None)
     data = form.cleaned_data if form.is_valid() else {}
-    filters = web.FeedFilters(
+    filters = feed.FeedFilters(
         project=data.get("project") or "",
         type=data.get("type") or "",
         kind=data.get("kind") or "",
@@ -36,16 +35,16 @@ def timeline(request: HttpRequest) -> HttpResponse:
         date_to=data.get("date_to"),
         platform=data.get("platform") or "",
     )
-    feed = web.feed_page(filters=filters, page=request.GET.get("page", 1))
+    page = feed.feed_page(filters=filters, page=request.GET.get("page", 1))
     ctx = {
         "form": form,
-        "feed": feed,
+        "feed": page,
         "filters": filters,
-        "projects": web.projects_list(),
+        "projects": services.projects_list(),
         # New rows can only belong at the top of an unfiltered-by-time first page.
-        "live": feed.page.number == 1
+        "live": page.page.number == 1
         and not (filters.q or filters.date_to or filters.kind or filters.type or filters.platform),
-        "live_poll_ms": web.LIVE_POLL_MS,
+        "live_poll_ms": feed.LIVE_POLL_MS,
         "observer_provider": _observer_provider_line(),
     }
     return render(request, "memory/timeline.html", ctx)
@@ -54,7 +53,7 @@ def timeline(request: HttpRequest) -> HttpResponse:
 @require_GET
 def live(request: HttpRequest) -> JsonResponse:
     """Polling endpoint: rows newer than the page's ids, as escaped HTML plus the new ids."""
-    update = web.feed_live(
+    update = feed.feed_live(
         after_observation=_int_param(request, "obs"),
         after_summary=_int_param(request, "sum"),
         after_prompt=_int_param(request, "prompt"),
@@ -103,24 +102,13 @@ def observation_forget(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def session_detail(request: HttpRequest, pk: int) -> HttpResponse:
     session = get_object_or_404(Session, pk=pk)
-    prompts = list(session.prompts.order_by("number"))
-    observations = list(session.observations.order_by("created", "pk"))
-    summaries = list(session.summaries.order_by("created", "pk"))
-    deliverables = list(Deliverable.objects.filter(session=session).order_by("created"))
-    turns = []
-    for prompt in prompts:
-        turns.append(
-            {
-                "prompt": prompt,
-                "observations": [o for o in observations if o.prompt_number == prompt.number],
-                "summaries": [s for s in summaries if s.prompt_number == prompt.number],
-                "deliverables": [d for d in deliverables if d.prompt_id == prompt.pk],
-            }
-        )
-    numbers = {p.number for p in prompts}
-    loose = [o for o in observations if o.prompt_number not in numbers]
-    loose_summaries = [s for s in summaries if s.prompt_number not in numbers]
-    ctx = {"session": session, "turns": turns, "loose": loose, "loose_summaries": loose_summaries}
+    grouped = services.session_turns(session=session)
+    ctx = {
+        "session": session,
+        "turns": grouped.turns,
+        "loose": grouped.loose,
+        "loose_summaries": grouped.loose_summaries,
+    }
     return render(request, "memory/session_detail.html", ctx)
 
 
@@ -142,7 +130,7 @@ def search_page(request: HttpRequest) -> HttpResponse:
     ctx = {
         "form": form,
         "hits": hits,
-        "projects": web.projects_list(),
+        "projects": services.projects_list(),
         "searched": bool(data.get("q")),
     }
     return render(request, "memory/search.html", ctx)
@@ -155,19 +143,19 @@ def settings_page(request: HttpRequest) -> HttpResponse:
         form = SettingsForm(request.POST, current=current)
         if form.is_valid():
             config.save(form.updates())
-            web.context_caches_invalidate()
+            services.context_caches_invalidate()
             messages.success(
                 request, "Settings saved. The SessionStart index will be rebuilt with them."
             )
             return redirect("memory-settings")
     else:
         form = SettingsForm(current=current)
-    projects = web.projects_list()
+    projects = services.projects_list()
     project = request.GET.get("project") or (projects[0] if projects else "")
     ctx = {
         "form": form,
         "projects": projects,
-        "preview": web.context_preview(project=project) if project else None,
+        "preview": services.context_preview(project=project) if project else None,
         "problems": config.problems(),
         "settings_path": config.settings_path(),
     }
@@ -179,7 +167,7 @@ def context_preview(request: HttpRequest) -> JsonResponse:
     project = request.GET.get("project", "")[:200]
     if not project:
         return JsonResponse({"error": "choose a project"}, status=400)
-    preview = web.context_preview(project=project)
+    preview = services.context_preview(project=project)
     return JsonResponse({"project": project, "text": preview.text})
 
 
@@ -187,14 +175,14 @@ def context_preview(request: HttpRequest) -> JsonResponse:
 def stats_page(request: HttpRequest) -> HttpResponse:
     form = StatsForm(request.GET or None)
     data = form.cleaned_data if form.is_valid() else {}
-    stats = web.stats_charts(days=data.get("days") or 30, project=data.get("project") or "")
+    stats = charts.stats_charts(days=data.get("days") or 30, project=data.get("project") or "")
     return render(
         request,
         "memory/stats.html",
         {
             "form": form,
             "stats": stats,
-            "projects": web.projects_list(),
+            "projects": services.projects_list(),
             "database": _database_growth_line(),
             "observer_provider": _observer_provider_line(),
         },

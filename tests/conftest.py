@@ -1,23 +1,11 @@
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
-CLAUDE_FIXTURES = FIXTURES / "claude-code-2.1.332"
-CODEX_FIXTURES = FIXTURES / "codex-0.171.0"
-CMEM = str(Path(sys.executable).with_name("cmem"))
+from tests.support import LiveWorker, free_port, make_worker_env
 
 
 @pytest.fixture(autouse=True)
@@ -34,104 +22,15 @@ def _huey_immediate() -> Iterator[None]:
     from huey.contrib.djhuey import HUEY
 
     HUEY.immediate = True
+    # Delayed tasks park in an in-memory schedule (tests/support/huey_tasks.py runs them);
+    # none may leak from one test into the next.
+    HUEY.flush()
     yield
 
 
 @pytest.fixture(autouse=True)
 def _fast_hasher(settings) -> None:  # type: ignore[no-untyped-def]
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@dataclass
-class LiveWorker:
-    """A real `cmem serve` (gunicorn + huey consumer) on a free port with its own data dir."""
-
-    data_dir: Path
-    port: int
-    env: dict[str, str] = field(default_factory=dict)
-    proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self, timeout: float = 30.0) -> None:
-        log = open(self.data_dir / "serve.out", "ab")  # noqa: SIM115 - the worker child writes to it until it stops
-        self.proc = subprocess.Popen(
-            [CMEM, "serve"],
-            env=self.env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(self.url + "/api/health", timeout=0.5) as resp:
-                    if resp.status == 200 and (self.data_dir / "worker.port").exists():
-                        return
-            except OSError:
-                pass
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.1)
-        raise RuntimeError(
-            f"worker did not start: {(self.data_dir / 'serve.out').read_text()[-2000:]}"
-        )
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-
-    def run_hook(
-        self, event: str, payload: bytes, platform: str = "claude-code", timeout: float = 10
-    ) -> subprocess.CompletedProcess[bytes]:
-        return subprocess.run(
-            [CMEM, "hook", platform, event],
-            input=payload,
-            env=self.env,
-            capture_output=True,
-            timeout=timeout,
-        )
-
-
-def stop_detached_worker(env: dict[str, str]) -> None:
-    """Stop a worker a hook (or the MCP server) started detached, and make sure nothing of it
-    is left: `cmem stop`, then any process still running with that data dir is killed."""
-    subprocess.run([CMEM, "stop"], env=env, capture_output=True, timeout=60)
-    marker = f"CLAUDE_MEM_DATA_DIR={env['CLAUDE_MEM_DATA_DIR']}".encode()
-    for proc in Path("/proc").glob("[0-9]*"):
-        try:
-            if marker in (proc / "environ").read_bytes().split(b"\0"):
-                os.kill(int(proc.name), signal.SIGKILL)
-        except (OSError, ValueError):
-            continue
-
-
-def make_worker_env(data_dir: Path, port: int, **extra: str) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("CLAUDE_MEM_", "ANTHROPIC_", "CMEM_"))
-    }
-    env.update(
-        CLAUDE_MEM_DATA_DIR=str(data_dir),
-        CLAUDE_MEM_WORKER_PORT=str(port),
-        CLAUDE_MEM_WORKER_HOST="127.0.0.1",
-    )
-    env.update(extra)
-    return env
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from memory import config
-from tests.conftest import REPO
+from tests.support import REPO
 
 PORT = "CLAUDE_MEM_WORKER_PORT"
 MODEL = "CLAUDE_MEM_MODEL"

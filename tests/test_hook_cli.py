@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import (
+from tests.support import (
     CLAUDE_FIXTURES,
     CMEM,
     REPO,
@@ -227,6 +228,61 @@ def test_the_hook_client_imports_nothing_heavy() -> None:
     assert result.stdout.strip() == ""
 
 
+def test_a_local_hook_run_loads_no_json_django_or_other_project_module(tmp_path: Path) -> None:
+    """The whole fast path, not only the import: settings.json as cmem writes it, one
+    observation POSTed to a (fake) local worker, the answer printed."""
+    import socket
+    import threading
+
+    data = tmp_path / "data"
+    data.mkdir()
+    server = socket.create_server(("127.0.0.1", 0))
+    (data / "worker.port").write_text(f"127.0.0.1 {server.getsockname()[1]}\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}
+    env["CLAUDE_MEM_DATA_DIR"] = str(data)
+    subprocess.run(
+        [sys.executable, "-c", "from memory import config; config.ensure_settings_file()"],
+        env=env,
+        cwd=REPO,
+        check=True,
+    )
+    assert json.loads((data / "settings.json").read_text())["CLAUDE_MEM_HOOK_TIMEOUT_MS"]
+    requests: list[bytes] = []
+
+    def answer() -> None:
+        conn, _ = server.accept()
+        with conn:
+            requests.append(conn.recv(65536))
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    code = (
+        "import sys; from memory import hookclient; "
+        "sys.stdin = open(sys.argv[1]); code = hookclient.main(['claude-code', 'observation']); "
+        "mods = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "{'memory', 'cmem_site', 'django', 'json', 're', 'http', 'socket', 'pathlib'}); "
+        "sys.stderr.write(f'{code} ' + ','.join(mods))"
+    )
+    payload = tmp_path / "payload.json"
+    payload.write_bytes(_observation("toolu_fast_path"))
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(payload)],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        timeout=20,
+    )
+    thread.join(5)
+    server.close()
+    server_ok = requests and requests[0].startswith(b"POST /api/hooks/claude-code/observation ")
+    assert server_ok, requests
+    assert result.stdout == b"{}"
+    status, _, modules = result.stderr.decode().partition(" ")
+    assert status == "0"
+    assert modules.split(",") == ["memory", "memory.hookclient", "memory.settings_file"]
+
+
 @pytest.mark.slow
 def test_worker_stopped_an_observation_spools_fast_and_is_stored_once_after_start(
     tmp_path: Path,
@@ -325,17 +381,17 @@ def test_settings_are_read_env_first_then_the_file_without_json(
             indent=2,
         )
     )
-    hookclient._file_cache.clear()
+    hookclient.forget_settings()
     assert hookclient.timeout_s() == 0.75
     assert hookclient.setting("CLAUDE_MEM_WORKER_URL") == ""
     assert hookclient.setting("CLAUDE_MEM_API_TOKEN") == 'a"b'  # escaped: parsed for real
     monkeypatch.setenv("CLAUDE_MEM_HOOK_TIMEOUT_MS", "1500")
     assert hookclient.timeout_s() == 1.5
-    hookclient._file_cache.clear()
+    hookclient.forget_settings()
 
 
 def test_team_mode_payload_carries_file_facts_and_the_project(tmp_path: Path) -> None:
-    from memory import hookclient
+    from memory import hookclient_remote
 
     repo = tmp_path / "repo"
     (repo / ".git").mkdir(parents=True)
@@ -352,7 +408,7 @@ def test_team_mode_payload_carries_file_facts_and_the_project(tmp_path: Path) ->
             "tool_input": {"file_path": str(target)},
         }
     ).encode()
-    sent = json.loads(hookclient.remote_payload("file-context", body))
+    sent = json.loads(hookclient_remote.remote_payload("file-context", body))
     facts = sent["cmem_file_facts"][str(target)]
     assert facts["size"] == 9 and len(facts["sha256"]) == 64
     assert sent["cmem_project"]["name"] == "github.com/acme/widgets"

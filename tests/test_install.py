@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memory.agents.install import claude_code as installer
-from tests.conftest import CMEM
+from tests.support import CMEM
 
 OTHER_HOOKS = {
     "PreToolUse": [

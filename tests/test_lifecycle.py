@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from memory.service import lifecycle
-from tests.conftest import CMEM, free_port, make_worker_env
+from tests.support import CMEM, free_port, make_worker_env
 
 pytestmark = pytest.mark.slow
 

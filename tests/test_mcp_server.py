@@ -16,7 +16,7 @@ from mcp.client.stdio import stdio_client
 
 from memory.agents.install.claude_code import hook_entries
 from memory.agents.install.mcp import mcp_register, mcp_unregister, plugin_dir_write
-from tests.conftest import CMEM, REPO, LiveWorker, free_port, make_worker_env, stop_detached_worker
+from tests.support import CMEM, REPO, LiveWorker, free_port, make_worker_env, stop_detached_worker
 
 SAMPLES = REPO / "tests" / "memory" / "outline_samples"
 TOOLS = {

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.apps import apps
 
-from tests.conftest import CMEM, free_port, make_worker_env
+from tests.support import CMEM, free_port, make_worker_env
 
 pytestmark = pytest.mark.slow
 

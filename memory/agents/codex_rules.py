@@ -10,6 +10,10 @@
   PostToolUse returns the index once. SessionStart(`compact`), which re-injects it for the
   root thread, clears the mark.
 - UserPromptSubmit inside a sub-agent is the parent model's task, not the user's: not stored.
+- Codex has no Read tool: a shell command that only reads files (see codex_shell_reads) goes
+  through the file-read gate. The default is `context` mode
+  (CLAUDE_MEM_CODEX_SHELL_READ_GATE): the command runs and the model gets the file's
+  timeline as `additionalContext`; `deny` applies the gate's refusals.
 """
 
 from __future__ import annotations
@@ -17,16 +21,18 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 from memory import config
 from memory.agents.base import HookEvent, HookResult
-from memory.agents.codex_shell_reads import shell_read_gate
+from memory.agents.codex_shell_reads import shell_read_paths
 from memory.capture import ingest as capture
 from memory.models import LedgerEntry
 from memory.projects import is_excluded, project_for_cwd
 from memory.recall import context
 from memory.recall.file_views import session_ensure
+from memory.recall.gate import gate_decide
 from memory.recall.ledger import ledger_record
 
 log = logging.getLogger(__name__)
@@ -138,3 +144,32 @@ def subagent_context(*, event: HookEvent) -> HookResult:
         return HookResult()
     text = _index(event)
     return HookResult(context=text) if text else HookResult()
+
+
+def shell_read_gate(*, event: HookEvent) -> HookResult:
+    """PreToolUse Bash: each file of a read-only command through the file-read gate.
+
+    1. Off, not Bash, or not a plain read: pass (`{}`).
+    2. Each path is decided as a Read of the whole file, in the configured mode.
+    3. One refusal refuses the command; otherwise the timelines are joined as context.
+    """
+    mode = config.get("CLAUDE_MEM_CODEX_SHELL_READ_GATE").strip().lower()
+    command = event.tool_input.get("command")
+    if mode not in {"context", "deny"} or event.tool_name != "Bash" or not isinstance(command, str):
+        return HookResult()
+    paths = shell_read_paths(command)
+    contexts: list[str] = []
+    for path in paths:
+        probe = replace(event, tool_name="Read", tool_input={"file_path": path})
+        result = gate_decide(event=probe, mode=mode)
+        if result.gate is None:
+            continue
+        if result.gate.decision == "deny":
+            return result
+        if result.gate.context:
+            contexts.append(
+                result.gate.context if len(paths) == 1 else f"{path}:\n{result.gate.context}"
+            )
+    if not contexts:
+        return HookResult()
+    return HookResult(context="\n\n".join(contexts))

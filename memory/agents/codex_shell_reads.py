@@ -4,19 +4,14 @@ goes through the same file-read gate as Claude Code's Read; anything else (pipes
 redirections, expansions, globs, unknown options) passes untouched, because guessing what a
 complex command reads is how a gate ends up in the way.
 
-The default is `context` mode (CLAUDE_MEM_CODEX_SHELL_READ_GATE): the command runs and the
-model gets the file's timeline as `additionalContext`; `deny` applies the gate's refusals.
+A pure parser (no service, no settings): the Codex adapter imports it; the gate call that
+uses it is `shell_read_gate` in memory/agents/codex_rules.py.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import replace
-
-from memory import config
-from memory.agents.base import HookEvent, HookResult
-from memory.recall.gate import gate_decide
 
 MAX_PATHS = 4
 # Characters that make a command more than "a program and its words": separators, pipes,
@@ -138,32 +133,3 @@ def shell_read_paths(command: str) -> list[str]:
     if not paths or len(paths) > MAX_PATHS or "-" in paths:
         return []
     return paths
-
-
-def shell_read_gate(*, event: HookEvent) -> HookResult:
-    """PreToolUse Bash: each file of a read-only command through the file-read gate.
-
-    1. Off, not Bash, or not a plain read: pass (`{}`).
-    2. Each path is decided as a Read of the whole file, in the configured mode.
-    3. One refusal refuses the command; otherwise the timelines are joined as context.
-    """
-    mode = config.get("CLAUDE_MEM_CODEX_SHELL_READ_GATE").strip().lower()
-    command = event.tool_input.get("command")
-    if mode not in {"context", "deny"} or event.tool_name != "Bash" or not isinstance(command, str):
-        return HookResult()
-    paths = shell_read_paths(command)
-    contexts: list[str] = []
-    for path in paths:
-        probe = replace(event, tool_name="Read", tool_input={"file_path": path})
-        result = gate_decide(event=probe, mode=mode)
-        if result.gate is None:
-            continue
-        if result.gate.decision == "deny":
-            return result
-        if result.gate.context:
-            contexts.append(
-                result.gate.context if len(paths) == 1 else f"{path}:\n{result.gate.context}"
-            )
-    if not contexts:
-        return HookResult()
-    return HookResult(context="\n\n".join(contexts))

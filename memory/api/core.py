@@ -16,7 +16,7 @@ from memory import config
 from memory.agents.base import HookInputError
 from memory.hooks import hook_handle
 from memory.services import stats_compute
-from memory.spool_tasks import spool_kick
+from memory.tasks import spool_kick
 
 log = logging.getLogger(__name__)
 router = Router(tags=["memory"])

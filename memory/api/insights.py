@@ -3,8 +3,6 @@ observations as the read gate ranks them, and the token ledger. Thin handlers.""
 
 from __future__ import annotations
 
-import ipaddress
-import os
 from datetime import datetime
 from typing import Any
 
@@ -12,12 +10,9 @@ from django.http import HttpRequest
 from ninja import Query, Router, Schema, Status
 from pydantic import Field
 
-from memory import config
-from memory.models import Session, estimate_tokens
-from memory.projects import relative_path
+from memory.models import estimate_tokens
 from memory.recall.context import context_text, utf16_len
-from memory.recall.file_views import file_facts
-from memory.recall.gate import candidate_unchanged, candidates_rank, file_candidates
+from memory.recall.gate import file_observations_ranked
 from memory.recall.ledger import ledger_report
 
 router = Router(tags=["insights"])
@@ -124,16 +119,11 @@ def observations_by_file(
     or absolute (made relative to the project's known roots)."""
     if not path.strip() or "\0" in path:
         return Status(400, {"error": "path must name a file"})
-    rel = _project_relative(path, project)
-    candidates = file_candidates(project=project, rel_path=rel)
-    facts = file_facts(path, with_hash=True) if os.path.isabs(path) and _local_worker() else None
-    for candidate in candidates:
-        candidate.unchanged = candidate_unchanged(candidate, facts) if facts else None
-    rows = candidates_rank(candidates, limit)
+    ranking = file_observations_ranked(path=path, project=project, limit=limit)
     return Status(200, {
         "project": project,
-        "path": rel,
-        "total": len(candidates),
+        "path": ranking.path,
+        "total": ranking.total,
         "observations": [
             {
                 "id": c.id, "title": c.title, "type": c.type, "created_at": c.created, "session": c.session,
@@ -141,7 +131,7 @@ def observations_by_file(
                 "content_hash": c.content_hash,
                 "status": "unknown" if c.unchanged is None else ("unchanged" if c.unchanged else "changed"),
             }
-            for c in rows
+            for c in ranking.rows
         ],
     })  # fmt: skip
 
@@ -155,28 +145,3 @@ def ledger(
     """Net token savings per day, project and session: avoided reads minus what cmem showed
     and what the observer spent."""
     return ledger_report(project=project or None, days=days).as_dict()
-
-
-def _project_relative(path: str, project: str) -> str:
-    if not os.path.isabs(path):
-        return path.replace(os.sep, "/")
-    roots = (
-        Session.objects.filter(project=project)
-        .exclude(project_root="")
-        .values_list("project_root", flat=True)
-        .distinct()
-    )
-    for root in roots:
-        rel = relative_path(path, root)
-        if not os.path.isabs(rel):
-            return rel
-    return relative_path(path, "")
-
-
-def _local_worker() -> bool:
-    """A shared worker never reads files on its own disk on a caller's behalf."""
-    host = config.get("CLAUDE_MEM_WORKER_HOST")
-    try:
-        return host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False

@@ -6,7 +6,6 @@ Thin handlers: parse, call one service, shape the answer. Every bad input is a 4
 
 from __future__ import annotations
 
-import ipaddress
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -18,9 +17,13 @@ from pydantic import Field
 from memory import config
 from memory.housekeeping.forget import ForgetError, ForgetRequest, observations_forget
 from memory.models import Observation
-from memory.retrieval.outline import outline as code_outline
+from memory.netpolicy import is_loopback
+from memory.retrieval.outline.model import OutlineError
+from memory.retrieval.outline.outline import smart_outline
+from memory.retrieval.outline.symbols import render_search, smart_search
+from memory.retrieval.outline.unfold import smart_unfold
 from memory.retrieval.search.service import KINDS, Kind, SearchQuery, search
-from memory.retrieval.timeline import TimelineError, timeline_build
+from memory.retrieval.timeline import TimelineError, TimelineNotFound, timeline_build
 
 router = Router(tags=["retrieval"])
 
@@ -132,7 +135,7 @@ def timeline_endpoint(
             depth_after=depth_after,
         )
     except TimelineError as exc:
-        code = 404 if str(exc).startswith(("no ", "nothing")) else 400
+        code = 404 if isinstance(exc, TimelineNotFound) else 400
         return Status(code, {"error": str(exc)})
     return Status(200, timeline.as_dict())
 
@@ -198,12 +201,9 @@ def _local_path(path: str, root: str | None) -> Path:
     relative paths need a root; with a root, the resolved path (symlinks followed) must stay
     inside it; cmem's own data dir (database, tokens) is never served.
     """
-    host = config.get("CLAUDE_MEM_WORKER_HOST")
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback or config.get("CLAUDE_MEM_DATABASE_URL"):
+    if not is_loopback(config.get("CLAUDE_MEM_WORKER_HOST")) or config.get(
+        "CLAUDE_MEM_DATABASE_URL"
+    ):
         raise PermissionError(
             "code outlines read local files, so a shared worker does not serve them; use the MCP tools locally"
         )
@@ -270,11 +270,7 @@ _PATH_ERRORS = {200: dict[str, Any], 400: ErrorOut, 403: ErrorOut, 422: ErrorOut
 
 def _path_error(exc: Exception) -> Status[dict[str, Any]]:
     code = (
-        403
-        if isinstance(exc, PermissionError)
-        else 422
-        if isinstance(exc, code_outline.OutlineError)
-        else 400
+        403 if isinstance(exc, PermissionError) else 422 if isinstance(exc, OutlineError) else 400
     )
     return Status(code, {"error": str(exc)})
 
@@ -285,9 +281,7 @@ def outline_endpoint(
 ) -> Status[dict[str, Any]]:
     """A source file's classes, functions and methods with signatures and line ranges."""
     try:
-        return Status(
-            200, code_outline.smart_outline(_local_path(path, root), display=path).as_dict()
-        )
+        return Status(200, smart_outline(_local_path(path, root), display=path).as_dict())
     except (ValueError, PermissionError) as exc:
         return _path_error(exc)
 
@@ -298,9 +292,7 @@ def unfold_endpoint(
 ) -> Status[dict[str, Any]]:
     """The exact source of one symbol (`Class.method`), with line numbers."""
     try:
-        return Status(
-            200, code_outline.smart_unfold(_local_path(path, root), symbol, display=path).as_dict()
-        )
+        return Status(200, smart_unfold(_local_path(path, root), symbol, display=path).as_dict())
     except (ValueError, PermissionError) as exc:
         return _path_error(exc)
 
@@ -316,16 +308,14 @@ def symbols_endpoint(
         return _path_error(exc)
     if not folder.is_dir():
         return Status(422, {"error": f"{root} is not a folder"})
-    matches = code_outline.smart_search(
-        q, folder, limit=max(1, min(limit, 100)), file_pattern=file_pattern
-    )
+    matches = smart_search(q, folder, limit=max(1, min(limit, 100)), file_pattern=file_pattern)
     return Status(
         200,
         {
             "query": q,
             "root": str(folder),
             "matches": [m.as_dict() for m in matches],
-            "text": code_outline.render_search(q, matches),
+            "text": render_search(q, matches),
         },
     )
 

@@ -6,7 +6,7 @@
    payloads shaped like Claude Code's (an Edit's response repeats the whole original file,
    a Write's the whole content).
 2. In a child process with a temporary data dir: store the events, start the fake
-   Messages API (tests/fakes/anthropic_api.py: usage = request characters / 4, the
+   Messages API (memory/benchmarks/fake_api.py: usage = request characters / 4, the
    cached prefix reported as cache write, then cache read) and run the real compression
    service with the real `anthropic` SDK against it.
 3. Beside it, build the requests claude-mem would send for the same replay: one per tool
@@ -303,7 +303,7 @@ def fake_observations(uses: list[str], tag: str = "") -> str:
 
 
 def _answer(body: dict[str, Any]) -> Any:
-    from tests.fakes.anthropic_api import Reply
+    from memory.benchmarks.fake_api import Reply
 
     content = body["messages"][-1]["content"]
     if content.startswith("--- MODE SWITCH"):
@@ -365,9 +365,9 @@ def claude_mem_cost(payloads: list[dict[str, Any]]) -> dict[str, int]:
 def _child_main(size: int) -> None:
     """Runs in a child process with its own data dir: replay through the real service."""
     django_setup()
+    from memory.benchmarks.fake_api import FakeAnthropic, Reply
     from memory.compression import service
     from memory.models import Event, Observation, Session
-    from tests.fakes.anthropic_api import FakeAnthropic, Reply
 
     root, payloads = generate_session(size)
     raw_chars = sum(

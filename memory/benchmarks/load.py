@@ -214,7 +214,7 @@ def _explain_stuck(out: Any, data: Path) -> None:
 
 
 def _worker_pids(data: Path) -> dict[str, int]:
-    from memory.service.supervisor import group_members
+    from memory.service.processes import group_members
 
     pids: dict[str, int] = {}
     with contextlib.suppress(OSError, ValueError):

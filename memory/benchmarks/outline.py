@@ -15,7 +15,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memory.retrieval.outline.outline import OutlineError, smart_outline, source_files
+from memory.retrieval.outline.model import OutlineError
+from memory.retrieval.outline.outline import smart_outline
+from memory.retrieval.outline.symbols import source_files
 
 
 def _trees() -> list[Path]:

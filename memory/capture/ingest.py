@@ -11,17 +11,18 @@ import hashlib
 import logging
 import os
 from datetime import timedelta
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from memory import config
 from memory.agents.base import HookEvent, HookResult
 from memory.capture import privacy
+from memory.db import CompiledQuery
+from memory.extensions import turn_finished_send
 from memory.models import Event, Prompt, Session
 from memory.projects import Project, is_excluded, is_excluded_path, project_for_cwd, relative_path
 from memory.recall.file_views import file_facts, file_view_record_from_tool
@@ -52,20 +53,19 @@ def _project(event: HookEvent) -> Project | None:
     return project
 
 
-@lru_cache(maxsize=4)
-def _session_lookup_sql(vendor: str) -> tuple[str, tuple[str, ...]]:
-    """The ORM's SELECT of one session by (platform, session_id), compiled once per database
-    vendor, and which parameter is which: building that query cost ~0.17 ms per tool use,
-    over four times what SQLite takes to run it."""
-    sql, params = Session.objects.filter(platform="\0p", session_id="\0s").query.sql_with_params()
-    return sql, tuple("platform" if p == "\0p" else "session_id" for p in params)
+# The ORM's SELECT of one session by (platform, session_id): building that query cost
+# ~0.17 ms per tool use, over four times what SQLite takes to run it (see memory/db.py).
+_SESSION_LOOKUP = CompiledQuery(
+    lambda p: Session.objects.filter(platform=p["platform"], session_id=p["session_id"]),
+    "platform",
+    "session_id",
+)
 
 
 def _session_get(*, platform: str, session_id: str) -> Session | None:
-    sql, order = _session_lookup_sql(connection.vendor)
-    values = {"platform": platform, "session_id": session_id}
+    sql, params = _SESSION_LOOKUP.sql_and_params(platform=platform, session_id=session_id)
     # raw() still applies the field converters (aware datetimes), unlike a bare cursor.
-    found = list(Session.objects.raw(sql, [values[name] for name in order]))
+    found = list(Session.objects.raw(sql, params))
     return found[0] if found else None
 
 
@@ -311,21 +311,17 @@ def _enqueue_processing(session_pk: int) -> None:
     """Compression runs a moment after the commit, not at once: a burst of tool uses is
     then compressed as one batch, and the consumer's writes do not queue behind (and in
     front of) the hooks' own writes for SQLite's single write lock during the burst."""
-    from huey.contrib.djhuey import HUEY
-
     from memory.tasks import session_events_process_task
 
-    if HUEY.immediate:
-        transaction.on_commit(lambda: session_events_process_task(session_pk))
-    else:
-        transaction.on_commit(
-            lambda: session_events_process_task.schedule((session_pk,), delay=COMPRESS_DELAY_S)
-        )
+    transaction.on_commit(
+        lambda: session_events_process_task.schedule((session_pk,), delay=COMPRESS_DELAY_S)
+    )
 
 
 def summary_request(*, event: HookEvent) -> HookResult:
     """Stop: queue a summary of the turn (not on a Stop hook's own re-entry, not for
-    subagents or private turns) and copy the turn's deliverables before answering."""
+    subagents or private turns) and tell `memory.extensions` the turn finished (deliverables
+    copies the turn's files) before answering."""
     project = _project(event)
     if project is None or event.stop_hook_active or event.agent_id or _in_private_turn(event):
         return HookResult()
@@ -351,20 +347,10 @@ def summary_request(*, event: HookEvent) -> HookResult:
             prompt_number=session.prompt_counter or None,
             payload=payload,
         )
-        _deliverables_capture(session=session, event=event)
+        # Apps built on memory (deliverables copies the turn's files) hook in here.
+        turn_finished_send(session=session, event=event)
         _enqueue_processing(session.pk)
     return HookResult()
-
-
-def _deliverables_capture(*, session: Session, event: HookEvent) -> None:
-    from deliverables.services import deliverables_capture
-
-    # A savepoint: a failing copy must not take the summary request down with it.
-    try:
-        with transaction.atomic():
-            deliverables_capture(session=session, event=event)
-    except Exception:  # noqa: BLE001 - deliverables are a bonus; the summary is the contract
-        log.exception("deliverables capture failed for session %s", session.pk)
 
 
 def session_end(*, event: HookEvent) -> HookResult:

@@ -1,7 +1,7 @@
 """Worker side of the spool: hook events the client could not deliver, ingested in order.
 
-The hook client writes `<ns>.<pid>.<n>.<platform>.<event>.hook` atomically (see
-memory/hookclient.py). Ingesting one file:
+The hook client writes `<ns>.<pid>.<n>.<platform>.<event>.hook` atomically (the format:
+memory.capture.spool_names; the writer: memory/hookclient.py). Ingesting one file:
 1. claim it by renaming it into `spool/claimed/` (only one ingester wins a rename);
 2. run it through the same hook handler as a live request (one transaction);
 3. delete it after the commit. A crash between 2 and 3 leaves it claimed; it is re-ingested
@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memory import config
+from memory.capture.spool_names import is_pending, parse_name
 
 log = logging.getLogger(__name__)
 
-SUFFIX = ".hook"
 # A claimed file older than this belongs to an ingester that died: take it back.
 CLAIM_STALE_S = 120.0
 
@@ -40,9 +40,7 @@ def spool_dir() -> Path:
 
 def _pending(folder: Path) -> list[Path]:
     try:
-        return sorted(
-            p for p in folder.iterdir() if p.name.endswith(SUFFIX) and not p.name.startswith(".")
-        )
+        return sorted(p for p in folder.iterdir() if is_pending(p.name))
     except FileNotFoundError:
         return []
 
@@ -51,13 +49,6 @@ def spool_backlog() -> int:
     """How many spooled events wait to be ingested (claimed ones included)."""
     folder = spool_dir()
     return len(_pending(folder)) + len(_pending(folder / "claimed"))
-
-
-def _parse_name(name: str) -> tuple[str, str] | None:
-    parts = name[: -len(SUFFIX)].split(".")
-    if len(parts) != 5:
-        return None
-    return parts[3], parts[4]
 
 
 def _reclaim_stale(folder: Path) -> None:
@@ -91,7 +82,7 @@ def spool_ingest(*, limit: int | None = None) -> IngestReport:
             os.utime(claimed)
         except FileNotFoundError:
             continue  # another ingester claimed it
-        parsed = _parse_name(path.name)
+        parsed = parse_name(path.name)
         try:
             if parsed is None:
                 raise HookInputError(f"unrecognised spool file name {path.name!r}")

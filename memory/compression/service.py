@@ -109,7 +109,7 @@ def _guarded(fn: Any, *, session: Session, events: list[Event], stamp: Any) -> P
                 pk__in=[e.pk for e in events], status=Event.Status.CLAIMED, claimed_at=stamp
             ).update(status=Event.Status.PENDING, claimed_at=None)
         raise
-    except Exception as exc:  # noqa: BLE001 - keep the queue moving; the error is kept on the rows
+    except Exception as exc:  # keep the queue moving; the error is kept on the rows
         log.exception("compression of events %s failed", [e.pk for e in events])
         Event.objects.filter(
             pk__in=[e.pk for e in events], status=Event.Status.CLAIMED, claimed_at=stamp

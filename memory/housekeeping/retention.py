@@ -101,7 +101,7 @@ def _payload_bytes(ids: list[int]) -> int:
             )
             cursor.execute(
                 f"SELECT COALESCE(SUM({length}), 0) FROM {table} WHERE id IN ({marks})", chunk
-            )  # noqa: S608 - placeholders only
+            )  # placeholders only
             total += int(cursor.fetchone()[0] or 0)
     return total
 

@@ -21,8 +21,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from deliverables.models import Deliverable
-from memory import config
+from memory import config, extensions
 from memory.importers.report import ImportReport
 from memory.models import LedgerEntry, Observation, ObservationFile, Prompt, Session, Summary
 from memory.projects import relative_path
@@ -49,7 +48,6 @@ _SESSION_FIELDS = (
     "status",
     "prompt_counter",
 )
-_DELIVERABLE_FIELDS = ("original_path", "stored_path", "size", "sha256", "content_type")
 _LEDGER_FIELDS = ("kind", "path", "tokens_shown", "tokens_avoided", "tokens_spent")
 
 
@@ -61,11 +59,13 @@ class ExportDocument(TypedDict):
     sessions: list[dict[str, Any]]
 
 
-def _iso(value: datetime | None) -> str | None:
+def time_export(value: datetime | None) -> str | None:
+    """A time as the document writes it (apps' session parts use it too)."""
     return value.isoformat() if value else None
 
 
-def _when(value: Any) -> datetime:
+def time_import(value: Any) -> datetime:
+    """A document's time as an aware datetime; now when missing or unreadable."""
     parsed = parse_datetime(value) if isinstance(value, str) else None
     if parsed is None:
         return timezone.now()
@@ -78,25 +78,26 @@ def memory_export(*, project: str = "") -> ExportDocument:
     if project:
         sessions = sessions.filter(project=project)
     out: list[dict[str, Any]] = []
-    for session in sessions.prefetch_related(
-        "prompts", "observations__files", "summaries", "deliverables__prompt", "ledger"
-    ):
+    rows = list(sessions.prefetch_related("prompts", "observations__files", "summaries", "ledger"))
+    # Rows other apps keep per session (deliverables) come through memory.extensions.
+    parts = {part.name: part.export(rows) for part in extensions.session_parts()}
+    for session in rows:
         row: dict[str, Any] = {f: getattr(session, f) for f in _SESSION_FIELDS}
-        row["started"], row["ended"] = _iso(session.started), _iso(session.ended)
+        row["started"], row["ended"] = time_export(session.started), time_export(session.ended)
         row["prompts"] = [
-            {"number": p.number, "text": p.text, "created": _iso(p.created)}
+            {"number": p.number, "text": p.text, "created": time_export(p.created)}
             for p in sorted(session.prompts.all(), key=lambda p: p.number)
         ]
         row["observations"] = [
             {
                 **{f: getattr(o, f) for f in _OBSERVATION_FIELDS},
-                "created": _iso(o.created),
+                "created": time_export(o.created),
                 "files": [
                     {
                         "path": f.path,
                         "role": f.role,
                         "content_hash": f.content_hash,
-                        "created": _iso(f.created),
+                        "created": time_export(f.created),
                     }
                     for f in sorted(o.files.all(), key=lambda f: (f.role, f.path))
                 ],
@@ -104,19 +105,13 @@ def memory_export(*, project: str = "") -> ExportDocument:
             for o in sorted(session.observations.all(), key=lambda o: (o.created, o.pk))
         ]
         row["summaries"] = [
-            {**{f: getattr(s, f) for f in _SUMMARY_FIELDS}, "created": _iso(s.created)}
+            {**{f: getattr(s, f) for f in _SUMMARY_FIELDS}, "created": time_export(s.created)}
             for s in sorted(session.summaries.all(), key=lambda s: (s.created, s.pk))
         ]
-        row["deliverables"] = [
-            {
-                **{f: getattr(d, f) for f in _DELIVERABLE_FIELDS},
-                "prompt_number": d.prompt.number if d.prompt else None,
-                "created": _iso(d.created),
-            }
-            for d in sorted(session.deliverables.all(), key=lambda d: (d.created, d.pk))
-        ]
+        for name, by_session in parts.items():
+            row[name] = by_session.get(session.pk, [])
         row["ledger"] = [
-            {**{f: getattr(e, f) for f in _LEDGER_FIELDS}, "created": _iso(e.created)}
+            {**{f: getattr(e, f) for f in _LEDGER_FIELDS}, "created": time_export(e.created)}
             for e in sorted(session.ledger.all(), key=lambda e: (e.created, e.pk))
         ]
         out.append(row)
@@ -158,8 +153,8 @@ def _session_import(data: dict[str, Any], report: ImportReport) -> Session:
     defaults = {
         f: data[f] for f in _SESSION_FIELDS if f in data and f not in {"platform", "session_id"}
     }
-    defaults["started"] = _when(data.get("started"))
-    defaults["ended"] = _when(data["ended"]) if data.get("ended") else None
+    defaults["started"] = time_import(data.get("started"))
+    defaults["ended"] = time_import(data["ended"]) if data.get("ended") else None
     session, created = Session.objects.get_or_create(
         platform=data.get("platform") or "claude-code",
         session_id=str(data["session_id"]),
@@ -176,7 +171,7 @@ def _session_import(data: dict[str, Any], report: ImportReport) -> Session:
             session=session,
             number=number,
             text=str(item["text"]),
-            created=_when(item.get("created")),
+            created=time_import(item.get("created")),
         )
         report.add("prompt", created=True)
     if prompts and session.prompt_counter < max(prompts):
@@ -186,8 +181,9 @@ def _session_import(data: dict[str, Any], report: ImportReport) -> Session:
         report.add("observation", observation_import(session=session, data=item) is not None)
     for item in data.get("summaries") or []:
         report.add("summary", _summary_import(session, item))
-    for item in data.get("deliverables") or []:
-        report.add("deliverable", _deliverable_import(session, item, prompts))
+    for part in extensions.session_parts():
+        for created in part.import_rows(session, list(data.get(part.name) or []), prompts):
+            report.add(part.noun, created)
     for item in data.get("ledger") or []:
         report.add("ledger entry", _ledger_import(session, item))
     return session
@@ -200,7 +196,7 @@ def observation_import(*, session: Session, data: dict[str, Any]) -> Observation
     the session's project root the way the gate looks them up."""
     fields = {f: data[f] for f in _OBSERVATION_FIELDS if f in data and data[f] is not None}
     observation = Observation(
-        session=session, project=session.project, created=_when(data.get("created")), **fields
+        session=session, project=session.project, created=time_import(data.get("created")), **fields
     )
     stored = session.observations.all()
     if observation.content_hash:
@@ -227,7 +223,7 @@ def observation_import(*, session: Session, data: dict[str, Any]) -> Observation
             path=str(f["path"]),
             role=f.get("role") or ObservationFile.Role.READ,
             content_hash=f.get("content_hash") or "",
-            created=_when(f["created"]) if f.get("created") else observation.created,
+            created=time_import(f["created"]) if f.get("created") else observation.created,
         )
         for f in files
     )
@@ -235,7 +231,7 @@ def observation_import(*, session: Session, data: dict[str, Any]) -> Observation
 
 
 def _summary_import(session: Session, data: dict[str, Any]) -> bool:
-    created = _when(data.get("created"))
+    created = time_import(data.get("created"))
     if session.summaries.filter(created=created, request=data.get("request") or "").exists():
         return False
     fields = {f: data[f] for f in _SUMMARY_FIELDS if f in data and data[f] is not None}
@@ -243,25 +239,8 @@ def _summary_import(session: Session, data: dict[str, Any]) -> bool:
     return True
 
 
-def _deliverable_import(session: Session, data: dict[str, Any], prompts: dict[int, Prompt]) -> bool:
-    if Deliverable.objects.filter(
-        session=session, original_path=data["original_path"], sha256=data["sha256"]
-    ).exists():
-        return False
-    fields = {f: data[f] for f in _DELIVERABLE_FIELDS if f in data and data[f] is not None}
-    number = data.get("prompt_number")
-    Deliverable.objects.create(
-        session=session,
-        project=session.project,
-        prompt=prompts.get(number) if number else None,
-        created=_when(data.get("created")),
-        **fields,
-    )
-    return True
-
-
 def _ledger_import(session: Session, data: dict[str, Any]) -> bool:
-    created = _when(data.get("created"))
+    created = time_import(data.get("created"))
     fields = {f: data[f] for f in _LEDGER_FIELDS if f in data and data[f] is not None}
     if session.ledger.filter(created=created, kind=fields.get("kind", "")).exists():
         return False

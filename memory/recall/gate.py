@@ -18,9 +18,9 @@ still apply); only advisory context is sent as an explicit allow.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
-from functools import lru_cache
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
@@ -28,7 +28,9 @@ from django.db.models import FilteredRelation, Q
 
 from memory import clock, config
 from memory.agents.base import GateDecision, HookEvent, HookResult
+from memory.db import CompiledQuery
 from memory.models import FileView, LedgerEntry, ObservationFile, Session
+from memory.netpolicy import is_loopback
 from memory.projects import Project, is_excluded, is_excluded_path, project_for_cwd, relative_path
 from memory.recall import framing
 from memory.recall.file_views import (
@@ -152,10 +154,11 @@ VIEW_FIELDS = ("pk", "denied", "partial", "content_hash", "mtime", "size", "seen
 
 def _session_and_view(event: HookEvent, path: str) -> tuple[Session | None, FileView | None]:
     """The session and its view of this file in one query (a LEFT JOIN): the hot path."""
-    sql, order = _session_view_sql(connection.vendor)
-    values = {"\0platform": event.platform, "\0sid": event.session_id, "\0path": path}
+    sql, params = _SESSION_VIEW.sql_and_params(
+        platform=event.platform, session_id=event.session_id, path=path
+    )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [values[name] for name in order])
+        cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:
         return None, None
@@ -178,20 +181,19 @@ def _session_and_view(event: HookEvent, path: str) -> tuple[Session | None, File
     return session, FileView(session=session, path=path, **fields)
 
 
-@lru_cache(maxsize=4)
-def _session_view_sql(vendor: str) -> tuple[str, tuple[str, ...]]:
-    """Built by the ORM once (see _candidates_sql for why it then runs raw)."""
-    query = (
-        Session.objects.filter(platform="\0platform", session_id="\0sid")
-        .annotate(view=FilteredRelation("file_views", condition=Q(file_views__path="\0path")))
+# Built by the ORM once (see _CANDIDATES for why it then runs raw).
+_SESSION_VIEW = CompiledQuery(
+    lambda p: (
+        Session.objects.filter(platform=p["platform"], session_id=p["session_id"])
+        .annotate(view=FilteredRelation("file_views", condition=Q(file_views__path=p["path"])))
         .values_list("pk", "project", "project_root", *(f"view__{name}" for name in VIEW_FIELDS))[
             :1
         ]
-    )
-    sql, params = query.query.sql_with_params()
-    if sorted(params) != ["\0path", "\0platform", "\0sid"]:
-        raise RuntimeError(f"unexpected session/view query parameters {params!r}")
-    return sql, tuple(params)
+    ),
+    "platform",
+    "session_id",
+    "path",
+)
 
 
 def _remote_facts(event: HookEvent, raw_path: str, path: str) -> dict[str, dict[str, Any]] | None:
@@ -216,9 +218,8 @@ def file_candidates(*, project: str, rel_path: str) -> list[Candidate]:
     primary key; the files an observation touched come from its files_read/files_modified.
     """
     with connection.cursor() as cursor:
-        sql, order = _candidates_sql(connection.vendor)
-        values = {"\0project": project, "\0path": rel_path}
-        cursor.execute(sql, [values[name] for name in order])
+        sql, params = _CANDIDATES.sql_and_params(project=project, path=rel_path)
+        cursor.execute(sql, params)
         rows = cursor.fetchall()
     merged: dict[int, Candidate] = {}
     for obs_id, role, digest, created, session_pk, title, obs_type, read, written in rows:
@@ -237,16 +238,12 @@ def file_candidates(*, project: str, rel_path: str) -> list[Candidate]:
     return list(merged.values())
 
 
-@lru_cache(maxsize=4)
-def _candidates_sql(vendor: str) -> tuple[str, tuple[str, ...]]:
-    """The by-file query, built by the ORM once and then run on a plain cursor.
-
-    Deliberately not a QuerySet per call: on the gate's hot path, building the query and
-    converting 40-odd rows through the ORM doubled its CPU cost (~1.3 ms against ~0.55 ms
-    at 100k observations). Returns the SQL and the order of its two parameters.
-    """
-    query = (
-        ObservationFile.objects.filter(project="\0project", path="\0path")
+# The by-file query, built by the ORM once and then run on a plain cursor. Deliberately not
+# a QuerySet per call: on the gate's hot path, building the query and converting 40-odd rows
+# through the ORM doubled its CPU cost (~1.3 ms against ~0.55 ms at 100k observations).
+_CANDIDATES = CompiledQuery(
+    lambda p: (
+        ObservationFile.objects.filter(project=p["project"], path=p["path"])
         .order_by("-created")
         .values_list(
             "observation_id",
@@ -259,11 +256,10 @@ def _candidates_sql(vendor: str) -> tuple[str, tuple[str, ...]]:
             "observation__files_read",
             "observation__files_modified",
         )[:FETCH_ROWS]
-    )
-    sql, params = query.query.sql_with_params()
-    if sorted(params) != ["\0path", "\0project"]:
-        raise RuntimeError(f"unexpected by-file query parameters {params!r}")
-    return sql, tuple(params)
+    ),
+    "project",
+    "path",
+)
 
 
 def _paths(value: Any) -> list[str]:
@@ -308,6 +304,45 @@ def candidates_rank(candidates: list[Candidate], limit: int) -> list[Candidate]:
     for candidate in order:
         best.setdefault(candidate.session, candidate)
     return list(best.values())[: max(limit, 0)]
+
+
+@dataclass(frozen=True)
+class FileRanking:
+    """A file's observations as the gate ranks them, for the by-file API."""
+
+    path: str  # project-relative
+    total: int
+    rows: list[Candidate]
+
+
+def file_observations_ranked(*, path: str, project: str, limit: int) -> FileRanking:
+    """A file's observations, ranked as the read gate ranks them. `path` is project-relative,
+    or absolute (made relative to the project's known roots). With an absolute path on a
+    local worker, each row says whether the file is still what the observation saw; a
+    shared worker never reads files on its own disk on a caller's behalf."""
+    rel = _project_relative(path, project)
+    candidates = file_candidates(project=project, rel_path=rel)
+    local = os.path.isabs(path) and is_loopback(config.get("CLAUDE_MEM_WORKER_HOST"))
+    facts = file_facts(path, with_hash=True) if local else None
+    for candidate in candidates:
+        candidate.unchanged = candidate_unchanged(candidate, facts) if facts else None
+    return FileRanking(path=rel, total=len(candidates), rows=candidates_rank(candidates, limit))
+
+
+def _project_relative(path: str, project: str) -> str:
+    if not os.path.isabs(path):
+        return path.replace(os.sep, "/")
+    roots = (
+        Session.objects.filter(project=project)
+        .exclude(project_root="")
+        .values_list("project_root", flat=True)
+        .distinct()
+    )
+    for root in roots:
+        rel = relative_path(path, root)
+        if not os.path.isabs(rel):
+            return rel
+    return relative_path(path, "")
 
 
 def _timeline(rows: list[Candidate], zone: tzinfo) -> str:

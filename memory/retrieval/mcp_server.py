@@ -20,7 +20,8 @@ from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 
 from memory import config
-from memory.retrieval.outline import outline as code_outline
+from memory.retrieval.outline import outline, symbols, unfold
+from memory.retrieval.outline.model import OutlineError
 
 WORKFLOW = """cmem remembers past sessions of this project: what was read, changed, decided and fixed.
 Fetch the cheapest thing that answers the question, in this order:
@@ -295,8 +296,8 @@ def get_observations(ids: list[int]) -> str:
 )
 def smart_outline(file_path: str) -> str:
     try:
-        return code_outline.smart_outline(_local(file_path), display=file_path).render()
-    except code_outline.OutlineError as exc:
+        return outline.smart_outline(_local(file_path), display=file_path).render()
+    except OutlineError as exc:
         raise ToolError(str(exc)) from None
 
 
@@ -309,8 +310,8 @@ def smart_outline(file_path: str) -> str:
 )
 def smart_unfold(file_path: str, symbol_name: str) -> str:
     try:
-        return code_outline.smart_unfold(_local(file_path), symbol_name, display=file_path).render()
-    except code_outline.OutlineError as exc:
+        return unfold.smart_unfold(_local(file_path), symbol_name, display=file_path).render()
+    except OutlineError as exc:
         raise ToolError(str(exc)) from None
 
 
@@ -325,10 +326,10 @@ def smart_search(query: str, path: str = ".", max_results: int = 20, file_patter
     root = _local(path)
     if not root.is_dir():
         raise ToolError(f"{path} is not a folder")
-    matches = code_outline.smart_search(
+    matches = symbols.smart_search(
         query, root, limit=max(1, min(max_results, 100)), file_pattern=file_pattern
     )
-    return code_outline.render_search(query, matches)
+    return symbols.render_search(query, matches)
 
 
 @mcp.tool(

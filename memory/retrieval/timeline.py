@@ -26,6 +26,10 @@ class TimelineError(ValueError):
     """The anchor is malformed or names nothing; the message says which."""
 
 
+class TimelineNotFound(TimelineError, LookupError):
+    """The anchor or query is well formed but names nothing (the API answers 404)."""
+
+
 @dataclass(frozen=True)
 class TimelineItem:
     kind: Kind
@@ -124,7 +128,8 @@ def _querysets(project: str) -> list[QuerySet[Any]]:
 def timeline_anchor_resolve(
     *, anchor: str | None = None, query: str | None = None, project: str | None = None
 ) -> tuple[Observation | Summary | Prompt, str]:
-    """The row an anchor names, or the best hit of a query; raises TimelineError."""
+    """The row an anchor names, or the best hit of a query; raises TimelineError
+    (TimelineNotFound when it names nothing)."""
     if anchor:
         match = _ANCHOR.match(anchor.strip())
         if not match:
@@ -139,13 +144,13 @@ def timeline_anchor_resolve(
         model = models.get(prefix, Observation)
         found = model.objects.filter(pk=pk).first()
         if found is None:
-            raise TimelineError(f"no {model.__name__.lower()} with id {pk}")
+            raise TimelineNotFound(f"no {model.__name__.lower()} with id {pk}")
         return found, ""
     if not (query and query.strip()):
         raise TimelineError("give an anchor (observation id, S<id>, P<id>) or a query")
     hits = search(SearchQuery(text=query, project=project, limit=1))
     if not hits:
-        raise TimelineError(f"nothing matches {query!r}")
+        raise TimelineNotFound(f"nothing matches {query!r}")
     hit = hits[0]
     by_kind: dict[str, type[Observation] | type[Summary] | type[Prompt]] = {
         "observation": Observation,

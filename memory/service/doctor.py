@@ -15,7 +15,7 @@ from pathlib import Path
 from memory import config
 from memory.agents.install import claude_code as installer
 from memory.capture import spool
-from memory.service import supervisor as worker
+from memory.service import worker_state as worker
 
 
 @dataclass

@@ -19,29 +19,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memory import config
-from memory.service.supervisor import (
-    Address,
-    WorkerError,
+from memory.service.processes import (
     belongs_here,
     group_alive,
+    looks_like_cmem,
+    pid_alive,
+    process_cmdline,
+    signal_group,
+    wait_until,
+)
+from memory.service.worker_state import (
+    Address,
+    WorkerError,
     health,
     log_dir,
-    looks_like_cmem,
     out_path,
-    pid_alive,
     pid_path,
     port_is_free,
     port_path,
-    process_cmdline,
     read_children,
     read_pid,
     read_port_file,
     remove_state_files,
     rotate_log,
-    signal_group,
     start_lock_path,
     supervisor_lock_held,
-    wait_until,
     worker_address,
 )
 

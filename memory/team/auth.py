@@ -11,7 +11,6 @@ CLAUDE_MEM_REQUIRE_TOKEN=true, and always when the worker binds a non-loopback a
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Callable
 
 from django.contrib.auth.views import redirect_to_login
@@ -19,6 +18,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from memory import config
 from memory.models import ApiToken
+from memory.netpolicy import is_loopback
 
 OPEN_API_PATHS = frozenset({"/api/health"})
 OPEN_PAGE_PREFIXES = ("/admin/", "/static/", "/favicon")
@@ -27,16 +27,6 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 class TokenRequest(HttpRequest):
     api_token: ApiToken | None
-
-
-def is_loopback(host: str) -> bool:
-    host = host.strip().strip("[]")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False  # a DNS name other than localhost may resolve anywhere
 
 
 def token_required() -> bool:

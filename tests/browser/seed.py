@@ -18,16 +18,6 @@ from django.utils import timezone
 XSS = "<script>alert('xss')</script>"
 
 
-def make_session(
-    *, project: str = "demo", root: str = "/home/dev/projects/demo", sid: str = "s-1", **extra: Any
-) -> Any:
-    from memory.models import Session
-
-    return Session.objects.create(
-        session_id=sid, project=project, project_root=root, cwd=root, **extra
-    )
-
-
 def make_prompt(session: Any, text: str, *, minutes_ago: float = 0) -> Any:
     from memory.models import Prompt
 
@@ -100,7 +90,9 @@ def make_deliverable(
 
 def seed_demo() -> dict[str, Any]:
     """Two projects, a few turns, summaries and deliverables of each preview kind."""
-    web = make_session(project="webshop", root="/home/dev/webshop", sid="sess-web-1")
+    from tests.factories import SessionFactory  # the app registry is ready only from here (`_main`)
+
+    web = SessionFactory(project="webshop", root="/home/dev/webshop", session_id="sess-web-1")
     p1 = make_prompt(web, "Fix the checkout rounding bug and write up what changed", minutes_ago=50)
     o1 = make_observation(
         web,
@@ -142,7 +134,7 @@ def seed_demo() -> dict[str, Any]:
     )
     d3 = make_deliverable(web, p1, "notes.txt", b"plain notes\nline two\n")
     d4 = make_deliverable(web, p1, "chart.png", _PNG)
-    api = make_session(project="api-server", root="/home/dev/api", sid="sess-api-1")
+    api = SessionFactory(project="api-server", root="/home/dev/api", session_id="sess-api-1")
     p2 = make_prompt(api, "Why is the login endpoint slow?", minutes_ago=20)
     o3 = make_observation(
         api,

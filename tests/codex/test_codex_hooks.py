@@ -15,7 +15,8 @@ from memory.agents import codex
 from memory.agents.base import GateDecision, HookInputError, HookResult
 from memory.models import Event, LedgerEntry, Observation, ObservationFile, Prompt, Session
 from tests.codex.strict_output import strict_errors
-from tests.conftest import CLAUDE_FIXTURES, CODEX_FIXTURES
+from tests.support import CLAUDE_FIXTURES, CODEX_FIXTURES
+from tests.support.huey_tasks import delayed_tasks_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -66,6 +67,8 @@ class Hooks:
             content_type="application/json",
         )
         assert resp.status_code == 200, resp.content
+        # The compression capture scheduled after its commit runs now, as if its delay passed.
+        delayed_tasks_run()
         answer = resp.json()
         assert strict_errors(event, answer) == [], (name, answer)
         return answer
@@ -329,6 +332,7 @@ def test_claude_code_and_codex_share_one_timeline(hooks: Hooks) -> None:
         content_type="application/json",
     )
     assert resp.status_code == 200
+    delayed_tasks_run()
     claude_obs = Observation.objects.get()
     index = context_of(hooks.post("SessionStart.json"))
     assert claude_obs.title in index

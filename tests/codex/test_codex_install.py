@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from memory.agents.install import codex as codex_install
-from tests.conftest import CMEM, CODEX_FIXTURES, REPO
+from tests.support import CMEM, CODEX_FIXTURES, REPO
 
 NODE_CODEX = REPO / ".e2e-node" / "node_modules" / ".bin" / "codex"
 UNRELATED = {

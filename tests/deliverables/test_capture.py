@@ -11,7 +11,8 @@ from django.test import Client
 from deliverables.models import Deliverable
 from deliverables.services import deliverables_capture, deliverables_root, paths_from_transcript
 from memory.agents.base import HookEvent
-from memory.models import Event, Prompt, Session
+from memory.models import Event, Session
+from tests.factories import SessionFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -28,18 +29,6 @@ def outside(tmp_path: Path) -> Path:
     folder = tmp_path / "scratch"
     folder.mkdir()
     return folder
-
-
-def _session(project: Path) -> Session:
-    session = Session.objects.create(
-        session_id="sid-1",
-        project="repo",
-        project_root=str(project),
-        cwd=str(project),
-        prompt_counter=1,
-    )
-    Prompt.objects.create(session=session, number=1, text="make me a report")
-    return session
 
 
 def _write_event(session: Session, tool: str, path: str, number: int = 1, **extra: str) -> None:
@@ -64,7 +53,9 @@ def _stop(session: Session, transcript: str = "") -> HookEvent:
 
 
 def test_copies_files_written_outside_the_project(project: Path, outside: Path) -> None:
-    session = _session(project)
+    session = SessionFactory(
+        root=project, project="repo", session_id="sid-1", prompt="make me a report"
+    )
     report = outside / "report.md"
     report.write_bytes(b"# Report\nall good\n")
     inside = project / "app.py"
@@ -87,7 +78,9 @@ def test_copies_files_written_outside_the_project(project: Path, outside: Path) 
 
 
 def test_only_the_current_turn_counts(project: Path, outside: Path) -> None:
-    session = _session(project)
+    session = SessionFactory(
+        root=project, project="repo", session_id="sid-1", prompt="make me a report"
+    )
     old = outside / "old.txt"
     old.write_text("from turn 0")
     _write_event(session, "Write", str(old), number=0)
@@ -95,7 +88,9 @@ def test_only_the_current_turn_counts(project: Path, outside: Path) -> None:
 
 
 def test_all_write_tools_and_relative_paths(project: Path, outside: Path) -> None:
-    session = _session(project)
+    session = SessionFactory(
+        root=project, project="repo", session_id="sid-1", prompt="make me a report"
+    )
     for name in ("a.txt", "b.txt", "c.ipynb"):
         (outside / name).write_text(name)
     _write_event(session, "MultiEdit", str(outside / "a.txt"))
@@ -106,7 +101,9 @@ def test_all_write_tools_and_relative_paths(project: Path, outside: Path) -> Non
 
 
 def test_codex_apply_patch_paths(project: Path, outside: Path) -> None:
-    session = _session(project)
+    session = SessionFactory(
+        root=project, project="repo", session_id="sid-1", prompt="make me a report"
+    )
     target = outside / "hello.txt"
     target.write_text("HELLO-PATCH\n")
     patch = f"*** Begin Patch\n*** Add File: {target}\n+HELLO-PATCH\n*** Update File: src/file.txt\n@@\n*** End Patch\n"
@@ -122,7 +119,9 @@ def test_codex_apply_patch_paths(project: Path, outside: Path) -> None:
 
 
 def test_transcript_fills_in_missing_events(project: Path, outside: Path, tmp_path: Path) -> None:
-    session = _session(project)
+    session = SessionFactory(
+        root=project, project="repo", session_id="sid-1", prompt="make me a report"
+    )
     late = outside / "slides.html"
     late.write_text("<h1>slides</h1>")
     earlier = outside / "earlier.txt"
@@ -159,7 +158,7 @@ def test_transcript_fills_in_missing_events(project: Path, outside: Path, tmp_pa
 
 
 def test_real_fixture_transcript_reads_without_error() -> None:
-    from tests.conftest import CLAUDE_FIXTURES
+    from tests.support import CLAUDE_FIXTURES
 
     assert (
         paths_from_transcript(str(CLAUDE_FIXTURES / "transcript.basic.jsonl")) == []
@@ -168,7 +167,9 @@ def test_real_fixture_transcript_reads_without_error() -> None:
 
 def test_disabled_by_setting(project: Path, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CLAUDE_MEM_DELIVERABLES_ENABLED", "false")
-    session = _session(project)
+    session = SessionFactory(
+        root=project, project="repo", session_id="sid-1", prompt="make me a report"
+    )
     (outside / "x.txt").write_text("x")
     _write_event(session, "Write", str(outside / "x.txt"))
     assert deliverables_capture(session=session, event=_stop(session)) == []
@@ -177,7 +178,9 @@ def test_disabled_by_setting(project: Path, outside: Path, monkeypatch: pytest.M
 
 def test_size_cap(project: Path, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CLAUDE_MEM_DELIVERABLES_MAX_BYTES", "10")
-    session = _session(project)
+    session = SessionFactory(
+        root=project, project="repo", session_id="sid-1", prompt="make me a report"
+    )
     (outside / "big.txt").write_bytes(b"x" * 11)
     (outside / "small.txt").write_bytes(b"x" * 10)
     _write_event(session, "Write", str(outside / "big.txt"))
@@ -189,7 +192,9 @@ def test_size_cap(project: Path, outside: Path, monkeypatch: pytest.MonkeyPatch)
 def test_skips_missing_dirs_symlinks_fifos_and_secrets(
     project: Path, outside: Path, tmp_path: Path
 ) -> None:
-    session = _session(project)
+    session = SessionFactory(
+        root=project, project="repo", session_id="sid-1", prompt="make me a report"
+    )
     secret = tmp_path / "home" / ".ssh" / "id_rsa"
     secret.parent.mkdir(parents=True)
     secret.write_text("PRIVATE KEY")
@@ -207,7 +212,9 @@ def test_skips_missing_dirs_symlinks_fifos_and_secrets(
 
 
 def test_files_in_the_data_dir_are_not_deliverables(project: Path, data_dir: Path) -> None:
-    session = _session(project)
+    session = SessionFactory(
+        root=project, project="repo", session_id="sid-1", prompt="make me a report"
+    )
     own = data_dir / "notes.txt"
     own.write_text("cmem's own")
     _write_event(session, "Write", str(own))
@@ -217,7 +224,9 @@ def test_files_in_the_data_dir_are_not_deliverables(project: Path, data_dir: Pat
 def test_repeated_stop_stores_once_and_new_content_is_kept_apart(
     project: Path, outside: Path
 ) -> None:
-    session = _session(project)
+    session = SessionFactory(
+        root=project, project="repo", session_id="sid-1", prompt="make me a report"
+    )
     out = outside / "out.txt"
     out.write_text("v1")
     _write_event(session, "Write", str(out))

@@ -15,10 +15,10 @@ from tests.browser.seed import (
     make_deliverable,
     make_observation,
     make_prompt,
-    make_session,
     make_summary,
     seed_demo,
 )
+from tests.factories import SessionFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -66,7 +66,7 @@ def test_previews_are_safe(client: Client) -> None:
 
 
 def test_escapes_untrusted_names_and_text(client: Client) -> None:
-    session = make_session()
+    session = SessionFactory(project="demo", root="/home/dev/projects/demo", session_id="s-1")
     prompt = make_prompt(session, XSS)
     make_deliverable(session, prompt, "x.txt", XSS.encode())
     d = Deliverable.objects.get()
@@ -78,7 +78,7 @@ def test_escapes_untrusted_names_and_text(client: Client) -> None:
 
 
 def test_time_spent_runs_to_the_end_of_the_turn(client: Client) -> None:
-    session = make_session()
+    session = SessionFactory(project="demo", root="/home/dev/projects/demo", session_id="s-1")
     prompt = make_prompt(session, "do it", minutes_ago=10)
     make_observation(session, "did it", minutes_ago=1)  # compressed late
     Event.objects.create(
@@ -94,7 +94,7 @@ def test_time_spent_runs_to_the_end_of_the_turn(client: Client) -> None:
 
 
 def test_time_spent_falls_back_to_observations_and_summary(client: Client) -> None:
-    session = make_session()
+    session = SessionFactory(project="demo", root="/home/dev/projects/demo", session_id="s-1")
     make_prompt(session, "do it", minutes_ago=10)
     make_observation(session, "did it", minutes_ago=8)
     make_summary(session, minutes_ago=6, completed="done")
@@ -104,7 +104,7 @@ def test_time_spent_falls_back_to_observations_and_summary(client: Client) -> No
 
 def test_filters_by_project_and_date(client: Client) -> None:
     seed_demo()
-    old = make_session(project="legacy", sid="old")
+    old = SessionFactory(project="legacy", root="/home/dev/projects/demo", session_id="old")
     prompt = make_prompt(old, "an old request", minutes_ago=60 * 24 * 20)
     assert prompt.created < timezone.now() - timedelta(days=19)
     body = client.get(reverse("deliverables-my-work"), {"project": "api-server"}).content.decode()
@@ -120,7 +120,7 @@ def test_filters_by_project_and_date(client: Client) -> None:
 
 
 def test_download_returns_exact_bytes_as_attachment(client: Client) -> None:
-    session = make_session()
+    session = SessionFactory(project="demo", root="/home/dev/projects/demo", session_id="s-1")
     prompt = make_prompt(session, "make a report")
     payload = bytes(range(256)) * 10
     d = make_deliverable(session, prompt, "data.bin", payload)
@@ -134,7 +134,7 @@ def test_download_returns_exact_bytes_as_attachment(client: Client) -> None:
 
 
 def test_download_content_type_follows_the_name(client: Client) -> None:
-    session = make_session()
+    session = SessionFactory(project="demo", root="/home/dev/projects/demo", session_id="s-1")
     d = make_deliverable(session, make_prompt(session, "x"), "page.html", b"<h1>x</h1>")
     resp = client.get(reverse("deliverables-download", args=[d.pk]))
     assert resp["Content-Type"].startswith("text/html")
@@ -142,7 +142,7 @@ def test_download_content_type_follows_the_name(client: Client) -> None:
 
 
 def test_download_refuses_paths_outside_the_root(client: Client, data_dir) -> None:  # type: ignore[no-untyped-def]
-    session = make_session()
+    session = SessionFactory(project="demo", root="/home/dev/projects/demo", session_id="s-1")
     secret = data_dir / "secret_key_copy"
     secret.write_text("top secret")
     deliverables_root().mkdir(parents=True, exist_ok=True)
@@ -155,7 +155,7 @@ def test_download_refuses_paths_outside_the_root(client: Client, data_dir) -> No
 
 
 def test_download_of_a_vanished_copy_is_404(client: Client) -> None:
-    session = make_session()
+    session = SessionFactory(project="demo", root="/home/dev/projects/demo", session_id="s-1")
     d = make_deliverable(session, make_prompt(session, "x"), "gone.txt", b"bye")
     (deliverables_root() / d.stored_path).unlink()
     assert client.get(reverse("deliverables-download", args=[d.pk])).status_code == 404
@@ -181,7 +181,7 @@ def test_preview_is_sandboxed(client: Client) -> None:
 
 
 def test_preview_refuses_binary_files(client: Client) -> None:
-    session = make_session()
+    session = SessionFactory(project="demo", root="/home/dev/projects/demo", session_id="s-1")
     d = make_deliverable(session, make_prompt(session, "x"), "archive.zip", b"PK\x03\x04")
     assert client.get(reverse("deliverables-preview", args=[d.pk])).status_code == 404
     body = client.get(reverse("deliverables-my-work")).content.decode()
@@ -189,7 +189,7 @@ def test_preview_refuses_binary_files(client: Client) -> None:
 
 
 def test_markdown_links_keep_only_safe_schemes(client: Client) -> None:
-    session = make_session()
+    session = SessionFactory(project="demo", root="/home/dev/projects/demo", session_id="s-1")
     md = b"[bad](javascript:alert(1)) [good](https://example.com) <img src=x onerror=alert(1)>"
     make_deliverable(session, make_prompt(session, "x"), "links.md", md)
     body = client.get(reverse("deliverables-my-work")).content.decode()

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import CMEM, REPO, LiveWorker
+from tests.support import CMEM, REPO, LiveWorker
 
 PINNED_VERSION = (Path(__file__).with_name("claude-code-version.txt")).read_text().strip()
 NODE_DIR = REPO / ".e2e-node" / "node_modules"

@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import LiveWorker, free_port, make_worker_env
 from tests.e2e.fake_claude_api import FakeClaudeAPI, request_text, text, tool, tool_results
 from tests.e2e.harness import (
     Claude,
@@ -33,6 +32,7 @@ from tests.e2e.harness import (
     wait_for,
     wait_until_compressed,
 )
+from tests.support import LiveWorker, free_port, make_worker_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -145,22 +145,6 @@ def bash_payload(
     )
 
 
-def make_session(
-    root: Path, *, prompt: str = "Make the gate rank rows by specificity", project: str = "demo"
-) -> Any:
-    from memory.models import Prompt, Session
-
-    session = Session.objects.create(
-        session_id=f"sess-{next(_counter)}",
-        project=project,
-        project_root=str(root),
-        cwd=str(root),
-        prompt_counter=1,
-    )
-    Prompt.objects.create(session=session, number=1, text=prompt)
-    return session
-
-
 def add_event(
     session: Any, payload: dict[str, Any], *, kind: str = "observation", prompt_number: int = 1
 ) -> Any:

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 
 from memory.models import Event, Observation, Prompt, Session
-from tests.conftest import CLAUDE_FIXTURES
+from tests.support import CLAUDE_FIXTURES
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

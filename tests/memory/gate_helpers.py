@@ -13,7 +13,7 @@ from typing import Any
 from django.test import Client
 
 from memory.models import Observation, ObservationFile, Session, Summary
-from tests.conftest import CLAUDE_FIXTURES
+from tests.support import CLAUDE_FIXTURES
 
 SID = "571a3c56-e5f8-4a93-b71d-946a0601887f"
 
@@ -40,12 +40,6 @@ def write_file(root: Path, rel: str, size: int = 3000, text: str | None = None) 
 
 def sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def make_session(root: Path, session_id: str, project: str | None = None) -> Session:
-    return Session.objects.create(
-        session_id=session_id, project=project or root.name, project_root=str(root), cwd=str(root)
-    )
 
 
 def make_obs(

@@ -21,6 +21,7 @@ from memory.models import (
     Session,
     Summary,
 )
+from tests.factories import SessionFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -44,10 +45,6 @@ def days_ago(days: float):  # type: ignore[no-untyped-def]
     return timezone.now() - timedelta(days=days)
 
 
-def make_session(project: str = "alpha", sid: str = "s1") -> Session:
-    return Session.objects.create(session_id=sid, project=project, cwd=f"/src/{project}")
-
-
 def make_observation(session: Session, title: str, age_days: float) -> Observation:
     obs = Observation.objects.create(
         session=session,
@@ -64,7 +61,7 @@ def make_observation(session: Session, title: str, age_days: float) -> Observati
 
 @pytest.fixture
 def one_of_each() -> dict[type, object]:
-    session = make_session()
+    session = SessionFactory(project="alpha", session_id="s1", cwd="/src/alpha")
     prompt = Prompt.objects.create(session=session, number=1, text="fix the <b>login</b> bug " * 20)
     obs = make_observation(session, "Found the login bug", 1)
     return {
@@ -168,7 +165,10 @@ def test_excluded_projects_page_names_the_setting_globs(admin_client, monkeypatc
 @pytest.fixture
 def aging() -> dict[str, object]:
     """Old and new rows in two projects, plus finished and pending old queue events."""
-    alpha, beta = make_session("alpha", "a"), make_session("beta", "b")
+    alpha, beta = (
+        SessionFactory(project="alpha", session_id="a", cwd="/src/alpha"),
+        SessionFactory(project="beta", session_id="b", cwd="/src/beta"),
+    )
     old_event = Event.objects.create(
         session=alpha, kind="observation", status="done", created=days_ago(40)
     )

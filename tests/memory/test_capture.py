@@ -11,7 +11,7 @@ import pytest
 from django.test import Client
 
 from memory.models import Event, Prompt, Session
-from tests.conftest import CLAUDE_FIXTURES
+from tests.support import CLAUDE_FIXTURES
 
 pytestmark = pytest.mark.django_db
 

@@ -6,14 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from memory.retrieval.outline.outline import (
-    LANGUAGES,
-    OutlineError,
-    outline_source,
-    smart_outline,
-    smart_search,
-    smart_unfold,
-)
+from memory.retrieval.outline.languages import LANGUAGES
+from memory.retrieval.outline.model import OutlineError
+from memory.retrieval.outline.outline import smart_outline
+from memory.retrieval.outline.parse import outline_source
+from memory.retrieval.outline.symbols import smart_search
+from memory.retrieval.outline.unfold import smart_unfold
 
 SAMPLES = Path(__file__).parent / "outline_samples"
 GOLDEN = SAMPLES / "golden"

@@ -8,19 +8,19 @@ from pathlib import Path
 
 import pytest
 
+from memory.benchmarks.fake_api import FakeAnthropic, Reply
 from memory.compression import health
 from memory.compression.prompts import SYSTEM_PROMPT
 from memory.models import Event, Observation, ObservationFile, Summary
 from memory.tasks import session_events_process_task
+from tests.factories import SessionFactory
 from tests.fakes import (
     add_event,
     bash_payload,
     edit_payload,
-    make_session,
     read_payload,
     write_payload,
 )
-from tests.fakes.anthropic_api import FakeAnthropic, Reply
 
 pytestmark = pytest.mark.django_db
 
@@ -82,7 +82,9 @@ def _edit(session, project: Path) -> Event:
 def test_edit_becomes_observation_with_contract_fields_and_usage(
     api: FakeAnthropic, project: Path
 ) -> None:
-    session = make_session(project)
+    session = SessionFactory(
+        root=project, project="demo", prompt="Make the gate rank rows by specificity"
+    )
     event = _edit(session, project)
     api.script(
         Reply(
@@ -134,7 +136,9 @@ def test_edit_becomes_observation_with_contract_fields_and_usage(
 def test_second_request_reads_the_system_prompt_from_cache(
     api: FakeAnthropic, project: Path
 ) -> None:
-    session = make_session(project)
+    session = SessionFactory(
+        root=project, project="demo", prompt="Make the gate rank rows by specificity"
+    )
     _edit(session, project)
     session_events_process_task(session.pk)
     add_event(session, bash_payload("pytest -q", project, stdout="3 passed"))
@@ -149,7 +153,9 @@ def test_batch_of_tool_uses_gives_several_observations_in_one_request(
     api: FakeAnthropic, project: Path, monkeypatch
 ) -> None:
     monkeypatch.setenv("CLAUDE_MEM_BATCH_SIZE", "3")
-    session = make_session(project)
+    session = SessionFactory(
+        root=project, project="demo", prompt="Make the gate rank rows by specificity"
+    )
     events = [
         add_event(session, read_payload(project / "memory" / "gate.py", project)),
         _edit(session, project),
@@ -186,7 +192,9 @@ def test_batch_of_tool_uses_gives_several_observations_in_one_request(
 
 
 def test_empty_answer_means_nothing_worth_keeping(api: FakeAnthropic, project: Path) -> None:
-    session = make_session(project)
+    session = SessionFactory(
+        root=project, project="demo", prompt="Make the gate rank rows by specificity"
+    )
     event = add_event(session, bash_payload("ls", project, stdout="README.md"))
     api.script(Reply(text="   \n"))
     session_events_process_task(session.pk)
@@ -197,7 +205,9 @@ def test_empty_answer_means_nothing_worth_keeping(api: FakeAnthropic, project: P
 
 
 def test_malformed_answer_gets_one_repair_then_offline(api: FakeAnthropic, project: Path) -> None:
-    session = make_session(project)
+    session = SessionFactory(
+        root=project, project="demo", prompt="Make the gate rank rows by specificity"
+    )
     event = _edit(session, project)
     api.script(
         Reply(text="Sure! Here is what happened: the gate was changed."),
@@ -220,7 +230,9 @@ def test_malformed_answer_gets_one_repair_then_offline(api: FakeAnthropic, proje
 
 
 def test_repair_that_succeeds_is_used(api: FakeAnthropic, project: Path) -> None:
-    session = make_session(project)
+    session = SessionFactory(
+        root=project, project="demo", prompt="Make the gate rank rows by specificity"
+    )
     _edit(session, project)
     api.script(
         Reply(text="I think nothing"), Reply(text="```xml\n" + obs_xml("Repaired title") + "\n```")
@@ -230,7 +242,9 @@ def test_repair_that_succeeds_is_used(api: FakeAnthropic, project: Path) -> None
 
 
 def test_429_then_success(api: FakeAnthropic, project: Path) -> None:
-    session = make_session(project)
+    session = SessionFactory(
+        root=project, project="demo", prompt="Make the gate rank rows by specificity"
+    )
     _edit(session, project)
     api.script(
         Reply(status=429, headers={"retry-after": "0"}), Reply(text=obs_xml("After rate limit"))
@@ -244,7 +258,9 @@ def test_429_then_success(api: FakeAnthropic, project: Path) -> None:
 def test_two_500s_then_success_still_produce_the_observation(
     api: FakeAnthropic, project: Path
 ) -> None:
-    session = make_session(project)
+    session = SessionFactory(
+        root=project, project="demo", prompt="Make the gate rank rows by specificity"
+    )
     event = _edit(session, project)
     api.script(Reply(status=500), Reply(status=529), Reply(text=obs_xml("Third time lucky")))
     session_events_process_task(session.pk)
@@ -259,7 +275,9 @@ def test_persistent_failures_keep_the_error_fall_back_offline_and_degrade_health
 ) -> None:
     monkeypatch.setenv("CLAUDE_MEM_API_RETRIES", "1")
     api.default = Reply(status=500, error_message=f"upstream exploded for key {KEY}")
-    session = make_session(project)
+    session = SessionFactory(
+        root=project, project="demo", prompt="Make the gate rank rows by specificity"
+    )
     for i in range(3):
         event = (
             _edit(session, project)
@@ -297,7 +315,9 @@ def test_slow_answer_past_the_timeout_retries_then_succeeds(
     api: FakeAnthropic, project: Path, monkeypatch
 ) -> None:
     monkeypatch.setenv("CLAUDE_MEM_API_TIMEOUT_MS", "300")
-    session = make_session(project)
+    session = SessionFactory(
+        root=project, project="demo", prompt="Make the gate rank rows by specificity"
+    )
     _edit(session, project)
     api.script(Reply(text=obs_xml("Too late"), delay=2.0), Reply(text=obs_xml("In time")))
     started = time.monotonic()
@@ -312,7 +332,9 @@ def test_slow_answers_exhaust_retries_into_offline_with_timeout_error(
     monkeypatch.setenv("CLAUDE_MEM_API_TIMEOUT_MS", "200")
     monkeypatch.setenv("CLAUDE_MEM_API_RETRIES", "1")
     api.default = Reply(text=obs_xml("never"), delay=1.5)
-    session = make_session(project)
+    session = SessionFactory(
+        root=project, project="demo", prompt="Make the gate rank rows by specificity"
+    )
     event = _edit(session, project)
     session_events_process_task(session.pk)
     event.refresh_from_db()
@@ -326,7 +348,9 @@ def test_caps_secrets_and_private_text_never_reach_the_request(
     monkeypatch.setenv("CLAUDE_MEM_EXCERPT_CAP", "1000")
     big = project / "memory" / "big.py"
     big.write_text("".join(f"def f{i}():\n    return {i}\n" for i in range(3000)))
-    session = make_session(project)
+    session = SessionFactory(
+        root=project, project="demo", prompt="Make the gate rank rows by specificity"
+    )
     add_event(session, read_payload(big, project))
     add_event(
         session,
@@ -364,7 +388,9 @@ def test_caps_secrets_and_private_text_never_reach_the_request(
 
 
 def test_stop_becomes_a_summary(api: FakeAnthropic, project: Path) -> None:
-    session = make_session(project)
+    session = SessionFactory(
+        root=project, project="demo", prompt="Make the gate rank rows by specificity"
+    )
     _edit(session, project)
     add_event(
         session,
@@ -390,7 +416,7 @@ def test_stop_becomes_a_summary(api: FakeAnthropic, project: Path) -> None:
 
 
 def test_skip_summary_stores_none(api: FakeAnthropic, project: Path) -> None:
-    session = make_session(project, prompt="hi")
+    session = SessionFactory(root=project, project="demo", prompt="hi")
     add_event(session, {"last_assistant_message": "Hello!"}, kind="summary")
     api.script(Reply(text='<skip_summary reason="greeting"/>'))
     session_events_process_task(session.pk)
@@ -402,7 +428,9 @@ def test_budget_spent_falls_back_to_offline_and_says_so(
     api: FakeAnthropic, project: Path, monkeypatch
 ) -> None:
     monkeypatch.setenv("CLAUDE_MEM_DAILY_TOKEN_BUDGET", "1000")
-    session = make_session(project)
+    session = SessionFactory(
+        root=project, project="demo", prompt="Make the gate rank rows by specificity"
+    )
     _edit(session, project)
     api.script(Reply(text=obs_xml("Paid for")))
     session_events_process_task(session.pk)  # this request alone passes the budget
@@ -446,7 +474,9 @@ def test_fake_streams_messages_the_sdk_can_read(api: FakeAnthropic) -> None:
 def test_answer_cut_off_at_max_tokens_keeps_its_finished_observations(
     api: FakeAnthropic, project: Path
 ) -> None:
-    session = make_session(project)
+    session = SessionFactory(
+        root=project, project="demo", prompt="Make the gate rank rows by specificity"
+    )
     _edit(session, project)
     add_event(session, bash_payload("pytest -q", project, stdout="3 passed"))
     api.script(

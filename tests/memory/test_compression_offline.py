@@ -11,11 +11,11 @@ from memory.compression.providers import NOTHING_CONFIGURED
 from memory.compression.service import compressor_mode
 from memory.models import Event, Observation, ObservationFile, Summary
 from memory.tasks import session_events_process_task
+from tests.factories import SessionFactory
 from tests.fakes import (
     add_event,
     bash_payload,
     edit_payload,
-    make_session,
     post_tool_use,
     read_payload,
     write_payload,
@@ -73,7 +73,9 @@ def test_offline_setting_wins_over_a_key(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_edit_becomes_a_useful_offline_observation(project: Path) -> None:
-    session = make_session(project)
+    session = SessionFactory(
+        root=project, project="demo", prompt="Make the gate rank rows by specificity"
+    )
     event = add_event(
         session,
         edit_payload(
@@ -99,7 +101,7 @@ def test_edit_becomes_a_useful_offline_observation(project: Path) -> None:
 
 
 def test_edit_adding_a_function_is_a_feature_named_after_it(project: Path) -> None:
-    session = make_session(project, prompt="add a helper")
+    session = SessionFactory(root=project, project="demo", prompt="add a helper")
     add_event(
         session,
         edit_payload(
@@ -116,7 +118,7 @@ def test_edit_adding_a_function_is_a_feature_named_after_it(project: Path) -> No
 
 
 def test_edit_after_a_failing_command_is_a_bugfix(project: Path) -> None:
-    session = make_session(project, prompt="make the tests green")
+    session = SessionFactory(root=project, project="demo", prompt="make the tests green")
     add_event(
         session,
         bash_payload(
@@ -139,7 +141,9 @@ def test_edit_after_a_failing_command_is_a_bugfix(project: Path) -> None:
 
 
 def test_read_grep_glob_are_discoveries_with_symbols_and_matches(project: Path) -> None:
-    session = make_session(project)
+    session = SessionFactory(
+        root=project, project="demo", prompt="Make the gate rank rows by specificity"
+    )
     add_event(session, read_payload(project / "memory" / "gate.py", project))
     add_event(
         session,
@@ -174,7 +178,9 @@ def test_read_grep_glob_are_discoveries_with_symbols_and_matches(project: Path) 
 
 
 def test_write_of_a_new_file_is_a_feature(project: Path) -> None:
-    session = make_session(project)
+    session = SessionFactory(
+        root=project, project="demo", prompt="Make the gate rank rows by specificity"
+    )
     add_event(
         session,
         write_payload(
@@ -190,7 +196,9 @@ def test_write_of_a_new_file_is_a_feature(project: Path) -> None:
 
 
 def test_failed_tool_and_silent_command(project: Path) -> None:
-    session = make_session(project)
+    session = SessionFactory(
+        root=project, project="demo", prompt="Make the gate rank rows by specificity"
+    )
     add_event(
         session,
         post_tool_use(
@@ -209,7 +217,9 @@ def test_failed_tool_and_silent_command(project: Path) -> None:
 
 def test_codex_apply_patch_files_come_from_the_patch_headers(project: Path) -> None:
     patch = "*** Begin Patch\n*** Add File: hello.txt\n+HELLO\n*** Update File: memory/gate.py\n@@\n-    return rows\n+    return list(rows)\n*** End Patch\n"
-    session = make_session(project)
+    session = SessionFactory(
+        root=project, project="demo", prompt="Make the gate rank rows by specificity"
+    )
     add_event(
         session,
         post_tool_use(
@@ -222,7 +232,7 @@ def test_codex_apply_patch_files_come_from_the_patch_headers(project: Path) -> N
 
 
 def test_stop_becomes_an_offline_summary_from_prompt_and_observations(project: Path) -> None:
-    session = make_session(project, prompt="Rank gate rows by specificity")
+    session = SessionFactory(root=project, project="demo", prompt="Rank gate rows by specificity")
     add_event(session, read_payload(project / "memory" / "gate.py", project))
     add_event(
         session,
@@ -243,7 +253,9 @@ def test_stop_becomes_an_offline_summary_from_prompt_and_observations(project: P
 
 
 def test_offline_is_not_reported_as_degraded(project: Path) -> None:
-    session = make_session(project)
+    session = SessionFactory(
+        root=project, project="demo", prompt="Make the gate rank rows by specificity"
+    )
     add_event(session, read_payload(project / "memory" / "gate.py", project))
     _process(session)
     assert health.observer_health_line() == ""
@@ -260,13 +272,15 @@ def test_api_mode_without_a_key_is_reported(monkeypatch: pytest.MonkeyPatch) -> 
 def test_codex_failed_command_without_exit_code_is_judged_by_its_output(project: Path) -> None:
     import json
 
-    from tests.conftest import CODEX_FIXTURES
+    from tests.support import CODEX_FIXTURES
 
     payload = json.loads((CODEX_FIXTURES / "PostToolUse.failed_command.json").read_text())
     payload["cwd"] = str(project)
     ok = json.loads((CODEX_FIXTURES / "PostToolUse.json").read_text())
     ok["cwd"] = str(project)
-    session = make_session(project)
+    session = SessionFactory(
+        root=project, project="demo", prompt="Make the gate rank rows by specificity"
+    )
     add_event(session, payload)
     add_event(session, ok)
     failed, fine = _process(session)

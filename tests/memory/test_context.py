@@ -10,11 +10,11 @@ import time_machine
 
 from memory.models import ContextCache, FileView, LedgerEntry, Session
 from memory.recall.context import MAX_CHARS, context_cache_invalidate, utf16_len
+from tests.factories import SessionFactory
 from tests.memory.gate_helpers import (
     SID,
     make_obs,
     make_project,
-    make_session,
     make_summary,
     post_context,
 )
@@ -68,8 +68,8 @@ def golden(name: str, text: str, **ids: int) -> None:
 
 
 def seed_history(root: Path) -> dict[str, int]:
-    s1 = make_session(root, "s1")
-    s2 = make_session(root, "s2")
+    s1 = SessionFactory(root=root, session_id="s1")
+    s2 = SessionFactory(root=root, session_id="s2")
     o1 = make_obs(
         s1,
         "Webhook sender uses fixed 5s timeout",
@@ -168,7 +168,7 @@ def test_the_header_carries_project_local_date_time_and_zone(client, root, monke
 
 
 def test_day_groups_follow_the_zone(client, root, monkeypatch) -> None:
-    session = make_session(root, "s")
+    session = SessionFactory(root=root, session_id="s")
     make_obs(
         session, "Late evening in LA", "a.py", created=datetime(2026, 8, 19, 5, 30, tzinfo=UTC)
     )  # Aug 18 10:30pm PDT
@@ -193,8 +193,8 @@ def test_excluded_projects_get_nothing(client, root, monkeypatch) -> None:
 
 @pytest.mark.parametrize("source", ["clear", "compact"])
 def test_clear_and_compact_forget_the_sessions_file_views(client, root, source) -> None:
-    mine = make_session(root, SID)
-    other = make_session(root, "other")
+    mine = SessionFactory(root=root, session_id=SID)
+    other = SessionFactory(root=root, session_id="other")
     FileView.objects.create(session=mine, path=str(root / "a.py"))
     FileView.objects.create(session=other, path=str(root / "a.py"))
     context(client, root, source=source)
@@ -208,7 +208,7 @@ def test_compact_before_any_prompt_creates_the_session(client, root) -> None:
 
 
 def test_observation_and_session_bounds(client, root, monkeypatch) -> None:
-    session = make_session(root, "s")
+    session = SessionFactory(root=root, session_id="s")
     made = [
         make_obs(session, f"Row {i}", f"f{i}.py", created=pdt(10, 8) + timedelta(minutes=i)).pk
         for i in range(60)
@@ -235,7 +235,7 @@ def test_observation_and_session_bounds(client, root, monkeypatch) -> None:
 def test_never_over_ten_thousand_characters_and_only_whole_rows(client, root, monkeypatch) -> None:
     monkeypatch.setenv("CLAUDE_MEM_CONTEXT_OBSERVATIONS", "200")
     monkeypatch.setenv("CLAUDE_MEM_CONTEXT_TOKENS", "0")  # no token budget: only the hard cap
-    session = make_session(root, "s")
+    session = SessionFactory(root=root, session_id="s")
     # Astral characters count twice in Claude Code's (UTF-16) measure.
     made = [
         make_obs(
@@ -258,7 +258,7 @@ def test_never_over_ten_thousand_characters_and_only_whole_rows(client, root, mo
 
 
 def test_the_token_budget_bounds_the_index(client, root, monkeypatch) -> None:
-    session = make_session(root, "s")
+    session = SessionFactory(root=root, session_id="s")
     for i in range(50):
         make_obs(
             session,
@@ -280,7 +280,7 @@ def test_the_index_states_its_own_token_cost(client, root) -> None:
 
 
 def test_icons_are_never_astral(client, root) -> None:
-    session = make_session(root, "s")
+    session = SessionFactory(root=root, session_id="s")
     for i, kind in enumerate(
         [
             "bugfix",
@@ -325,7 +325,12 @@ def test_explicit_invalidation_rerenders(client, root) -> None:
 def test_a_new_observation_rerenders_even_without_an_invalidation(client, root) -> None:
     seed_history(root)
     context(client, root)
-    make_obs(make_session(root, "s3"), "A brand new finding", "new.py", created=pdt(19, 12))
+    make_obs(
+        SessionFactory(root=root, session_id="s3"),
+        "A brand new finding",
+        "new.py",
+        created=pdt(19, 12),
+    )
     assert "A brand new finding" in context(client, root, session_id="again")
 
 
@@ -376,7 +381,9 @@ def test_an_unhealthy_observer_is_announced_first(client, root) -> None:
 
 def test_zero_counts_turn_injection_off_but_still_reset_views(client, root, monkeypatch) -> None:
     seed_history(root)
-    FileView.objects.create(session=make_session(root, SID), path=str(root / "a.py"))
+    FileView.objects.create(
+        session=SessionFactory(root=root, session_id=SID), path=str(root / "a.py")
+    )
     monkeypatch.setenv("CLAUDE_MEM_CONTEXT_OBSERVATIONS", "0")
     monkeypatch.setenv("CLAUDE_MEM_CONTEXT_SESSION_COUNT", "0")
     assert post_context(client, root, source="compact") == {}

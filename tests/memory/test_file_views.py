@@ -8,7 +8,8 @@ import pytest
 from memory.agents import claude_code
 from memory.models import FileView, Session
 from memory.recall.file_views import file_view_record_from_tool, file_views_reset
-from tests.memory.gate_helpers import fixture, make_project, make_session, sha, write_file
+from tests.factories import SessionFactory
+from tests.memory.gate_helpers import fixture, make_project, sha, write_file
 
 pytestmark = pytest.mark.django_db
 
@@ -20,7 +21,7 @@ def root(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def session(root: Path) -> Session:
-    return make_session(root, "sid")
+    return SessionFactory(root=root, session_id="sid")
 
 
 def record(
@@ -188,7 +189,7 @@ def test_team_mode_facts_are_used_instead_of_the_disk(session, root) -> None:
 
 
 def test_reset_forgets_only_that_sessions_views(session, root) -> None:
-    other = make_session(root, "other")
+    other = SessionFactory(root=root, session_id="other")
     target = write_file(root, "target.txt")
     record(session, root, "Read", {"file_path": str(target)}, read_response(target, 31, 31))
     record(other, root, "Read", {"file_path": str(target)}, read_response(target, 31, 31))

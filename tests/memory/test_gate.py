@@ -10,6 +10,7 @@ import time_machine
 from memory.agents import claude_code
 from memory.models import ExcludedProject, FileView, LedgerEntry, Session
 from memory.recall.file_views import file_view_record_from_tool
+from tests.factories import SessionFactory
 from tests.memory.gate_helpers import (
     SID,
     added_context,
@@ -18,7 +19,6 @@ from tests.memory.gate_helpers import (
     gate_payload,
     make_obs,
     make_project,
-    make_session,
     post_context,
     post_gate,
     reason,
@@ -60,7 +60,7 @@ def seeded(root: Path, *, hash_now: bool = True) -> tuple[Path, list[int]]:
     target = write_file(root, "src/worker.py")
     digest = sha(target) if hash_now else "0" * 64
     a = make_obs(
-        make_session(root, "s-a"),
+        SessionFactory(root=root, session_id="s-a"),
         "Fixed database connection pooling",
         "src/worker.py",
         created=at(4, 5, 14, 15),
@@ -68,7 +68,7 @@ def seeded(root: Path, *, hash_now: bool = True) -> tuple[Path, list[int]]:
         content_hash=digest,
     )
     b = make_obs(
-        make_session(root, "s-b"),
+        SessionFactory(root=root, session_id="s-b"),
         "Refactored worker startup sequence",
         "src/worker.py",
         created=at(4, 5, 13, 50),
@@ -76,7 +76,7 @@ def seeded(root: Path, *, hash_now: bool = True) -> tuple[Path, list[int]]:
         content_hash=digest,
     )
     c = make_obs(
-        make_session(root, "s-c"),
+        SessionFactory(root=root, session_id="s-c"),
         "Added health check endpoint",
         "src/worker.py",
         created=at(3, 28, 16, 30),
@@ -113,7 +113,7 @@ def test_deny_message_is_the_seed_message_with_a_readable_edit_line(client, la, 
 def test_a_file_under_the_size_threshold_passes_and_one_at_it_is_gated(client, root) -> None:
     small = write_file(root, "small.py", size=1499)
     exact = write_file(root, "exact.py", size=1500)
-    session = make_session(root, "past")
+    session = SessionFactory(root=root, session_id="past")
     make_obs(
         session,
         "Small file",
@@ -213,14 +213,14 @@ def test_a_refused_file_passes_on_retry_so_an_edit_never_deadlocks(client, root)
 def test_a_reread_of_a_full_unchanged_view_is_refused_saying_when(client, root, la) -> None:
     target = write_file(root, "src/worker.py")
     make_obs(
-        make_session(root, "past"),
+        SessionFactory(root=root, session_id="past"),
         "Worker notes",
         "src/worker.py",
         created=datetime(2026, 1, 1, tzinfo=UTC),
         content_hash=sha(target),
     )
     with time_machine.travel(NOW, tick=False):
-        session = make_session(root, SID)
+        session = SessionFactory(root=root, session_id=SID)
         _record_read(session, root, target)
     with time_machine.travel(NOW + timedelta(minutes=20), tick=False):
         out = post_gate(client, root, target)
@@ -235,13 +235,13 @@ def test_a_reread_of_a_full_unchanged_view_is_refused_saying_when(client, root, 
 def test_a_partial_view_is_not_a_reason_to_refuse_a_reread(client, root) -> None:
     target = write_file(root, "src/worker.py")
     make_obs(
-        make_session(root, "past"),
+        SessionFactory(root=root, session_id="past"),
         "Worker notes",
         "src/worker.py",
         created=datetime(2026, 1, 1, tzinfo=UTC),
         content_hash=sha(target),
     )
-    session = make_session(root, SID)
+    session = SessionFactory(root=root, session_id=SID)
     _record_read(session, root, target, offset=1, limit=5)
     out = post_gate(client, root, target)
     assert decision(out) == "deny" and "Read blocked: This file has prior observations" in reason(
@@ -251,11 +251,11 @@ def test_a_partial_view_is_not_a_reason_to_refuse_a_reread(client, root) -> None
 
 def test_a_view_of_older_content_is_not_a_reread(client, root) -> None:
     target = write_file(root, "src/worker.py")
-    session = make_session(root, SID)
+    session = SessionFactory(root=root, session_id=SID)
     _record_read(session, root, target)
     write_file(root, "src/worker.py", text="x = 1\n" * 600)
     make_obs(
-        make_session(root, "past"),
+        SessionFactory(root=root, session_id="past"),
         "Worker notes",
         "src/worker.py",
         created=datetime(2026, 1, 1, tzinfo=UTC),
@@ -268,13 +268,13 @@ def test_a_view_of_older_content_is_not_a_reread(client, root) -> None:
 def test_compact_forgets_views_so_a_reread_is_no_longer_refused_as_such(client, root) -> None:
     target = write_file(root, "src/worker.py")
     make_obs(
-        make_session(root, "past"),
+        SessionFactory(root=root, session_id="past"),
         "Worker notes",
         "src/worker.py",
         created=datetime(2026, 1, 1, tzinfo=UTC),
         content_hash=sha(target),
     )
-    _record_read(make_session(root, SID), root, target)
+    _record_read(SessionFactory(root=root, session_id=SID), root, target)
     post_context(client, root, source="compact")
     assert not FileView.objects.filter(session__session_id=SID).exists()
     out = post_gate(client, root, target)
@@ -287,7 +287,7 @@ def test_a_file_changed_since_its_newest_observation_is_allowed_with_the_timelin
     target = write_file(root, "src/worker.py")
     old = sha(target)
     newest = make_obs(
-        make_session(root, "s1"),
+        SessionFactory(root=root, session_id="s1"),
         "Newest look",
         "src/worker.py",
         created=at(4, 5, 10),
@@ -314,14 +314,14 @@ def test_staleness_labels_compare_each_observation_with_the_file_now(client, roo
     target = write_file(root, "src/worker.py")
     current = sha(target)
     old = make_obs(
-        make_session(root, "s1"),
+        SessionFactory(root=root, session_id="s1"),
         "Old view",
         "src/worker.py",
         created=at(4, 1, 9),
         content_hash="a" * 64,
     )
     new = make_obs(
-        make_session(root, "s2"),
+        SessionFactory(root=root, session_id="s2"),
         "New view",
         "src/worker.py",
         created=at(4, 2, 9),
@@ -336,14 +336,14 @@ def test_without_a_stored_hash_staleness_falls_back_to_mtime(client, root) -> No
     target = write_file(root, "src/worker.py")
     future = datetime.now(UTC) + timedelta(days=1)
     make_obs(
-        make_session(root, "s1"),
+        SessionFactory(root=root, session_id="s1"),
         "Hashless but newer than the file",
         "src/worker.py",
         created=future,
     )
     assert decision(post_gate(client, root, target)) == "deny"
     make_obs(
-        make_session(root, "s2"),
+        SessionFactory(root=root, session_id="s2"),
         "Hashless and older",
         "src/worker.py",
         created=future - timedelta(days=30),
@@ -366,7 +366,7 @@ def test_ranking_by_specificity_then_newest(client, root) -> None:
         ("focused edit", "modified", 1, 0),  # 4, the oldest
     ]:
         made[title] = make_obs(
-            make_session(root, title),
+            SessionFactory(root=root, session_id=title),
             title,
             "src/worker.py",
             created=day + timedelta(minutes=minute),
@@ -390,10 +390,18 @@ def test_equal_score_and_time_puts_the_higher_id_first(client, root) -> None:
     target = write_file(root, "src/worker.py")
     when = at(3, 3, 8)
     first = make_obs(
-        make_session(root, "a"), "Twin one", "src/worker.py", created=when, content_hash=sha(target)
+        SessionFactory(root=root, session_id="a"),
+        "Twin one",
+        "src/worker.py",
+        created=when,
+        content_hash=sha(target),
     )
     second = make_obs(
-        make_session(root, "b"), "Twin two", "src/worker.py", created=when, content_hash=sha(target)
+        SessionFactory(root=root, session_id="b"),
+        "Twin two",
+        "src/worker.py",
+        created=when,
+        content_hash=sha(target),
     )
     assert ids(reason(post_gate(client, root, target))) == [second.pk, first.pk]
 
@@ -401,14 +409,14 @@ def test_equal_score_and_time_puts_the_higher_id_first(client, root) -> None:
 def test_at_most_one_observation_per_session_its_most_specific(client, root) -> None:
     target = write_file(root, "src/worker.py")
     digest = sha(target)
-    busy = make_session(root, "busy")
+    busy = SessionFactory(root=root, session_id="busy")
     edit = make_obs(
         busy, "The edit", "src/worker.py", created=at(3, 3, 8), role="modified", content_hash=digest
     )
     make_obs(busy, "A later read", "src/worker.py", created=at(3, 3, 9), content_hash=digest)
     make_obs(busy, "An even later read", "src/worker.py", created=at(3, 3, 10), content_hash=digest)
     other = make_obs(
-        make_session(root, "other"),
+        SessionFactory(root=root, session_id="other"),
         "Elsewhere",
         "src/worker.py",
         created=at(3, 2, 8),
@@ -419,7 +427,7 @@ def test_at_most_one_observation_per_session_its_most_specific(client, root) -> 
 
 def test_an_observation_that_read_and_modified_counts_as_modified_once(client, root) -> None:
     target = write_file(root, "src/worker.py")
-    session = make_session(root, "s")
+    session = SessionFactory(root=root, session_id="s")
     obs = make_obs(
         session, "Read then edit", "src/worker.py", created=at(3, 3, 8), content_hash=sha(target)
     )
@@ -439,7 +447,7 @@ def test_the_timeline_is_limited(client, root, monkeypatch) -> None:
     target = write_file(root, "src/worker.py")
     made = [
         make_obs(
-            make_session(root, f"s{i}"),
+            SessionFactory(root=root, session_id=f"s{i}"),
             f"Look {i}",
             "src/worker.py",
             created=at(3, 1, 8) + timedelta(hours=i),
@@ -455,7 +463,7 @@ def test_the_timeline_is_limited(client, root, monkeypatch) -> None:
 def test_long_and_multiline_titles_stay_on_one_line(client, root) -> None:
     target = write_file(root, "src/worker.py")
     make_obs(
-        make_session(root, "s"),
+        SessionFactory(root=root, session_id="s"),
         "first line\nsecond line "
         + "x" * 270,  # within the 300-character column (PostgreSQL enforces it)
         "src/worker.py",
@@ -544,7 +552,7 @@ def test_without_a_setting_the_zone_cmem_was_started_in_is_used(client, root, mo
 
 def test_team_mode_file_facts_replace_the_disk(client, tmp_path) -> None:
     root = tmp_path / "remote-proj"  # never created: the worker cannot see the agent's disk
-    session = make_session(root, "past", project="remote-proj")
+    session = SessionFactory(root=root, session_id="past", project="remote-proj")
     make_obs(session, "Remote notes", "src/app.py", created=at(3, 1, 8), content_hash="c" * 64)
     payload_path = str(root / "src/app.py")
     payload = fixture("PreToolUse.json")
@@ -585,7 +593,9 @@ def _record_read(session: Session, root: Path, target: Path, **slice_: int) -> N
 
 def test_observations_by_file_endpoint_ranks_as_the_gate_does(client, root) -> None:
     target, (a, b, c) = seeded(root)
-    make_session(root, SID)  # gives the project a known root, so an absolute path resolves
+    SessionFactory(
+        root=root, session_id=SID
+    )  # gives the project a known root, so an absolute path resolves
     for path in ["src/worker.py", str(target)]:
         body = client.get("/api/observations/by-file", {"path": path, "project": "proj"}).json()
         assert body["path"] == "src/worker.py" and body["total"] == 3

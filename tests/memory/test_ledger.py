@@ -12,11 +12,11 @@ from django.core.management import call_command
 from memory.compression.llm import Usage
 from memory.models import LedgerEntry, Session
 from memory.recall.ledger import ledger_record_observer, ledger_report
+from tests.factories import SessionFactory
 from tests.memory.gate_helpers import (
     SID,
     make_obs,
     make_project,
-    make_session,
     post_context,
     post_gate,
     reason,
@@ -35,7 +35,7 @@ def root(tmp_path: Path) -> Path:
 def gated_file(root: Path, size: int = 8000) -> Path:
     target = write_file(root, "src/big.py", size=size)
     make_obs(
-        make_session(root, "past"),
+        SessionFactory(root=root, session_id="past"),
         "Big file notes",
         "src/big.py",
         created=datetime(2026, 1, 1, tzinfo=UTC),

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memory.capture import privacy
-from tests.conftest import CLAUDE_FIXTURES, LiveWorker
+from tests.support import CLAUDE_FIXTURES, LiveWorker
 
 # Realistic shapes (fake values): each must disappear, and the kind must be named.
 SECRETS = {

@@ -13,7 +13,7 @@ import pytest
 from memory import hookclient
 from memory.capture import spool
 from memory.models import Event, Prompt
-from tests.conftest import CLAUDE_FIXTURES
+from tests.support import CLAUDE_FIXTURES
 
 pytestmark = pytest.mark.django_db
 
@@ -98,12 +98,12 @@ def test_a_file_claimed_by_a_dead_ingester_is_taken_back(data_dir: Path) -> None
 def test_a_hook_request_drains_the_spool(
     client: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
-    from memory import spool_tasks
+    from memory import tasks
 
     hookclient.spool_write(
         "claude-code", "observation", _body("PostToolUse.bash.json", tool_use_id="from-spool")
     )
-    spool_tasks._last_kick[0] = 0.0
+    tasks._last_kick[0] = 0.0
     resp = client.post(
         "/api/hooks/claude-code/observation",
         data=_body("PostToolUse.json"),
@@ -132,7 +132,7 @@ def test_the_spawn_lock_lets_one_hook_of_a_crowd_start_the_worker(
 def test_a_spooled_event_holds_no_secret_and_no_private_text(data_dir: Path) -> None:
     import subprocess
 
-    from tests.conftest import CMEM, make_worker_env
+    from tests.support import CMEM, make_worker_env
 
     secret = "sk-ant-api03-Zq8Wm3Tr6Yp1Nd4Kc7Vb2Hx5Lg9Js0FeUa8Qo3Mi6Rt1Ws4Pk7Xc2Bn5Vz9AA"
     (data_dir / "worker.spawn.lock").write_text("0 0\n")  # "another hook is starting it": no spawn

@@ -14,12 +14,13 @@ from typing import Any
 
 import pytest
 
+from memory.benchmarks.fake_api import FakeAnthropic, Reply
 from memory.compression import service
 from memory.models import Event, Observation, Summary
 from memory.tasks import events_sweep, session_events_process_task
-from tests.conftest import CMEM, free_port, make_worker_env
-from tests.fakes import add_event, bash_payload, make_session
-from tests.fakes.anthropic_api import FakeAnthropic, Reply
+from tests.factories import SessionFactory
+from tests.fakes import add_event, bash_payload
+from tests.support import CMEM, free_port, make_worker_env
 
 KEY = "sk-ant-api03-TASKS-abcdefghijklmnop"
 
@@ -47,7 +48,9 @@ def api(monkeypatch: pytest.MonkeyPatch):
 
 @pytest.mark.django_db
 def test_claim_takes_pending_events_once_and_counts_the_attempt(tmp_path: Path) -> None:
-    session = make_session(tmp_path)
+    session = SessionFactory(
+        root=tmp_path, project="demo", prompt="Make the gate rank rows by specificity"
+    )
     events = [
         add_event(session, bash_payload(f"echo tool-{i}", tmp_path, stdout="x")) for i in range(5)
     ]
@@ -67,7 +70,9 @@ def test_claim_takes_pending_events_once_and_counts_the_attempt(tmp_path: Path) 
 def test_stale_claims_are_reclaimed_and_a_late_result_is_dropped(
     api: FakeAnthropic, tmp_path: Path
 ) -> None:
-    session = make_session(tmp_path)
+    session = SessionFactory(
+        root=tmp_path, project="demo", prompt="Make the gate rank rows by specificity"
+    )
     events = [
         add_event(session, bash_payload(f"echo tool-{i}", tmp_path, stdout="x")) for i in range(2)
     ]
@@ -88,7 +93,9 @@ def test_stale_claims_are_reclaimed_and_a_late_result_is_dropped(
 
 @pytest.mark.django_db
 def test_sweep_enqueues_sessions_whose_task_was_lost(api: FakeAnthropic, tmp_path: Path) -> None:
-    session = make_session(tmp_path)
+    session = SessionFactory(
+        root=tmp_path, project="demo", prompt="Make the gate rank rows by specificity"
+    )
     add_event(session, bash_payload("echo tool-1", tmp_path, stdout="x"))
     assert events_sweep(pending_older_than_seconds=0) == [session.pk]
     assert Observation.objects.get().title == "obs of tool-1"
@@ -99,7 +106,9 @@ def test_sweep_enqueues_sessions_whose_task_was_lost(api: FakeAnthropic, tmp_pat
 def test_a_batch_that_keeps_killing_its_consumer_goes_offline(
     api: FakeAnthropic, tmp_path: Path
 ) -> None:
-    session = make_session(tmp_path)
+    session = SessionFactory(
+        root=tmp_path, project="demo", prompt="Make the gate rank rows by specificity"
+    )
     event = add_event(session, bash_payload("echo tool-1", tmp_path, stdout="x"))
     Event.objects.filter(pk=event.pk).update(attempts=service.MAX_API_ATTEMPTS)
     session_events_process_task(session.pk)
@@ -111,7 +120,9 @@ def test_a_batch_that_keeps_killing_its_consumer_goes_offline(
 def test_summary_waits_for_earlier_observations_held_elsewhere(
     api: FakeAnthropic, tmp_path: Path
 ) -> None:
-    session = make_session(tmp_path)
+    session = SessionFactory(
+        root=tmp_path, project="demo", prompt="Make the gate rank rows by specificity"
+    )
     add_event(session, bash_payload("echo tool-1", tmp_path, stdout="x"))
     add_event(session, {"last_assistant_message": "done"}, kind="summary")
     held, stamp = service.events_claim(session_pk=session.pk, kind="observation", limit=10)
@@ -131,7 +142,9 @@ def test_summary_waits_for_earlier_observations_held_elsewhere(
 def test_unexpected_error_marks_events_failed_instead_of_looping(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    session = make_session(tmp_path)
+    session = SessionFactory(
+        root=tmp_path, project="demo", prompt="Make the gate rank rows by specificity"
+    )
     event = add_event(session, bash_payload("echo tool-1", tmp_path, stdout="x"))
 
     def broken(*args: Any, **kwargs: Any) -> Any:
@@ -314,7 +327,7 @@ def test_two_consumer_processes_never_claim_the_same_event(tmp_path: Path) -> No
 def test_hooks_to_observation_and_summary_through_a_real_worker(tmp_path: Path) -> None:
     """UserPromptSubmit, an Edit and a Stop through `cmem hook` into a real `cmem serve`,
     compressed by its consumer with the SDK against the fake API."""
-    from tests.conftest import CLAUDE_FIXTURES, LiveWorker
+    from tests.support import CLAUDE_FIXTURES, LiveWorker
 
     project = tmp_path / "demo"
     project.mkdir()
@@ -380,3 +393,29 @@ def test_hooks_to_observation_and_summary_through_a_real_worker(tmp_path: Path) 
     finally:
         worker.stop()
         fake.stop()
+
+
+def test_merged_tasks_keep_the_names_huey_registered_them_by() -> None:
+    """A queued message names its task "<module>.<class>"; the merge into memory/tasks.py
+    must not orphan messages queued before an upgrade."""
+    from huey.contrib.djhuey import HUEY
+
+    from memory import tasks
+
+    names = {
+        HUEY._registry.task_to_string(t.task_class)
+        for t in (
+            tasks.session_events_process_task,
+            tasks.events_sweep_task,
+            tasks.spool_ingest_task,
+            tasks.spool_ingest_periodic_task,
+            tasks.retention_task,
+        )
+    }
+    assert names == {
+        "memory.tasks.session_events_process_task",
+        "memory.tasks.events_sweep_task",
+        "memory.spool_tasks.spool_ingest_task",
+        "memory.spool_tasks.spool_ingest_periodic_task",
+        "memory.retention_tasks.retention_task",
+    }

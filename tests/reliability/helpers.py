@@ -16,8 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import CLAUDE_FIXTURES, CMEM, LiveWorker, free_port, make_worker_env
-from tests.fakes.anthropic_api import Reply
+from memory.benchmarks.fake_api import Reply
+from tests.support import CLAUDE_FIXTURES, CMEM, LiveWorker, free_port, make_worker_env
 
 KEY = "sk-ant-api03-RELIABILITY-abcdefghijklmnop"
 _BASH = json.loads((CLAUDE_FIXTURES / "PostToolUse.bash.json").read_text())

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CMEM
 from tests.reliability.helpers import Session, hook, new_worker, rows, scalar, spooled, wait_for
+from tests.support import CMEM
 
 pytestmark = pytest.mark.slow
 

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from memory.housekeeping import retention
 from memory.models import Event, Observation, Session, Summary
-from tests.conftest import CMEM, make_worker_env
+from tests.support import CMEM, make_worker_env
 
 PAYLOAD = {
     "tool_name": "Bash",

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import LiveWorker
 from tests.reliability.helpers import Session, rows, scalar
+from tests.support import LiveWorker
 
 pytestmark = pytest.mark.slow
 

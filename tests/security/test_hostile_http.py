@@ -12,6 +12,7 @@ import pytest
 from django.test import Client
 
 from memory.models import Event, Observation, Prompt, Session
+from tests.factories import SessionFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -327,9 +328,9 @@ def test_same_origin_and_header_less_writes_are_served(client: Client, tmp_path:
 
 
 def test_page_posts_need_a_csrf_token(tmp_path: Path) -> None:
-    from tests.browser.seed import make_observation, make_session
+    from tests.browser.seed import make_observation
 
-    session = make_session(root=str(tmp_path))
+    session = SessionFactory(project="demo", root=str(tmp_path), session_id="s-1")
     obs = make_observation(session, "keep me")
     csrf_client = Client(enforce_csrf_checks=True)
     assert csrf_client.post(f"/observations/{obs.pk}/forget/", {"confirm": "1"}).status_code == 403

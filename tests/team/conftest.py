@@ -4,41 +4,32 @@ Tests that use the Django test database on PostgreSQL (`pg_backend`) run when th
 pointed there with CMEM_TEST_DATABASE_URL (`make test` does, in its second run). Tests of
 real processes (workers, consumers, `cmem migrate`) get a fresh database of their own,
 cloned from a migrated template, so they never touch the test database or each other.
-When a service is not reachable the tests skip and say which one and how to start it.
+When a service is not reachable the tests skip and say which one and how to start it;
+under CMEM_TEAM_REQUIRED=1 (CI sets it) they fail instead, so team mode can never pass by
+not running.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
-import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.conftest import CMEM, LiveWorker, free_port, make_worker_env
+from tests.support import LiveWorker, free_port, make_worker_env
+from tests.support.team import (
+    MIGRATE_OUTPUT,
+    PG_ADMIN_URL,
+    REDIS_URL,
+    pg_connect,
+    run_cmem,
+    unavailable,
+)
 
-PG_ADMIN_URL = os.environ.get("CMEM_TEAM_PG_URL", "postgres://postgres@127.0.0.1:5432")
-REDIS_URL = os.environ.get("CMEM_TEAM_REDIS_URL", "redis://127.0.0.1:6379/0")
 _counter = itertools.count()
-# What `cmem migrate` printed when it built the template (test_team_worker checks it).
-MIGRATE_OUTPUT: dict[str, str] = {}
-
-
-def pg_connect(dbname: str = "postgres", **kwargs: Any):  # type: ignore[no-untyped-def]
-    import psycopg
-
-    return psycopg.connect(f"{PG_ADMIN_URL}/{dbname}", connect_timeout=3, autocommit=True, **kwargs)
-
-
-def pg_query(url: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    import psycopg
-
-    with psycopg.connect(url, connect_timeout=3, autocommit=True) as conn:
-        return conn.execute(sql, params).fetchall()
 
 
 @pytest.fixture(scope="session")
@@ -47,7 +38,7 @@ def pg_server() -> str:
         with pg_connect() as conn:
             conn.execute("SELECT 1")
     except Exception as exc:  # noqa: BLE001 - any failure means "not reachable" here
-        pytest.skip(
+        unavailable(
             f"PostgreSQL not reachable at {PG_ADMIN_URL} ({exc}); start it (pg_ctlcluster … start) or set CMEM_TEAM_PG_URL"
         )
     return PG_ADMIN_URL
@@ -60,7 +51,7 @@ def redis_url() -> str:
     try:
         redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
     except Exception as exc:  # noqa: BLE001
-        pytest.skip(
+        unavailable(
             f"Redis not reachable at {REDIS_URL} ({exc}); start redis-server or set CMEM_TEAM_REDIS_URL"
         )
     return REDIS_URL
@@ -68,11 +59,11 @@ def redis_url() -> str:
 
 @pytest.fixture
 def pg_backend(db: None) -> None:
-    """The Django test database is PostgreSQL (CMEM_TEST_DATABASE_URL), else skip."""
+    """The Django test database is PostgreSQL (CMEM_TEST_DATABASE_URL), else skip (fail in CI)."""
     from django.db import connection
 
     if connection.vendor != "postgresql":
-        pytest.skip(
+        unavailable(
             "runs on PostgreSQL: CMEM_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/cmem (make test does)"
         )
 
@@ -85,12 +76,6 @@ def _cmem_env(data_dir: Path, **extra: str) -> dict[str, str]:
     }
     env.update(CLAUDE_MEM_DATA_DIR=str(data_dir), CLAUDE_MEM_COMPRESSOR="offline", **extra)
     return env
-
-
-def run_cmem(
-    args: list[str], env: dict[str, str], timeout: float = 120
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([CMEM, *args], env=env, capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture(scope="session")

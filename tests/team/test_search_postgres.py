@@ -11,12 +11,9 @@ from django.utils import timezone
 from memory.models import Observation, ObservationFile, Prompt, Session, Summary
 from memory.retrieval.search.postgres import tsquery_terms
 from memory.retrieval.search.service import HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, SearchQuery, search
+from tests.factories import SessionFactory
 
 pytestmark = [pytest.mark.django_db, pytest.mark.team, pytest.mark.usefixtures("pg_backend")]
-
-
-def _session(project: str = "github.com/acme/app", sid: str = "s1") -> Session:
-    return Session.objects.create(session_id=sid, project=project)
 
 
 def _obs(session: Session, title: str, **fields: object) -> Observation:
@@ -26,7 +23,7 @@ def _obs(session: Session, title: str, **fields: object) -> Observation:
 
 
 def test_finds_observations_by_stemmed_words_best_match_first() -> None:
-    s = _session()
+    s = SessionFactory(project="github.com/acme/app", session_id="s1")
     narrative_only = _obs(s, "Tidy the settings page", narrative="The migrations were reordered.")
     in_title = _obs(s, "Squash migrations before release", narrative="Fewer files.")
     _obs(s, "Unrelated change", narrative="Nothing to see.")
@@ -42,7 +39,7 @@ def test_finds_observations_by_stemmed_words_best_match_first() -> None:
 
 
 def test_path_words_and_identifiers_match_like_fts5() -> None:
-    s = _session()
+    s = SessionFactory(project="github.com/acme/app", session_id="s1")
     hit = _obs(
         s,
         "Gate reads the index",
@@ -56,7 +53,7 @@ def test_path_words_and_identifiers_match_like_fts5() -> None:
 
 
 def test_summaries_and_prompts_are_found_and_kinds_filter() -> None:
-    s = _session()
+    s = SessionFactory(project="github.com/acme/app", session_id="s1")
     summary = Summary.objects.create(
         session=s, project=s.project, request="Port the worker to PostgreSQL", learned="tsvector"
     )
@@ -74,7 +71,10 @@ def test_summaries_and_prompts_are_found_and_kinds_filter() -> None:
 
 
 def test_filters_project_type_concept_file_and_dates() -> None:
-    a, b = _session("github.com/acme/a", "sa"), _session("github.com/acme/b", "sb")
+    a, b = (
+        SessionFactory(project="github.com/acme/a", session_id="sa"),
+        SessionFactory(project="github.com/acme/b", session_id="sb"),
+    )
     old = _obs(
         a,
         "Cache fix",
@@ -105,7 +105,7 @@ def test_filters_project_type_concept_file_and_dates() -> None:
 
 
 def test_no_text_lists_newest_first_with_limit_and_offset() -> None:
-    s = _session()
+    s = SessionFactory(project="github.com/acme/app", session_id="s1")
     now = timezone.now()
     made = [_obs(s, f"Row {i}", created=now - timedelta(minutes=i)) for i in range(5)]
     page = search(SearchQuery(kinds=("observation",), limit=2, offset=1))
@@ -114,7 +114,7 @@ def test_no_text_lists_newest_first_with_limit_and_offset() -> None:
 
 
 def test_phrases_prefixes_and_punctuation_read_like_fts5() -> None:
-    s = _session()
+    s = SessionFactory(project="github.com/acme/app", session_id="s1")
     init = _obs(s, "session init hook", narrative="x")
     reversed_words = _obs(s, "init the session", narrative="y")
     compression = _obs(s, "Compression of events", narrative="")
@@ -130,7 +130,7 @@ def test_phrases_prefixes_and_punctuation_read_like_fts5() -> None:
 
 
 def test_all_words_first_then_any_word() -> None:
-    s = _session()
+    s = SessionFactory(project="github.com/acme/app", session_id="s1")
     both = _obs(s, "retry with backoff", narrative="")
     one = _obs(s, "retry once", narrative="")
     assert [h.id for h in search(SearchQuery(text="retry backoff"))] == [both.pk]
@@ -148,7 +148,7 @@ def test_search_uses_the_gin_index() -> None:
 
 
 def test_tokens_estimate_what_fetching_costs() -> None:
-    s = _session()
+    s = SessionFactory(project="github.com/acme/app", session_id="s1")
     obs = _obs(s, "Token estimate", narrative="n" * 400, facts=["f" * 40])
     [hit] = search(SearchQuery(text="token estimate"))
     assert abs(hit.tokens - obs.fetch_tokens) <= 3

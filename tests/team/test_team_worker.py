@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CLAUDE_FIXTURES, CMEM, LiveWorker, free_port, make_worker_env
-from tests.team.conftest import MIGRATE_OUTPUT, pg_query, run_cmem
+from tests.support import CLAUDE_FIXTURES, CMEM, LiveWorker, free_port, make_worker_env
+from tests.support.team import MIGRATE_OUTPUT, pg_query, run_cmem
 
 pytestmark = [pytest.mark.team, pytest.mark.slow]
 

@@ -8,7 +8,7 @@ from django.test import Client
 
 from memory.models import Event, Prompt, Session
 from memory.team.tokens import token_create, token_revoke
-from tests.conftest import CLAUDE_FIXTURES
+from tests.support import CLAUDE_FIXTURES
 
 pytestmark = [pytest.mark.django_db, pytest.mark.team]
 

@@ -9,7 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from memory.service import lifecycle
-from memory.service import supervisor as worker
+from memory.service import worker_state as worker
 
 
 def tail_lines(path: Path, count: int) -> list[str]:

@@ -6,7 +6,8 @@ from typing import Any
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from memory.service import supervisor as worker
+from memory.service import worker_state as worker
+from memory.service.supervisor import Supervisor
 
 
 class Command(BaseCommand):
@@ -32,6 +33,6 @@ class Command(BaseCommand):
         if not options["no_migrate"]:
             call_command("migrate", interactive=False, verbosity=0)
         try:
-            worker.Supervisor(address, out=self.stdout).run()
+            Supervisor(address, out=self.stdout).run()
         except worker.WorkerError as exc:
             raise CommandError(str(exc)) from None

@@ -6,7 +6,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from memory.service import lifecycle
-from memory.service import supervisor as worker
+from memory.service import worker_state as worker
 
 
 class Command(BaseCommand):

@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand
 
 from memory import config
 from memory.service import lifecycle
-from memory.service import supervisor as worker
+from memory.service import worker_state as worker
 
 # LSB init-script convention: 3 = "program is not running", so scripts can branch on it.
 NOT_RUNNING = 3

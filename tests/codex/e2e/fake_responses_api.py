@@ -142,7 +142,7 @@ class FakeResponsesAPI:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            def do_POST(self) -> None:  # http.server's name
                 size = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(size)
                 if self.headers.get("Content-Encoding") == "zstd":

@@ -36,8 +36,8 @@ from tests.codex.e2e.fake_responses_api import (
     developer_texts,
     say,
 )
-from tests.conftest import CMEM, REPO, LiveWorker, free_port, make_worker_env
 from tests.e2e.harness import installed_cli, query, wait_for
+from tests.support import CMEM, REPO, LiveWorker, free_port, make_worker_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -12,7 +12,10 @@ reaches the model's minimum cacheable length (4,096 tokens for Haiku 4.5, 1,024 
         api.script(Reply(text="<observation>…</observation>"), Reply(status=500))
         monkeypatch.setenv("CLAUDE_MEM_ANTHROPIC_BASE_URL", api.url)
 
-Run alone (for manual or end-to-end use): `python -m tests.fakes.anthropic_api --port 8123`.
+It lives in the package, not under tests/, because `cmem bench compress` replays a session
+against it and must run outside a checkout; the tests import it from here too.
+
+Run alone (for manual or end-to-end use): `python -m memory.benchmarks.fake_api --port 8123`.
 """
 
 from __future__ import annotations
@@ -215,10 +218,10 @@ def _handler_for(api: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: Any) -> None:
             pass
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             length = int(self.headers.get("content-length") or 0)
             raw = self.rfile.read(length) if length else b""
             path = self.path.split("?", 1)[0]

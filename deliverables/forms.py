@@ -1,0 +1,13 @@
+"""My Work's filter form."""
+
+from __future__ import annotations
+
+from django import forms
+
+from memory.forms import DATE_INPUT
+
+
+class WorkFilterForm(forms.Form):
+    project = forms.CharField(required=False, max_length=200)
+    date_from = forms.DateField(required=False, widget=DATE_INPUT, label="From")
+    date_to = forms.DateField(required=False, widget=DATE_INPUT, label="To")

@@ -1,0 +1,103 @@
+"""The seam through which `memory` reaches the apps built on it, today `deliverables`.
+
+The contract:
+
+- `memory` never imports `deliverables` (or any app built on memory), not even lazily.
+  `deliverables` imports `memory` freely and plugs itself in here, once, from its
+  `AppConfig.ready()`. memory works unchanged with nothing plugged in (the counts are 0,
+  the session page shows prompts, observations and summaries only, exports carry no
+  deliverables).
+- Events memory announces have a receiver list here. memory sends them; apps connect.
+  `turn_finished` is sent at Stop, inside the Stop's transaction, once the summary request
+  is stored (`session=`, the `Session`; `event=`, the `HookEvent`). Each receiver runs in a
+  savepoint of its own: one that raises is rolled back and logged, and fails neither the
+  Stop nor the other receivers. (A plain list, not a `django.dispatch.Signal`: a signal's
+  public API cannot give each receiver its own savepoint.)
+- Rows an app keeps per session, which memory shows (stats, the session page) and carries
+  (export and import), are described by a `SessionPart` the app registers with
+  `session_part_register()`. memory calls its callables and knows nothing else about it.
+
+Later deliverable features keep to this. An MCP tool such as `work_state_write` is
+registered by `deliverables` into a registry that memory's MCP server reads (added here,
+beside `SessionPart`), never imported by `memory/retrieval/mcp_server.py`. A list both apps
+share, such as the secret locations that capture must not copy, lives in memory (it is a
+capture and privacy concern) and `deliverables` imports it from there.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from django.db import transaction
+
+if TYPE_CHECKING:
+    from memory.agents.base import HookEvent
+    from memory.models import Prompt, Session
+
+log = logging.getLogger(__name__)
+
+TurnFinished = Callable[..., object]  # called as receiver(session=..., event=...)
+_turn_finished: list[TurnFinished] = []
+
+
+def turn_finished_connect(receiver: TurnFinished) -> None:
+    """Called from an app's `AppConfig.ready()`; connecting the same receiver twice is a no-op."""
+    if receiver not in _turn_finished:
+        _turn_finished.append(receiver)
+
+
+def turn_finished_disconnect(receiver: TurnFinished) -> None:
+    if receiver in _turn_finished:
+        _turn_finished.remove(receiver)
+
+
+def turn_finished_send(*, session: Session, event: HookEvent) -> None:
+    """Tell the connected apps a turn ended; each receiver in its own savepoint."""
+    for receiver in list(_turn_finished):
+        try:
+            with transaction.atomic():
+                receiver(session=session, event=event)
+        except Exception:
+            log.exception("turn_finished receiver %r failed for session %s", receiver, session.pk)
+
+
+@dataclass(frozen=True)
+class SessionPart:
+    """Rows another app keeps per session, as memory's pages, stats and exports see them."""
+
+    # The key under /api/stats, in a session page's turn and in an export's session.
+    name: str
+    # The singular noun an import report counts them by ("deliverable").
+    noun: str
+    # How many rows, of one project when named (/api/stats).
+    count: Callable[[str | None], int]
+    # The session page: rows per prompt pk, in the order to show them.
+    by_prompt: Callable[[Session], dict[int, list[Any]]]
+    # The template that renders one turn's rows on the session page (gets `items`).
+    turn_template: str
+    # Export: JSON-ready rows per session pk, for the given sessions.
+    export: Callable[[list[Session]], dict[int, list[dict[str, Any]]]]
+    # Import: store a session's rows (prompts by number); one "created" flag per row.
+    import_rows: Callable[[Session, list[dict[str, Any]], dict[int, Prompt]], Iterable[bool]]
+
+
+_parts: dict[str, SessionPart] = {}
+
+
+def session_part_register(part: SessionPart) -> None:
+    """Called from an app's `AppConfig.ready()`; registering a name again replaces it."""
+    _parts[part.name] = part
+
+
+def session_parts() -> list[SessionPart]:
+    """The registered parts, in registration order."""
+    return list(_parts.values())
+
+
+def session_part_count(name: str, *, project: str | None = None) -> int:
+    """The rows of one part (0 when no app registered it)."""
+    part = _parts.get(name)
+    return part.count(project) if part else 0

@@ -1,0 +1,171 @@
+"""Where the worker is and what it leaves in the data dir: its address, the state files, the
+health probe, and log rotation. Read by `cmem start/stop/status`, doctor and the supervisor.
+
+Files in the data dir:
+- `worker.lock`: flock-ed by the supervisor for its whole life. The kernel drops the lock when
+  the process dies (even on kill -9), so "lock free" is the ground truth for "not running";
+  the pid file alone cannot say that (claude-mem #1231: start trusted a stale pid file).
+- `worker.pid`: the supervisor's pid (written after the lock is taken, removed last). Its
+  mtime is the start time `cmem status` reports uptime from.
+- `worker.children`: `{"server": pid, "consumer": pid}`, so `cmem stop` can take the whole
+  tree down even when the supervisor itself was killed.
+- `worker.port`: `host port`, written once the server answers, read by the hook client.
+- `logs/worker.out`: stdout/stderr of a detached supervisor; `logs/server.log`: gunicorn.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from memory import config
+
+LOG_ROTATE_BYTES = 5 * 1024 * 1024
+LOG_GENERATIONS = 3
+
+
+class WorkerError(RuntimeError):
+    """A lifecycle step that cannot be done; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Address:
+    host: str
+    port: int
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+
+def worker_address() -> Address:
+    settings = config.load()
+    return Address(
+        config.get("CLAUDE_MEM_WORKER_HOST", settings),
+        config.get_int("CLAUDE_MEM_WORKER_PORT", settings),
+    )
+
+
+def pid_path() -> Path:
+    return config.data_dir() / "worker.pid"
+
+
+def port_path() -> Path:
+    return config.data_dir() / "worker.port"
+
+
+def lock_path() -> Path:
+    return config.data_dir() / "worker.lock"
+
+
+def start_lock_path() -> Path:
+    return config.data_dir() / "worker.start.lock"
+
+
+def children_path() -> Path:
+    return config.data_dir() / "worker.children"
+
+
+def log_dir() -> Path:
+    return config.data_dir() / "logs"
+
+
+def out_path() -> Path:
+    return log_dir() / "worker.out"
+
+
+def health(address: Address, timeout: float = 1.0) -> dict[str, object] | None:
+    """The worker's /api/health answer, or None when nothing (or not cmem) answers."""
+    try:
+        with urllib.request.urlopen(f"{address.url}/api/health", timeout=timeout) as resp:
+            data = json.loads(resp.read())
+    except (OSError, ValueError, urllib.error.URLError):
+        return None
+    if isinstance(data, dict) and data.get("service") == "cmem":
+        return data
+    return None
+
+
+def stats(address: Address, timeout: float = 2.0) -> dict[str, object] | None:
+    try:
+        with urllib.request.urlopen(f"{address.url}/api/stats", timeout=timeout) as resp:
+            data = json.loads(resp.read())
+    except (OSError, ValueError, urllib.error.URLError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def port_is_free(address: Address) -> bool:
+    family = socket.AF_INET6 if ":" in address.host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((address.host, address.port))
+        except OSError:
+            return False
+    return True
+
+
+def read_pid() -> int | None:
+    try:
+        return int(pid_path().read_text().split()[0])
+    except (FileNotFoundError, ValueError, IndexError):
+        return None
+
+
+def read_port_file() -> Address | None:
+    try:
+        host, port = port_path().read_text().split()[:2]
+        return Address(host, int(port))
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def read_children() -> dict[str, int]:
+    try:
+        data = json.loads(children_path().read_text())
+    except (FileNotFoundError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {str(k): v for k, v in data.items() if isinstance(v, int) and v > 0}
+
+
+def remove_state_files() -> None:
+    for path in (port_path(), children_path(), pid_path()):
+        path.unlink(missing_ok=True)
+
+
+def supervisor_lock_held() -> bool:
+    path = lock_path()
+    if not path.exists():
+        return False
+    with open(path, "a+b") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    return False
+
+
+def rotate_log(path: Path, keep: int = LOG_GENERATIONS) -> bool:
+    """Shift `path` to `path.1` (… up to `keep` generations) once it passes LOG_ROTATE_BYTES."""
+    try:
+        if path.stat().st_size <= LOG_ROTATE_BYTES:
+            return False
+    except FileNotFoundError:
+        return False
+    for n in range(keep - 1, 0, -1):
+        older = path.with_name(f"{path.name}.{n}")
+        if older.exists():
+            os.replace(older, path.with_name(f"{path.name}.{n + 1}"))
+    os.replace(path, path.with_name(f"{path.name}.1"))
+    return True
