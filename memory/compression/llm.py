@@ -14,73 +14,21 @@ from __future__ import annotations
 
 import logging
 import random
-import re
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from memory import config
+from memory.compression.replies import (  # noqa: F401 - the seam's public names
+    LLMError,
+    LLMReply,
+    Usage,
+    retryable_status,
+    sum_usage,
+)
+from memory.compression.replies import scrub as _scrub
 
 log = logging.getLogger(__name__)
-
-_RETRYABLE_STATUSES = {408, 409, 429, 500, 502, 503, 504, 529}
-
-
-def retryable_status(status: int) -> bool:
-    return status in _RETRYABLE_STATUSES or status >= 500
-
-
-@dataclass(frozen=True)
-class Usage:
-    input: int = 0
-    output: int = 0
-    cache_read: int = 0
-    cache_write: int = 0
-    cost_usd: float = 0.0
-    provider: str = ""  # who served it (the ledger's provider column)
-    model: str = ""
-
-    @property
-    def total(self) -> int:
-        return self.input + self.output + self.cache_read + self.cache_write
-
-
-def sum_usage(a: Usage, b: Usage) -> Usage:
-    return Usage(
-        a.input + b.input,
-        a.output + b.output,
-        a.cache_read + b.cache_read,
-        a.cache_write + b.cache_write,
-        round(a.cost_usd + b.cost_usd, 8),
-        a.provider or b.provider,
-        b.model or a.model,
-    )
-
-
-@dataclass(frozen=True)
-class LLMReply:
-    text: str
-    usage: Usage
-    model: str
-    stop_reason: str = ""  # "max_tokens" when the answer was cut off
-    provider: str = ""
-
-
-class LLMError(Exception):
-    """A request that did not produce an answer. `retryable` is False for 4xx like a bad key."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        retryable: bool,
-        status: int | None = None,
-        retry_after: float = 0.0,
-    ) -> None:
-        super().__init__(message)
-        self.retryable = retryable
-        self.status = status
-        self.retry_after = retry_after
 
 
 def api_key() -> str:
@@ -99,28 +47,11 @@ def model_name() -> str:
     return str(module(choice.name).model(choice.name))
 
 
-_SECRET_PATTERNS = [
-    re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}"),
-    re.compile(r"sk-or-[A-Za-z0-9_\-]{8,}"),
-    re.compile(r"AIza[A-Za-z0-9_\-]{20,}"),
-    re.compile(r"(?i)(x-api-key|authorization|api[_-]?key|bearer)([\"'\s:=]+)[A-Za-z0-9_\-\.]{8,}"),
-]
-
-
-def _known_secrets() -> list[str]:
+def scrub(text: str) -> str:
+    """An error message safe to log and show (also the keys found only in files)."""
     from memory.compression.providers import anthropic_api, openai_compat
 
-    return [s for s in (*anthropic_api.secrets(), *openai_compat.secrets()) if len(s) >= 6]
-
-
-def scrub(text: str) -> str:
-    """An error message safe to log and show: every key and anything key-shaped removed."""
-    for key in _known_secrets():
-        text = text.replace(key, "[key]")
-    for pattern in _SECRET_PATTERNS[:3]:
-        text = pattern.sub("[key]", text)
-    text = _SECRET_PATTERNS[3].sub(lambda m: f"{m.group(1)}{m.group(2)}[redacted]", text)
-    return text[:300]
+    return _scrub(text, (*anthropic_api.secrets(), *openai_compat.secrets()))
 
 
 def complete(*, system: str, messages: list[dict[str, Any]], max_tokens: int) -> LLMReply:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memory import config
-from memory.compression.llm import LLMError, LLMReply, Usage, retryable_status, scrub
+from memory.compression.replies import LLMError, LLMReply, Usage, retryable_status, scrub
 
 if TYPE_CHECKING:
     import anthropic

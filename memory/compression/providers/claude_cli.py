@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from memory import config
-from memory.compression.llm import LLMError, LLMReply, Usage, scrub
+from memory.compression.replies import LLMError, LLMReply, Usage, scrub
 
 NAME = "claude"
 _lock = threading.Lock()

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memory import config
-from memory.compression.llm import LLMError, LLMReply, Usage, retryable_status, scrub
 from memory.compression.providers.anthropic_api import _dotenv
+from memory.compression.replies import LLMError, LLMReply, Usage, retryable_status, scrub
 
 if TYPE_CHECKING:
     import openai

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from memory.compression.llm import Usage
+    from memory.compression.replies import Usage
 
 PER_MILLION: dict[str, tuple[float, float, float, float]] = {
     "claude-haiku-4-5": (1.0, 0.10, 1.25, 5.0),
