@@ -16,7 +16,6 @@ from dataclasses import dataclass
 import pytest
 
 from memory.compression.prompts import system_prompt
-from tests.conftest import LiveWorker, free_port, make_worker_env
 from tests.e2e.fake_claude_api import OBSERVER_MARK, FakeClaudeAPI, text, tool
 from tests.e2e.harness import (
     Claude,
@@ -29,6 +28,7 @@ from tests.e2e.harness import (
     wait_for,
     wait_until_compressed,
 )
+from tests.support import LiveWorker, free_port, make_worker_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

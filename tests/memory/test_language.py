@@ -8,14 +8,22 @@ from pathlib import Path
 
 import pytest
 
+from memory.benchmarks.fake_api import FakeAnthropic, Reply
 from memory.compression.language import language
 from memory.compression.prompts import SYSTEM_PROMPT, system_prompt
 from memory.models import Observation, Summary
 from memory.tasks import session_events_process_task
-from tests.fakes import add_event, bash_payload, edit_payload, make_session, read_payload
-from tests.fakes.anthropic_api import FakeAnthropic, Reply
+from tests.factories import SessionFactory
+from tests.fakes import add_event, bash_payload, edit_payload, read_payload
 
 pytestmark = pytest.mark.django_db
+
+
+def make_session(
+    root: Path, *, prompt: str = "Make the gate rank rows by specificity", project: str = "demo"
+):
+    return SessionFactory(root=root, project=project, prompt=prompt)
+
 
 ZH_OBS = (
     '<observation uses="1"><type>change</type><title>gate_rows() 按精确路径优先排序</title>'

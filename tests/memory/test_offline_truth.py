@@ -14,10 +14,18 @@ from memory.compression.offline_shell import looks_like_command
 from memory.compression.shellwrites import changed_paths
 from memory.models import Observation, ObservationFile, Summary
 from memory.tasks import session_events_process_task
-from tests.conftest import CLAUDE_FIXTURES, CODEX_FIXTURES
-from tests.fakes import add_event, bash_payload, make_session, post_tool_use
+from tests.factories import SessionFactory
+from tests.fakes import add_event, bash_payload, post_tool_use
+from tests.support import CLAUDE_FIXTURES, CODEX_FIXTURES
 
 pytestmark = pytest.mark.django_db
+
+
+def make_session(
+    root: Path, *, prompt: str = "Make the gate rank rows by specificity", project: str = "demo"
+):
+    return SessionFactory(root=root, project=project, prompt=prompt)
+
 
 LONG_PROMPT = (
     "Please add a TODO to inventory.py about restock alerts and then check that "

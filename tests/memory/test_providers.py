@@ -15,10 +15,18 @@ from memory.compression.providers import NOTHING_CONFIGURED, claude_cli, provide
 from memory.compression.service import compressor_mode
 from memory.models import Event, LedgerEntry, Observation
 from memory.tasks import session_events_process_task
-from tests.fakes import add_event, make_session, read_payload
+from tests.factories import SessionFactory
+from tests.fakes import add_event, read_payload
 from tests.fakes.chat_completions import ChatReply, FakeChatCompletions
 
 pytestmark = pytest.mark.django_db
+
+
+def make_session(
+    root: Path, *, prompt: str = "Make the gate rank rows by specificity", project: str = "demo"
+):
+    return SessionFactory(root=root, project=project, prompt=prompt)
+
 
 OBS = (
     '<observation uses="1"><type>discovery</type><title>Gate module defines gate_decide</title>'
