@@ -42,8 +42,60 @@ SETTINGS: dict[str, tuple[str, str]] = {
     ),
     "CLAUDE_MEM_API_TOKEN": ("", "Team mode: the per-user token the hook client sends."),
     "CLAUDE_MEM_LOG_LEVEL": ("INFO", "DEBUG, INFO, WARN, ERROR or SILENT."),
-    "CLAUDE_MEM_MODEL": ("claude-haiku-4-5-20251001", "Model that compresses tool uses."),
-    "CLAUDE_MEM_COMPRESSOR": ("auto", "auto (API when a key exists), api, or offline."),
+    "CLAUDE_MEM_MODEL": (
+        "claude-haiku-4-5-20251001",
+        "Model that compresses tool uses (anthropic and claude providers).",
+    ),
+    "CLAUDE_MEM_PROVIDER": (
+        "auto",
+        "Observer model provider: auto, claude, anthropic, openrouter, gemini, openai-compatible or offline.",
+    ),
+    "CLAUDE_MEM_COMPRESSOR": (
+        "auto",
+        "Older alias of CLAUDE_MEM_PROVIDER: auto, api (= anthropic), offline or a provider name.",
+    ),
+    "CLAUDE_MEM_LANGUAGE": (
+        "en",
+        "Language observations and summaries are written in (en, zh, ja, de, es, fr…).",
+    ),
+    "CLAUDE_MEM_MODE": (
+        "code",
+        "claude-mem's mode; code--<lang> (e.g. code--zh) sets the language.",
+    ),
+    "CLAUDE_MEM_ANTHROPIC_API_KEY": ("", "anthropic provider: API key (else ANTHROPIC_API_KEY…)."),
+    "CLAUDE_MEM_ANTHROPIC_BASE_URL": (
+        "",
+        "anthropic provider: base URL; empty = api.anthropic.com.",
+    ),
+    "CLAUDE_MEM_INHERIT_ANTHROPIC_ENV": (
+        "false",
+        "Let the observer use Claude Code's ANTHROPIC_BASE_URL / ANTHROPIC_AUTH_TOKEN from the environment.",
+    ),
+    "CLAUDE_MEM_CLAUDE_PATH": (
+        "",
+        "claude provider: the `claude` CLI (claude-mem's CLAUDE_CODE_PATH in settings.json too); empty = PATH; none = never.",
+    ),
+    "CLAUDE_MEM_CLAUDE_BASE_URL": ("", "claude provider: ANTHROPIC_BASE_URL given to the CLI."),
+    "CLAUDE_MEM_CLAUDE_API_KEY": ("", "claude provider: ANTHROPIC_API_KEY given to the CLI."),
+    "CLAUDE_MEM_CLAUDE_TIMEOUT_MS": ("120000", "claude provider: timeout of one `claude -p` run."),
+    "CLAUDE_MEM_OPENROUTER_BASE_URL": (
+        "",
+        "openrouter: base URL; empty = https://openrouter.ai/api/v1.",
+    ),
+    "CLAUDE_MEM_OPENROUTER_API_KEY": ("", "openrouter: API key."),
+    "CLAUDE_MEM_OPENROUTER_MODEL": ("xiaomi/mimo-v2-flash:free", "openrouter: model."),
+    "CLAUDE_MEM_OPENROUTER_SITE_URL": ("", "openrouter: HTTP-Referer sent."),
+    "CLAUDE_MEM_OPENROUTER_APP_NAME": ("claude-mem", "openrouter: X-Title sent."),
+    "CLAUDE_MEM_GEMINI_BASE_URL": (
+        "",
+        "gemini: base URL; empty = Google's OpenAI-compatible endpoint.",
+    ),
+    "CLAUDE_MEM_GEMINI_API_KEY": ("", "gemini: API key."),
+    "CLAUDE_MEM_GEMINI_MODEL": ("gemini-flash-latest", "gemini: model."),
+    "CLAUDE_MEM_OPENAI_BASE_URL": ("", "openai-compatible: base URL (Ollama, LM Studio, vLLM…)."),
+    "CLAUDE_MEM_OPENAI_API_KEY": ("", "openai-compatible: API key (a local server needs none)."),
+    "CLAUDE_MEM_OPENAI_MODEL": ("gpt-4o-mini", "openai-compatible: model."),
+    "CLAUDE_MEM_OPENAI_STREAM": ("false", "openai-compatible: stream the answer."),
     "CLAUDE_MEM_DAILY_TOKEN_BUDGET": (
         "2000000",
         "API tokens a day before falling back to offline; 0 = unlimited.",

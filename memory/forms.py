@@ -89,12 +89,32 @@ INT_RANGES: dict[str, tuple[int, int | None]] = {
 CHOICES: dict[str, list[str]] = {
     "CLAUDE_MEM_LOG_LEVEL": ["DEBUG", "INFO", "WARN", "ERROR", "SILENT"],
     "CLAUDE_MEM_COMPRESSOR": ["auto", "api", "offline"],
+    "CLAUDE_MEM_PROVIDER": [
+        "auto",
+        "claude",
+        "anthropic",
+        "openrouter",
+        "gemini",
+        "openai-compatible",
+        "offline",
+    ],
     "CLAUDE_MEM_READ_GATE": ["deny", "context", "off"],
     "CLAUDE_MEM_PROJECT_IDENTITY": ["auto", "local", "remote"],
 }
 # Only meaningful as an environment variable: the file lives inside the data dir.
-READ_ONLY = frozenset({"CLAUDE_MEM_DATA_DIR"})
-SECRETS = frozenset({"CLAUDE_MEM_API_TOKEN"})
+# Where the observer sends the user's code, and with which credentials: settings.json or the
+# environment only, never a web form (a page reachable from the browser must not be able to
+# redirect the observer, or read a key back).
+PROVIDER_LOCKED = frozenset(
+    key
+    for key in config.SETTINGS
+    if key.endswith(("_API_KEY", "_BASE_URL"))
+    or key in {"CLAUDE_MEM_CLAUDE_PATH", "CLAUDE_MEM_INHERIT_ANTHROPIC_ENV"}
+)
+READ_ONLY = frozenset({"CLAUDE_MEM_DATA_DIR", *PROVIDER_LOCKED})
+SECRETS = frozenset(
+    {"CLAUDE_MEM_API_TOKEN", *(k for k in PROVIDER_LOCKED if k.endswith("_API_KEY"))}
+)
 # Read once when the worker starts.
 NEEDS_RESTART = frozenset(
     {
@@ -128,7 +148,24 @@ SECTIONS: list[tuple[str, tuple[str, ...]]] = [
     ("Privacy and retention", ("REDACT", "EXCLUDED", "RETENTION", "PRIVATE")),
     (
         "Compression",
-        ("MODEL", "COMPRESSOR", "TOKEN_BUDGET", "API_", "BATCH", "CAP", "CLAIM", "SKIP_TOOLS"),
+        (
+            "MODEL",
+            "COMPRESSOR",
+            "PROVIDER",
+            "LANGUAGE",
+            "CLAUDE_MEM_MODE",
+            "CLAUDE_MEM_CLAUDE_",
+            "OPENROUTER",
+            "GEMINI",
+            "OPENAI",
+            "ANTHROPIC",
+            "TOKEN_BUDGET",
+            "API_",
+            "BATCH",
+            "CAP",
+            "CLAIM",
+            "SKIP_TOOLS",
+        ),
     ),
 ]
 

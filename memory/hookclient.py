@@ -382,6 +382,9 @@ def main(argv: list[str]) -> int:
         body = sys.stdin.buffer.read()
     except (OSError, ValueError):
         body = b""
+    if os.environ.get("CLAUDE_MEM_INTERNAL") == "1":
+        # The observer's own `claude -p` session (claude provider): never observed.
+        return 0
     if len(argv) != 2:
         return _fail("usage is `cmem hook <platform> <event>`")
     platform, event = argv

@@ -345,6 +345,17 @@ class LedgerEntry(models.Model):
         default=0, help_text="Tokens of a read the agent did not make."
     )
     tokens_spent = models.IntegerField(default=0, help_text="API tokens the observer spent.")
+    # Observer rows: which provider and model, the request's usage split, and its cost.
+    provider = models.CharField(max_length=40, blank=True)
+    model = models.CharField(max_length=120, blank=True)
+    input_tokens = models.PositiveIntegerField(default=0)
+    cached_tokens = models.PositiveIntegerField(
+        default=0, help_text="Input tokens read from (or written to) the prompt cache."
+    )
+    output_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.FloatField(
+        default=0.0, help_text="As the provider reported it, else from cmem's price table."
+    )
     created = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -46,6 +46,7 @@ def timeline(request: HttpRequest) -> HttpResponse:
         "live": page.page.number == 1
         and not (filters.q or filters.date_to or filters.kind or filters.type or filters.platform),
         "live_poll_ms": feed.LIVE_POLL_MS,
+        "observer_provider": _observer_provider_line(),
     }
     return render(request, "memory/timeline.html", ctx)
 
@@ -186,8 +187,21 @@ def stats_page(request: HttpRequest) -> HttpResponse:
             "projects": services.projects_list(),
             "database": _database_growth_line(),
             "gate_modes": services.gate_modes_list(project=data.get("project") or ""),
+            "observer_provider": _observer_provider_line(),
         },
     )
+
+
+def _observer_provider_line() -> str:
+    """The dashboard's health line: which provider writes the observations and why."""
+    from memory.compression.health import tokens_used_today
+    from memory.compression.providers import provider_choice
+
+    try:
+        choice = provider_choice()
+    except Exception:  # noqa: BLE001 - a status line must never break a page
+        return ""
+    return f"Observer: {choice.name} ({choice.why}); {tokens_used_today():,} tokens today."
 
 
 def _database_growth_line() -> str:

@@ -63,5 +63,25 @@ def test_broken_settings_json_and_refused_spool_files_fail(tmp_path: Path, data_
 def test_the_api_key_is_never_printed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-api03-doctor-must-not-print-this-0123456789")
     text, _ = _doctor(tmp_path / "s.json")
-    assert "ANTHROPIC_API_KEY is set" in text
+    assert (
+        "observer provider: anthropic (auto: Anthropic API key from ANTHROPIC_API_KEY "
+        "(environment)); key from ANTHROPIC_API_KEY (environment)"
+    ) in text
     assert "doctor-must-not-print" not in text
+
+
+def test_doctor_names_the_provider_and_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    text, _ = _doctor(tmp_path / "s.json")
+    assert (
+        "observer provider: offline (no API key: no Anthropic key, no logged-in `claude` CLI"
+        in text
+    )
+    monkeypatch.setenv("CLAUDE_MEM_PROVIDER", "openrouter")
+    text, ok = _doctor(tmp_path / "s.json")
+    assert not ok
+    assert (
+        "observer provider: offline, because CLAUDE_MEM_PROVIDER=openrouter but no CLAUDE_MEM_OPENROUTER_API_KEY"
+        in text
+    )

@@ -443,3 +443,21 @@ def test_team_mode_client_talks_http_to_the_worker_url_and_drains_its_spool(
     count = "select count(*) from memory_event where tool_use_id in ('toolu_team', 'toolu_team_spooled')"
     assert _db_count(worker.data_dir, count) == 2
     assert not list((client_data / "spool").glob("*.hook"))
+
+
+def test_the_observers_own_claude_session_is_never_observed(tmp_path: Path) -> None:
+    """The `claude` provider marks its CLI with CLAUDE_MEM_INTERNAL=1 (claude-mem's marker):
+    every hook of that process exits 0 at once, sends nothing, spools nothing, starts nothing."""
+    data = tmp_path / "data"
+    data.mkdir()
+    env = {**make_worker_env(data, free_port()), "CLAUDE_MEM_INTERNAL": "1"}
+    for event in ("context", "session-init", "observation", "file-context", "summarize"):
+        result = subprocess.run(
+            [CMEM, "hook", "claude-code", event],
+            input=_observation(f"toolu_internal_{event}"),
+            env=env,
+            capture_output=True,
+            timeout=10,
+        )
+        assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
+    assert sorted(p.name for p in data.rglob("*")) == []  # no spool, no port file, no worker

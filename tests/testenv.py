@@ -12,6 +12,9 @@ for _name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN")
     os.environ.pop(_name, None)
 for _name in [k for k in os.environ if k.startswith("CLAUDE_MEM_") and k != "CLAUDE_MEM_DATA_DIR"]:
     os.environ.pop(_name, None)
+# A developer's own logged-in `claude` CLI must never become the observer of a test run
+# (`auto` would pick it); the claude-provider tests point CLAUDE_MEM_CLAUDE_PATH at one.
+os.environ["CLAUDE_MEM_CLAUDE_PATH"] = "none"
 # Team-mode matrix (`make test` runs the backend-sensitive suites twice): these point the
 # run at PostgreSQL (pytest-django creates `test_<name>`) and Redis, on a queue of its own.
 if os.environ.get("CMEM_TEST_DATABASE_URL"):

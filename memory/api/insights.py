@@ -70,6 +70,16 @@ class LedgerLineOut(Schema):
     injections: int
 
 
+class ObserverUsageOut(Schema):
+    provider: str = Field(description="claude, anthropic, openrouter, gemini or openai-compatible.")
+    model: str
+    batches: int = Field(description="Compression batches (a request and any repair of it).")
+    input: int = Field(description="Input tokens not served from the prompt cache.")
+    cached: int = Field(description="Input tokens read from or written to the prompt cache.")
+    output: int
+    cost_usd: float = Field(description="As the provider reported it, else cmem's price table.")
+
+
 class LedgerOut(Schema):
     days: int
     project: str | None
@@ -77,6 +87,9 @@ class LedgerOut(Schema):
     by_day: list[LedgerLineOut]
     by_project: list[LedgerLineOut]
     by_session: list[LedgerLineOut]
+    observer: list[ObserverUsageOut] = Field(
+        default_factory=list, description="The observer's usage per provider and model."
+    )
 
 
 @router.get("/context", response={200: ContextOut, 400: ErrorOut})

@@ -405,7 +405,7 @@ def _child_main(size: int) -> None:
     import anthropic  # noqa: F401 - imported once per consumer process; keep it out of the timing
 
     with FakeAnthropic(default=Reply(fn=_answer)) as api:
-        os.environ.update(ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="bench-fake-key")
+        os.environ.update(CLAUDE_MEM_ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="bench-fake-key")
         started = time.perf_counter()
         report = service.session_events_process(session_pk=session.pk)
         elapsed = time.perf_counter() - started

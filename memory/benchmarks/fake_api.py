@@ -1,7 +1,7 @@
 """A fake Anthropic Messages API on 127.0.0.1, scripted per test.
 
 The real `anthropic` SDK (or a real agent CLI) talks to it over HTTP through
-`ANTHROPIC_BASE_URL`. It answers `POST /v1/messages`, streaming (SSE) and not, from a queue
+`CLAUDE_MEM_ANTHROPIC_BASE_URL`. It answers `POST /v1/messages`, streaming (SSE) and not, from a queue
 of scripted replies (text, raw content blocks, error statuses, delays, or a function of the
 request), records every request body, and reports usage computed honestly from the request:
 input tokens = characters / 4; the prefix up to the last `cache_control` breakpoint is a
@@ -10,7 +10,7 @@ reaches the model's minimum cacheable length (4,096 tokens for Haiku 4.5, 1,024 
 
     with FakeAnthropic() as api:
         api.script(Reply(text="<observation>…</observation>"), Reply(status=500))
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+        monkeypatch.setenv("CLAUDE_MEM_ANTHROPIC_BASE_URL", api.url)
 
 It lives in the package, not under tests/, because `cmem bench compress` replays a session
 against it and must run outside a checkout; the tests import it from here too.

@@ -24,6 +24,7 @@ FAILURES_BEFORE_DEGRADED = 3
 # Once degraded, batches go offline for this long before one batch tries the API again: an
 # outage must not make every batch sit through the whole retry backoff.
 PAUSE_SECONDS = 60.0
+RATE_LIMIT_PAUSE_SECONDS = 300.0
 _lock = threading.Lock()
 
 
@@ -60,13 +61,19 @@ def _state() -> Iterator[dict[str, Any]]:
 def observer_record_success(*, tokens: int) -> None:
     with _state() as state:
         state["consecutive_failures"] = 0
+        state.pop("rate_limited_at", None)
         state["last_success"] = datetime.now(UTC).isoformat(timespec="seconds")
         _add_usage(state, tokens)
 
 
-def observer_record_failure(*, error: str, tokens: int = 0) -> None:
-    """`error` must already be scrubbed (llm.scrub); it is shown in the SessionStart header."""
+def observer_record_failure(*, error: str, tokens: int = 0, rate_limited: bool = False) -> None:
+    """`error` must already be scrubbed (llm.scrub); it is shown in the SessionStart header.
+    A rate limit pauses the provider for RATE_LIMIT_PAUSE_SECONDS at once: retrying into it
+    only spends the user's shared quota."""
     with _state() as state:
+        if rate_limited:
+            state["rate_limited_at"] = time.time()
+            state["rate_limit_error"] = error[:300]
         if not state.get("consecutive_failures"):
             state["failing_since"] = datetime.now(UTC).isoformat(timespec="seconds")
         state["consecutive_failures"] = int(state.get("consecutive_failures", 0)) + 1
@@ -90,9 +97,15 @@ def _add_usage(state: dict[str, Any], tokens: int) -> None:
 def api_paused() -> bool:
     """Degraded, and the last failure is recent: skip the API for now (see PAUSE_SECONDS)."""
     state = _read()
+    if _rate_limited(state):
+        return True
     if int(state.get("consecutive_failures", 0)) < FAILURES_BEFORE_DEGRADED:
         return False
     return time.time() - float(state.get("last_failure", 0)) < PAUSE_SECONDS
+
+
+def _rate_limited(state: dict[str, Any]) -> bool:
+    return time.time() - float(state.get("rate_limited_at", 0) or 0) < RATE_LIMIT_PAUSE_SECONDS
 
 
 def tokens_used_today() -> int:
@@ -118,6 +131,7 @@ def observer_status() -> dict[str, Any]:
         "budget_spent": budget_spent(),
         "degraded": int(state.get("consecutive_failures", 0)) >= FAILURES_BEFORE_DEGRADED,
         "api_paused": api_paused(),
+        "rate_limited": _rate_limited(state),
     }
 
 
@@ -136,15 +150,23 @@ def observer_health_line(*, project: str | None = None) -> str:
             f"{f' (since {since} UTC)' if since else ''}: {error}. Observations are being written "
             "by the offline compressor; tell the user at the start of your reply."
         )
-    if config.get("CLAUDE_MEM_COMPRESSOR").strip().lower() == "api":
-        from memory.compression.llm import api_key
+    if _rate_limited(state):
+        error = " ".join(str(state.get("rate_limit_error", "rate-limited")).split())
+        return (
+            f"⚠ cmem memory is degraded: the observer is rate-limited ({error}); the offline "
+            "compressor writes observations for a few minutes."
+        )
+    from memory.compression.providers import AUTO, OFFLINE, provider_choice, requested
 
-        if not api_key():
-            return (
-                "⚠ cmem memory is degraded: CLAUDE_MEM_COMPRESSOR=api but no Anthropic API key was "
-                "found (ANTHROPIC_API_KEY, ~/.anthropic/api_key or the data dir's .env); the offline "
-                "compressor writes observations."
-            )
+    # Only a provider asked for by name can be "missing"; `auto` never runs the (slow)
+    # `claude auth status` probe on the SessionStart path.
+    asked = requested()[0]
+    choice = provider_choice() if asked not in {AUTO, OFFLINE} else None
+    if choice is not None and choice.name == OFFLINE:
+        # A provider was asked for and cannot serve (no key, CLI not logged in).
+        return (
+            f"⚠ cmem memory is degraded: {choice.why}; the offline compressor writes observations."
+        )
     if budget_spent():
         budget = config.get_int("CLAUDE_MEM_DAILY_TOKEN_BUDGET")
         return (

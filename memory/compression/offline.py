@@ -13,8 +13,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from memory.compression.offline_shell import command_observation
+from memory.compression.offline_text import joined, t
 from memory.compression.parse import ParsedObservation, ParsedSummary
-from memory.compression.tooluse import ToolUse, sanitize
+from memory.compression.tooluse import SHELL_TOOLS, ToolUse, sanitize
 
 _DEF = re.compile(
     r"^\s*(?:async\s+)?(?:def|class|function|func|fn|interface|struct|enum|type)\s+([A-Za-z_][\w]*)"
@@ -31,19 +33,17 @@ _FIX_WORDS = re.compile(
 _REFACTOR_WORDS = re.compile(
     r"(?i)\b(refactor|rename|extract|move|cleanup|clean up|simplify|reorganize)\b"
 )
+_FAILED_TITLE = re.compile(r"(?i)\bfailed\b|失败")
 _DECISION_WORDS = re.compile(r"(?i)\b(decide|decided|decision|instead of|we will use|chose)\b")
-_TEST_CMD = re.compile(
-    r"(?i)\b(pytest|unittest|tox|nox|npm (?:run )?test|yarn test|go test|cargo test|jest|vitest|make test|manage\.py test)\b"
-)
-_COMMIT_CMD = re.compile(r"^\s*git\s+(commit|push|tag|merge|rebase)\b")
-_INSTALL_CMD = re.compile(
-    r"(?i)\b(pip|npm|yarn|pnpm|uv|poetry|cargo|apt(?:-get)?|brew)\s+(install|add)\b"
-)
 
 
 def _short(text: str, limit: int = 80) -> str:
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    # Never end mid-token (a path cut in two reads as another path): back up to a space.
+    return (cut.rsplit(" ", 1)[0] if " " in cut[limit // 2 :] else cut).rstrip() + "…"
 
 
 def _symbols(lines: Sequence[str]) -> list[str]:
@@ -112,6 +112,8 @@ def observation_for(
 ) -> ParsedObservation | None:
     """One observation for one tool use, or None when it holds nothing worth keeping."""
     name = use.name
+    if name in SHELL_TOOLS and not use.patch_text:
+        return command_observation(use, earlier_failure=earlier_failure)
     if use.modified_paths or (
         use.name in {"Edit", "MultiEdit", "Write", "NotebookEdit", "apply_patch"} and not use.error
     ):
@@ -120,8 +122,6 @@ def observation_for(
         return _failure_observation(use)
     if name in {"Read", "NotebookRead", "read_file"}:
         return _read_observation(use)
-    if name in {"Bash", "shell", "exec_command"}:
-        return _command_observation(use)
     if name in {"Grep", "Glob", "LS"}:
         return _search_observation(use)
     return _generic_observation(use)
@@ -141,7 +141,11 @@ def _edit_observation(use: ToolUse, *, prompt: str, earlier_failure: bool) -> Pa
             if symbols
             else _short(next((x for x in lines if x.strip()), ""), 70)
         )
-        title = f"{verb} {path}" + (f": {gist}" if gist else "")
+        title = t("created" if use.created_file else "wrote", path=path) + (
+            f": {t('defines', symbols=', '.join(f'{x}()' for x in symbols[:4]))}"
+            if symbols
+            else (f": {gist}" if gist else "")
+        )
         facts.append(
             f"{path}: {len(lines)} lines written{' (new file)' if use.created_file else ''}."
         )
@@ -154,7 +158,9 @@ def _edit_observation(use: ToolUse, *, prompt: str, earlier_failure: bool) -> Pa
         added, removed = _changed_lines(use.diff())
         gist, symbols = _edit_gist(added, removed)
         title = (
-            f"Edited {path}: {gist}" if len(files) <= 1 else f"Edited {len(files)} files: {gist}"
+            t("edited", path=path, gist=gist)
+            if len(files) <= 1
+            else t("edited_many", n=len(files), gist=gist)
         )
         facts.append(f"{path}: +{len(added)} −{len(removed)} lines.")
         if symbols:
@@ -172,8 +178,6 @@ def _edit_observation(use: ToolUse, *, prompt: str, earlier_failure: bool) -> Pa
             kind = "change"
     if _DECISION_WORDS.search("\n".join(added[:50])):
         facts.append("The change records a decision in its text.")
-    if prompt:
-        narrative += f" Requested: {_short(prompt, 160)}"
     concepts = ["problem-solution"] if kind == "bugfix" else ["what-changed"]
     return ParsedObservation(
         type=kind,
@@ -193,7 +197,7 @@ def _read_observation(use: ToolUse) -> ParsedObservation:
     content = use.output
     symbols = _symbols(content.splitlines())
     extent = use.read_range()
-    title = f"Read {path}" + (
+    title = t("read", path=path) + (
         f": {', '.join(symbols[:4])}" if symbols else (f" ({extent})" if extent else "")
     )
     facts = [f"{path}{f' ({extent})' if extent else ''} was read."]
@@ -213,70 +217,6 @@ def _read_observation(use: ToolUse) -> ParsedObservation:
         narrative=sanitize(narrative),
         concepts=["how-it-works"],
         files_read=use.read_paths or ([path] if path else []),
-        uses=[use.n],
-    )
-
-
-def _command_observation(use: ToolUse) -> ParsedObservation | None:
-    command = use.command.strip()
-    code = use.exit_code
-    output = use.output.strip()
-    if not command:
-        return _generic_observation(use)
-    short_cmd = _short(command.splitlines()[0], 80)
-    facts = [
-        f"`{short_cmd}` exited {code}."
-        if code is not None
-        else f"`{short_cmd}` {'was interrupted' if use.interrupted else 'ran'}."
-    ]
-    if use.failed:
-        error = _first_error(use.error + "\n" + output)
-        title = (
-            f"`{short_cmd}` failed"
-            + (f" (exit {code})" if code not in (None, 1) or not error else "")
-            + (f": {error}" if error else "")
-        )
-        if error:
-            facts.append(f"Error: {error}")
-        kind, concepts = "discovery", ["problem-solution"]
-        narrative = (
-            f"Ran `{short_cmd}`; it failed"
-            + (f" with exit code {code}" if code is not None else "")
-            + "."
-        )
-        if error:
-            narrative += f" {error}"
-    else:
-        if (
-            not output
-            and not _TEST_CMD.search(command)
-            and not _COMMIT_CMD.search(command)
-            and not _INSTALL_CMD.search(command)
-        ):
-            return None  # a silent success (cd, mkdir, touch…) teaches nothing
-        last = _short(output.splitlines()[-1], 120) if output else ""
-        title = f"Ran `{short_cmd}`" + (f": {last}" if last else "")
-        if _TEST_CMD.search(command) and code == 0:
-            title = f"Tests passed: `{short_cmd}`" + (f" ({last})" if last else "")
-        kind = (
-            "change" if _COMMIT_CMD.search(command) or _INSTALL_CMD.search(command) else "discovery"
-        )
-        concepts = ["what-changed"] if kind == "change" else ["how-it-works"]
-        if last:
-            facts.append(f"Output ends: {last}")
-        narrative = f"Ran `{short_cmd}`" + (f" (exit {code})." if code is not None else ".")
-    description = use.tool_input.get("description")
-    subtitle = (
-        description if isinstance(description, str) and description else f"Command run: {short_cmd}"
-    )
-    return ParsedObservation(
-        type=kind,
-        title=sanitize(_short(title, 160)),
-        subtitle=sanitize(_short(subtitle, 160)),
-        facts=[sanitize(f) for f in facts],
-        narrative=sanitize(narrative),
-        concepts=concepts,
-        files_modified=use.modified_paths,
         uses=[use.n],
     )
 
@@ -371,11 +311,25 @@ def _strings(value: object) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else []
 
 
+def _request_title(request: str, work: list[str], discoveries: list[str]) -> str:
+    """The user's request when it fits on one line whole; else what the turn did. A prompt
+    is never cut: a title ending mid-path reads as a wrong path."""
+    lines = request.strip().splitlines()
+    first = " ".join(lines[0].split()) if lines else ""
+    if first and len(first) <= 120 and len(lines) <= 2:
+        return first
+    done = work or discoveries
+    if not done:
+        return t("summary_session")
+    return t("summary_more", first=done[0], n=len(done) - 1) if len(done) > 1 else done[0]
+
+
 def summary_for(
     *, request: str, observations: Sequence[Mapping[str, Any]], last_message: str
 ) -> ParsedSummary:
-    """A summary from the prompt, the session's observations (dicts with type/title/files)
-    and the agent's last message."""
+    """A summary from the turn's observations (dicts with type/title/files), the prompt
+    when it fits whole, and the agent's last message. `completed` (My Work's "Done") lists
+    what changed; "No file changes" only when nothing did."""
     discoveries = [str(o["title"]) for o in observations if o.get("type") == "discovery"]
     work = [str(o["title"]) for o in observations if o.get("type") not in {"discovery"}]
     read: list[str] = []
@@ -383,24 +337,38 @@ def summary_for(
     for o in observations:
         read += [str(f) for f in _strings(o.get("files_read")) if f not in read]
         modified += [str(f) for f in _strings(o.get("files_modified")) if f not in modified]
-    failures = [str(o["title"]) for o in observations if "failed" in str(o.get("title", ""))]
+    failures = [
+        (i, str(o["title"]))
+        for i, o in enumerate(observations)
+        if o.get("type") == "discovery" and _FAILED_TITLE.search(str(o.get("title", "")))
+    ]
+    last_change = max(
+        (i for i, o in enumerate(observations) if _strings(o.get("files_modified"))), default=-1
+    )
     investigated = "; ".join(discoveries[:6])
     if read:
-        investigated = (investigated + "; " if investigated else "") + "read " + ", ".join(read[:8])
+        investigated = (investigated + "; " if investigated else "") + t(
+            "summary_read", paths=joined(read, 8)
+        )
     completed = "; ".join(work[:6])
     if modified:
-        completed = (completed + "; " if completed else "") + "modified " + ", ".join(modified[:8])
+        completed = (completed + "; " if completed else "") + t(
+            "summary_modified", paths=joined(modified, 8)
+        )
     last = " ".join(last_message.split())
     notes = []
     if failures:
-        notes.append(f"{len(failures)} failing step(s), last: {_short(failures[-1], 120)}")
+        notes.append(t("summary_failures", n=len(failures), last=_short(failures[-1][1], 120)))
     if last:
-        notes.append(f"Agent's last message: {_short(last, 300)}")
+        notes.append(t("summary_last_message", text=_short(last, 300)))
+    open_failure = bool(failures) and failures[-1][0] > last_change
     return ParsedSummary(
-        request=sanitize(_short(request, 300)) or "Session work",
+        request=sanitize(_request_title(request, work, discoveries)),
         investigated=sanitize(investigated),
         learned=sanitize("; ".join(discoveries[6:10])),
-        completed=sanitize(completed) or ("No file changes." if observations else ""),
-        next_steps="",
+        completed=sanitize(completed) or (t("summary_no_changes") if observations else ""),
+        next_steps=sanitize(t("summary_fix_next", failure=_short(failures[-1][1], 160)))
+        if open_failure
+        else "",
         notes=sanitize(" ".join(notes)),
     )

@@ -147,6 +147,8 @@ class ToolUse:
     created: datetime | None = None
     prompt_number: int | None = None
     files: list[dict[str, Any]] = field(default_factory=list)
+    # Files a later Read/Edit showed changed by this shell command (see hash_changes).
+    extra_modified: list[str] = field(default_factory=list)
 
     @classmethod
     def from_event(cls, event: Any, *, n: int, root: str) -> ToolUse:
@@ -215,6 +217,8 @@ class ToolUse:
     @property
     def modified_paths(self) -> list[str]:
         """Project-relative paths the tool's own input says it changed (never the model's word)."""
+        if self.name in SHELL_TOOLS and not self.patch_text:
+            return self.shell_modified_paths
         if self.name not in EDIT_TOOLS and not (
             self.name in {"Bash", "shell", "exec_command"} and self.patch_text
         ):
@@ -228,6 +232,50 @@ class ToolUse:
             if f.get("role") == "modified"
         ]
         return _unique(p for p in paths if p)
+
+    @property
+    def shell_modified_paths(self) -> list[str]:
+        """Files a shell command wrote (redirections, sed -i, mv, formatters…; shellwrites),
+        plus those a later file hash showed it changed. A redirection happens before the
+        command runs, so it counts even when the command then failed."""
+        from memory.compression.shellwrites import shell_changes
+
+        paths: list[str] = []
+        failed = self.failed
+        for change in shell_changes(self.command):
+            if failed and change.tool:  # a failed `sed -i` or `mv` changed nothing we know of
+                continue
+            targets = change.paths or (self.patch_targets() if change.kind == "patched" else [])
+            paths += [self.rel(p) for p in targets]
+        return _unique(p for p in [*paths, *self.extra_modified] if p)
+
+    def shell_change_kinds(self) -> list[tuple[str, list[str], str]]:
+        from memory.compression.shellwrites import shell_changes
+
+        return [
+            (c.kind, [self.rel(p) for p in c.paths] or self.patch_targets(), c.tool)
+            for c in shell_changes(self.command)
+        ]
+
+    def patch_targets(self) -> list[str]:
+        """The files a `git apply x.patch` / `patch < x.diff` touched, from the patch file
+        when it is still in the project (bounded read)."""
+        match = re.search(r"(?:^|\s|<)\s*([^\s<>|;&]+\.(?:patch|diff))\b", self.command)
+        if not match or not self.root:
+            return []
+        from pathlib import Path
+
+        target = Path(match.group(1))
+        target = target if target.is_absolute() else Path(self.root) / target
+        try:
+            text = target.read_text(errors="replace")[:200_000]
+        except OSError:
+            return []
+        return _unique(
+            self.rel(m.group(1))
+            for m in re.finditer(r"^\+\+\+ (?:b/)?(\S+)", text, re.M)
+            if m.group(1) != "/dev/null"
+        )
 
     @property
     def read_paths(self) -> list[str]:
@@ -373,3 +421,27 @@ def _unique(items: Any) -> list[str]:
     for item in items:
         seen.setdefault(item, None)
     return list(seen)
+
+
+def hash_changes(uses: list[ToolUse]) -> None:
+    """A file whose hash changed between two tool uses of the batch, with no edit of it in
+    between, was changed by the shell command(s) that ran in between: record it on the last
+    of them (`extra_modified`), so a change made by an unrecognised command still counts."""
+    last: dict[str, str] = {}
+    shell_since: dict[str, ToolUse | None] = {}
+    for use in uses:
+        hashes = use.file_hashes()
+        for path, digest in hashes.items():
+            before = last.get(path)
+            culprit = shell_since.get(path)
+            changed = before and digest != before and culprit is not None
+            if changed and culprit is not None and path not in culprit.modified_paths:
+                culprit.extra_modified.append(path)
+            last[path] = digest
+            shell_since[path] = None
+        if use.name in SHELL_TOOLS:
+            for path in last:
+                shell_since[path] = use
+        for path in use.modified_paths:
+            if use.name not in SHELL_TOOLS:
+                shell_since[path] = None

@@ -15,6 +15,7 @@ Older schemas lack some columns; every column is read only when it exists.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +24,8 @@ from typing import Any
 from memory import config
 from memory.importers.json_io import FORMAT, FORMAT_VERSION, memory_import
 from memory.importers.report import ImportReport
+from memory.projects import relative_path
+from memory.recall.gate import UNKNOWN_HASH
 
 _PLATFORMS = {"claude": "claude-code", "claude-code": "claude-code"}
 
@@ -107,6 +110,7 @@ def claude_mem_document(db: sqlite3.Connection, report: ImportReport) -> dict[st
             "prompt_counter": int(row.get("prompt_counter") or 0),
             "started": _when(row, "started_at"),
             "ended": _when(row, "completed_at"),
+            "cwd": str(row.get("cwd") or row.get("project_path") or ""),
             "prompts": [],
             "observations": [],
             "summaries": [],
@@ -172,11 +176,87 @@ def claude_mem_document(db: sqlite3.Connection, report: ImportReport) -> dict[st
     }
 
 
+def _git_root(path: str) -> str:
+    """The git work tree holding `path`, when it still exists on this machine."""
+    current = path
+    while current and current != os.path.dirname(current):
+        if os.path.exists(os.path.join(current, ".git")):
+            return current
+        current = os.path.dirname(current)
+    return ""
+
+
+def infer_root(project: str, sessions: list[dict[str, Any]]) -> tuple[str, str]:
+    """(root, how it was found) for one project of a claude-mem database, which stores none:
+    1. the sessions' cwd, where recorded (the most common one);
+    2. the git work tree holding the common prefix of the files' paths, if it exists here;
+    3. in that common prefix, the folder named like the project (claude-mem names projects
+       after their folder);
+    4. the common prefix itself. ('', reason) when no path is absolute."""
+    cwds = [s["cwd"] for s in sessions if s.get("cwd", "").startswith("/")]
+    if cwds:
+        return max(set(cwds), key=cwds.count), "sessions' cwd"
+    paths = [
+        p
+        for s in sessions
+        for o in s["observations"]
+        for p in (*o["files_read"], *o["files_modified"])
+        if p.startswith("/")
+    ]
+    if not paths:
+        return "", "no absolute paths"
+    prefix = os.path.commonpath([os.path.dirname(p) for p in paths])
+    git = _git_root(prefix)
+    if git and git != "/":
+        return git, "git work tree"
+    parts = prefix.split("/")
+    if project in parts:
+        return "/".join(parts[: parts.index(project) + 1]), "folder named like the project"
+    return prefix, "common prefix of the file paths"
+
+
+def roots_apply(
+    document: dict[str, Any], overrides: dict[str, str], report: ImportReport
+) -> dict[str, str]:
+    """Give every session its project's root and every file a project-relative path (as cmem's
+    capture stores them, so the read gate finds them), marked with an unknown hash: the
+    history is evidence, but whether each file changed since is unknown."""
+    by_project: dict[str, list[dict[str, Any]]] = {}
+    for session in document["sessions"]:
+        by_project.setdefault(session["project"], []).append(session)
+    roots: dict[str, str] = {}
+    for project, sessions in sorted(by_project.items()):
+        if project in overrides:
+            root, how = os.path.abspath(os.path.expanduser(overrides[project])), "--root"
+        else:
+            root, how = infer_root(project, sessions)
+        roots[project] = root
+        report.notes.append(f"root of {project}: {root or '(none)'} ({how})")
+        for session in sessions:
+            session["project_root"] = root
+            session["cwd"] = session.get("cwd") or root
+            for obs in session["observations"]:
+                read = [relative_path(p, root) if root else p for p in obs["files_read"]]
+                modified = [relative_path(p, root) if root else p for p in obs["files_modified"]]
+                obs["files_read"], obs["files_modified"] = read, modified
+                obs["files"] = [
+                    {"path": p, "role": "modified", "content_hash": UNKNOWN_HASH} for p in modified
+                ] + [{"path": p, "role": "read", "content_hash": UNKNOWN_HASH} for p in read]
+    return roots
+
+
 HELP = "A claude-mem database (default ~/.claude-mem/claude-mem.db)."
 
 
 def add_arguments(parser: Any) -> None:
     parser.add_argument("db", nargs="?", type=Path, help="The claude-mem.db file.")
+    parser.add_argument(
+        "--root",
+        action="append",
+        default=[],
+        metavar="PROJECT=PATH",
+        help="The root folder of a project (overrides the inferred one); repeatable.",
+    )
 
 
 def import_from(*, options: dict[str, Any], report: ImportReport, progress: Any) -> ImportReport:
@@ -190,5 +270,12 @@ def import_from(*, options: dict[str, Any], report: ImportReport, progress: Any)
         raise ValueError(f"{path}: cannot read it as a claude-mem database ({exc})") from exc
     finally:
         db.close()
+    overrides: dict[str, str] = {}
+    for item in options.get("root") or []:
+        project, sep, root = str(item).partition("=")
+        if not sep or not project or not root:
+            raise ValueError(f"--root {item!r}: expected PROJECT=PATH")
+        overrides[project] = root
+    roots_apply(document, overrides, report)
     tick = progress(len(document["sessions"]), "sessions")
     return memory_import(document=document, report=report, progress=tick)

@@ -11,6 +11,7 @@ class ImportReport:
     imported: Counter[str] = field(default_factory=Counter)
     skipped: Counter[str] = field(default_factory=Counter)
     problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # e.g. the root chosen per project
 
     def add(self, kind: str, created: bool) -> None:
         (self.imported if created else self.skipped)[kind] += 1
@@ -27,6 +28,7 @@ class ImportReport:
             f"{kind:<14} imported {self.imported[kind]:>6}   skipped {self.skipped[kind]:>6}"
             for kind in kinds
         ]
+        out.extend(self.notes)
         if self.skipped["problem"]:
             out.append(f"{self.skipped['problem']} unreadable or unknown entries skipped")
             out.extend(f"  - {p}" for p in self.problems)

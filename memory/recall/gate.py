@@ -290,8 +290,16 @@ def _aware(value: datetime | str) -> datetime:
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
-def candidate_unchanged(candidate: Candidate, facts: FileFacts) -> bool:
-    """Is the file still what this observation saw? By hash; by mtime when no hash was stored."""
+# The content hash of imported history that recorded none (claude-mem stores no hashes):
+# still evidence about the file, but whether the file changed since is unknown.
+UNKNOWN_HASH = "unknown"
+
+
+def candidate_unchanged(candidate: Candidate, facts: FileFacts) -> bool | None:
+    """Is the file still what this observation saw? By hash; by mtime when no hash was
+    stored; None (unknown) for imported history without a hash."""
+    if candidate.content_hash == UNKNOWN_HASH:
+        return None
     if candidate.content_hash and facts.sha256:
         return candidate.content_hash == facts.sha256
     return facts.mtime <= candidate.created.timestamp()
@@ -357,7 +365,7 @@ def _timeline(rows: list[Candidate], zone: tzinfo) -> str:
             days[heading] = []
             keyed.append((local, heading))
         title = framing.one_line(row.title, TITLE_MAX)
-        mark = "unchanged" if row.unchanged else "changed"
+        mark = {True: "unchanged", False: "changed", None: "unknown"}[row.unchanged]
         days[heading].append(f"{row.id} {clock.clock_time(local)}  {title} [{mark}]")
     keyed.sort(key=lambda item: item[0].date(), reverse=True)
     return "\n\n".join(f"### {heading}\n" + "\n".join(days[heading]) for _, heading in keyed)

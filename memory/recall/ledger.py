@@ -45,12 +45,24 @@ def ledger_record(
     )
 
 
-def ledger_record_observer(*, session: Session | None, project: str, tokens: int) -> None:
-    """Record the observer's API spend (input + output + cache tokens)."""
-    if tokens:
-        ledger_record(
-            kind=LedgerEntry.Kind.OBSERVER, session=session, project=project, spent=tokens
-        )
+def ledger_record_observer(*, session: Session | None, project: str, usage: Any) -> None:
+    """Record one observer batch (its request and any repair): tokens spent (input + output +
+    cache), the provider and model, the split, and the cost in USD. `usage` is an
+    llm.Usage (duck-typed: recall does not import compression)."""
+    if not usage.total:
+        return
+    LedgerEntry.objects.create(
+        session=session,
+        project=project,
+        kind=LedgerEntry.Kind.OBSERVER,
+        tokens_spent=usage.total,
+        provider=usage.provider[:40],
+        model=usage.model[:120],
+        input_tokens=usage.input,
+        cached_tokens=usage.cache_read + usage.cache_write,
+        output_tokens=usage.output,
+        cost_usd=usage.cost_usd,
+    )
 
 
 def ledger_record_retry(*, session: Session, project: str, path: str) -> LedgerEntry | None:
@@ -103,6 +115,19 @@ class LedgerLine:
 
 
 @dataclass
+class ObserverUsage:
+    """The observer's spend of one provider and model over the report's window."""
+
+    provider: str
+    model: str
+    batches: int = 0
+    input: int = 0
+    cached: int = 0
+    output: int = 0
+    cost_usd: float = 0.0
+
+
+@dataclass
 class LedgerReport:
     days: int
     project: str | None
@@ -110,6 +135,7 @@ class LedgerReport:
     by_day: list[LedgerLine] = field(default_factory=list)
     by_project: list[LedgerLine] = field(default_factory=list)
     by_session: list[LedgerLine] = field(default_factory=list)
+    observer: list[ObserverUsage] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -119,6 +145,7 @@ class LedgerReport:
             "by_day": [line.as_dict() for line in self.by_day],
             "by_project": [line.as_dict() for line in self.by_project],
             "by_session": [line.as_dict() for line in self.by_session],
+            "observer": [{**asdict(u), "cost_usd": round(u.cost_usd, 6)} for u in self.observer],
         }
 
 
@@ -165,6 +192,7 @@ def ledger_report(
     }
     for pk, line in per_session.items():
         line.label = labels.get(pk, "")
+    report.observer = _observer_usage(rows)
     report.by_day = [per_day[key] for key in sorted(per_day)]
     report.by_project = sorted(per_project.values(), key=lambda line: -line.net)
     report.by_session = sorted(per_session.values(), key=lambda line: -line.net)
@@ -174,3 +202,19 @@ def ledger_report(
 def _prompt_label(text: str, limit: int = 60) -> str:
     line = " ".join(text.split())
     return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
+def _observer_usage(rows: Any) -> list[ObserverUsage]:
+    out: dict[tuple[str, str], ObserverUsage] = {}
+    for provider, model, inp, cached, output, cost in rows.filter(
+        kind=LedgerEntry.Kind.OBSERVER
+    ).values_list(
+        "provider", "model", "input_tokens", "cached_tokens", "output_tokens", "cost_usd"
+    ):
+        line = out.setdefault((provider, model), ObserverUsage(provider or "?", model or "?"))
+        line.batches += 1
+        line.input += inp
+        line.cached += cached
+        line.output += output
+        line.cost_usd += cost
+    return sorted(out.values(), key=lambda u: -u.cost_usd)

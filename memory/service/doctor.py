@@ -267,24 +267,37 @@ def _spool_checks() -> list[Check]:
     return out
 
 
-def _api_key_checks() -> list[Check]:
-    has_key = bool(os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"))
-    mode = config.get("CLAUDE_MEM_COMPRESSOR").strip().lower()
-    if has_key:
-        return [Check("ok", "ANTHROPIC_API_KEY is set")]
-    if mode == "api":
+def _provider_checks() -> list[Check]:
+    """Which provider writes the observations, and why (where its key and URL come from)."""
+    from memory.compression.providers import AUTO, OFFLINE, module, provider_choice
+
+    choice = provider_choice()
+    if choice.name == OFFLINE:
+        if choice.requested not in {AUTO, OFFLINE}:
+            return [
+                Check(
+                    "fail",
+                    f"observer provider: offline, because {choice.why}",
+                    "fix that provider's settings (README: Observer providers), or "
+                    "CLAUDE_MEM_PROVIDER=offline",
+                )
+            ]
+        status = "ok" if choice.requested == OFFLINE else "warn"
         return [
             Check(
-                "fail",
-                "CLAUDE_MEM_COMPRESSOR=api but ANTHROPIC_API_KEY is not set",
-                "set ANTHROPIC_API_KEY for the worker, or CLAUDE_MEM_COMPRESSOR=offline",
+                status,
+                f"observer provider: offline ({choice.why})",
+                ""
+                if status == "ok"
+                else "log in to `claude`, or set an API key (README: Observer providers)",
             )
         ]
+    sources = module(choice.name).sources(choice.name)
     return [
         Check(
-            "warn",
-            "ANTHROPIC_API_KEY is not set: observations are compressed offline",
-            "set ANTHROPIC_API_KEY for richer observations",
+            "ok",
+            f"observer provider: {choice.name} ({choice.why}); key from {sources['key']}, "
+            f"base URL from {sources['base_url']}",
         )
     ]
 
@@ -307,7 +320,7 @@ def doctor_checks(*, settings_path: Path | None = None) -> list[Check]:
         _worker_checks,
         _database_checks,
         _spool_checks,
-        _api_key_checks,
+        _provider_checks,
         _agent_checks,
     ):
         checks.extend(group())

@@ -90,7 +90,13 @@ def _only_tool_results(message: dict[str, Any]) -> bool:
 
 def is_claude_code(body: dict[str, Any], path: str) -> bool:
     # Claude Code always sends its tools and the beta query flag; cmem's compressor sends neither.
+    # The `claude` provider is Claude Code too, but its system prompt is cmem's observer's.
+    if OBSERVER_MARK in json.dumps(body.get("system", "")):
+        return False
     return "beta=true" in path or bool(body.get("tools"))
+
+
+OBSERVER_MARK = "You are cmem's memory observer"
 
 
 def default_compressor(body: dict[str, Any]) -> str:

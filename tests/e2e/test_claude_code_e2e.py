@@ -141,7 +141,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         data,
         port,
         HOME=str(home),
-        ANTHROPIC_BASE_URL=api.url,
+        CLAUDE_MEM_ANTHROPIC_BASE_URL=api.url,
         ANTHROPIC_API_KEY="sk-ant-e2e-fake",
         CLAUDE_MEM_COMPRESSOR="api",
         # Seed 000's refusing gate, pinned: the adaptive default has its own tests.

@@ -54,7 +54,7 @@ def obs_xml(title: str, uses: str = "1", kind: str = "feature", files_modified: 
 @pytest.fixture
 def api(monkeypatch: pytest.MonkeyPatch):
     with FakeAnthropic() as fake:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+        monkeypatch.setenv("CLAUDE_MEM_ANTHROPIC_BASE_URL", fake.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
         monkeypatch.setenv("CLAUDE_MEM_API_BACKOFF_MS", "5")
         monkeypatch.setenv("CLAUDE_MEM_API_TIMEOUT_MS", "3000")

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from memory.compression import health
+from memory.compression.providers import NOTHING_CONFIGURED
 from memory.compression.service import compressor_mode
 from memory.models import Event, Observation, ObservationFile, Summary
 from memory.tasks import session_events_process_task
@@ -37,7 +38,7 @@ def no_key(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no ~/.anthropic/api_key either
     # Nothing listens here: a request would fail loudly instead of reaching anything real.
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("CLAUDE_MEM_ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
 
 
 @pytest.fixture
@@ -54,7 +55,8 @@ def _process(session) -> list[Observation]:
 
 
 def test_mode_is_offline_without_a_key() -> None:
-    assert compressor_mode() == ("offline", "no API key")
+    assert compressor_mode() == ("offline", NOTHING_CONFIGURED)
+    assert NOTHING_CONFIGURED.startswith("no API key")
 
 
 def test_key_from_data_dir_env_file_switches_to_api(data_dir: Path) -> None:
@@ -132,7 +134,7 @@ def test_edit_after_a_failing_command_is_a_bugfix(project: Path) -> None:
     )
     failing, fix = _process(session)
     assert failing.type == "discovery"
-    assert failing.title.startswith("`pytest tests/test_gate.py` failed")
+    assert failing.title == "Tests failed (pytest): E AssertionError: rows not ranked"
     assert "AssertionError: rows not ranked" in failing.title
     assert "Error: E AssertionError: rows not ranked" in failing.facts
     assert fix.type == "bugfix" and fix.concepts == ["problem-solution"]
@@ -263,7 +265,8 @@ def test_api_mode_without_a_key_is_reported(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("CLAUDE_MEM_COMPRESSOR", "api")
     line = health.observer_health_line()
     assert line.startswith("⚠ cmem memory is degraded") and "no Anthropic API key" in line
-    assert compressor_mode() == ("offline", "no API key")
+    assert compressor_mode()[0] == "offline"
+    assert compressor_mode()[1].startswith("CLAUDE_MEM_COMPRESSOR=api but no Anthropic API key")
 
 
 def test_codex_failed_command_without_exit_code_is_judged_by_its_output(project: Path) -> None:
@@ -281,8 +284,6 @@ def test_codex_failed_command_without_exit_code_is_judged_by_its_output(project:
     add_event(session, payload)
     add_event(session, ok)
     failed, fine = _process(session)
-    assert (
-        failed.title
-        == "`cat missing.txt; exit 3` failed: cat: missing.txt: No such file or directory"
-    )
-    assert fine.title.startswith("Ran `cat file.txt`")
+    assert failed.title == "Viewed missing.txt failed: cat: missing.txt: No such file or directory"
+    assert failed.type == "discovery" and "Command: cat missing.txt; exit 3" in failed.facts
+    assert fine.title.startswith("Viewed file.txt")

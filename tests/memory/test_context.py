@@ -391,3 +391,11 @@ def test_zero_counts_turn_injection_off_but_still_reset_views(client, root, monk
     monkeypatch.setenv("CLAUDE_MEM_CONTEXT_SESSION_COUNT", "1")
     text = context(client, root)
     assert "Cut the 2.4 release" in text and "Fixed retry storm" not in text
+
+
+@time_machine.travel(NOW, tick=False)
+def test_the_index_stays_english_in_the_users_language(client, root, monkeypatch) -> None:
+    # CLAUDE_MEM_LANGUAGE changes what the observer writes, never what cmem tells the agent.
+    monkeypatch.setenv("CLAUDE_MEM_LANGUAGE", "zh")
+    ids = seed_history(root)
+    golden("context_basic.txt", context(client, root), **ids)

@@ -9,6 +9,7 @@ import pytest
 import time_machine
 from django.core.management import call_command
 
+from memory.compression.llm import Usage
 from memory.models import LedgerEntry, Prompt, Session
 from memory.recall.ledger import ledger_record_observer, ledger_report
 from tests.factories import SessionFactory
@@ -66,14 +67,39 @@ def test_observer_spend_is_subtracted(client, root) -> None:
     target = gated_file(root)
     post_gate(client, root, target)
     session = Session.objects.get(session_id=SID)
-    ledger_record_observer(session=session, project="proj", tokens=500)
-    ledger_record_observer(
-        session=session, project="proj", tokens=0
-    )  # nothing spent, nothing booked
+    spent = Usage(
+        input=300,
+        output=100,
+        cache_read=80,
+        cache_write=20,
+        cost_usd=0.0012,
+        provider="openrouter",
+        model="m/x",
+    )
+    ledger_record_observer(session=session, project="proj", usage=spent)
+    ledger_record_observer(session=session, project="proj", usage=Usage())  # nothing booked
     report = ledger_report()
     assert report.total.spent == 500
     assert report.total.net == report.total.avoided - report.total.shown - 500
-    assert LedgerEntry.objects.filter(kind=LedgerEntry.Kind.OBSERVER).count() == 1
+    row = LedgerEntry.objects.get(kind=LedgerEntry.Kind.OBSERVER)
+    assert (row.provider, row.model, row.input_tokens, row.cached_tokens, row.output_tokens) == (
+        "openrouter",
+        "m/x",
+        300,
+        100,
+        100,
+    )
+    assert row.cost_usd == pytest.approx(0.0012)
+    [usage] = report.as_dict()["observer"]
+    assert usage == {
+        "provider": "openrouter",
+        "model": "m/x",
+        "batches": 1,
+        "input": 300,
+        "cached": 100,
+        "output": 100,
+        "cost_usd": 0.0012,
+    }
 
 
 def test_savings_per_session_project_and_local_day(client, tmp_path, monkeypatch) -> None:
@@ -134,3 +160,24 @@ def test_cmem_stats_prints_net_savings(client, root) -> None:
     out = StringIO()
     call_command("stats", "--json", "--project", "proj", stdout=out)
     assert json.loads(out.getvalue())["total"]["net"] == net
+
+
+def test_cmem_stats_shows_observer_usage_per_provider_and_model() -> None:
+    for provider, model, cost in [
+        ("claude", "claude-haiku-4-5-20251001", 0.0007),
+        ("claude", "claude-haiku-4-5-20251001", 0.0003),
+        ("openai-compatible", "qwen2.5-coder:7b", 0.0),
+    ]:
+        ledger_record_observer(
+            session=None,
+            project="proj",
+            usage=Usage(
+                input=10, output=5, cache_read=100, cost_usd=cost, provider=provider, model=model
+            ),
+        )
+    out = StringIO()
+    call_command("stats", stdout=out)
+    text = out.getvalue()
+    assert "observer usage (provider, model: batches, input / cached / output tokens, cost)" in text
+    assert "  claude, claude-haiku-4-5-20251001: 2 batches, 20 / 200 / 10 tokens, $0.0010" in text
+    assert "  openai-compatible, qwen2.5-coder:7b: 1 batches, 10 / 100 / 5 tokens, $0.0000" in text

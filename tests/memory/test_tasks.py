@@ -40,7 +40,7 @@ def echo_observations(body: dict[str, Any], *, delay: float = 0.0) -> Reply:
 @pytest.fixture
 def api(monkeypatch: pytest.MonkeyPatch):
     with FakeAnthropic(default=Reply(fn=echo_observations)) as fake:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+        monkeypatch.setenv("CLAUDE_MEM_ANTHROPIC_BASE_URL", fake.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
         monkeypatch.setenv("CLAUDE_MEM_API_BACKOFF_MS", "5")
         yield fake
@@ -187,7 +187,7 @@ def test_consumer_killed_mid_batch_compresses_every_event_exactly_once(tmp_path:
     env = make_worker_env(
         data,
         free_port(),
-        ANTHROPIC_BASE_URL=fake.url,
+        CLAUDE_MEM_ANTHROPIC_BASE_URL=fake.url,
         ANTHROPIC_API_KEY=KEY,
         CLAUDE_MEM_BATCH_SIZE="2",
         CLAUDE_MEM_CLAIM_TIMEOUT_SECONDS="2",
@@ -351,7 +351,9 @@ def test_hooks_to_observation_and_summary_through_a_real_worker(tmp_path: Path) 
     worker = LiveWorker(
         data_dir=data,
         port=port,
-        env=make_worker_env(data, port, ANTHROPIC_BASE_URL=fake.url, ANTHROPIC_API_KEY=KEY),
+        env=make_worker_env(
+            data, port, CLAUDE_MEM_ANTHROPIC_BASE_URL=fake.url, ANTHROPIC_API_KEY=KEY
+        ),
     )
     worker.start(timeout=90)
     try:

@@ -270,6 +270,31 @@ def test_settings_env_keys_are_not_editable(
     assert saved.get("CLAUDE_MEM_CONTEXT_OBSERVATIONS") != "99"
 
 
+def test_provider_urls_and_keys_cannot_be_changed_or_read_from_the_form(client: Client) -> None:
+    config.save(
+        {
+            "CLAUDE_MEM_OPENAI_BASE_URL": "http://127.0.0.1:11434/v1",
+            "CLAUDE_MEM_OPENROUTER_API_KEY": "sk-or-v1-never-shown-on-a-page-123",
+        }
+    )
+    body = client.get(reverse("memory-settings")).content.decode()
+    assert "sk-or-v1-never-shown" not in body
+    hostile = _settings_post(
+        CLAUDE_MEM_OPENAI_BASE_URL="http://attacker.invalid/v1",
+        CLAUDE_MEM_OPENROUTER_API_KEY="sk-or-v1-attacker",
+        CLAUDE_MEM_ANTHROPIC_BASE_URL="http://attacker.invalid",
+        CLAUDE_MEM_CLAUDE_PATH="/tmp/evil",
+        CLAUDE_MEM_PROVIDER="openai-compatible",
+    )
+    assert client.post(reverse("memory-settings"), hostile).status_code == 302
+    saved = json.loads(config.settings_path().read_text())
+    assert saved["CLAUDE_MEM_OPENAI_BASE_URL"] == "http://127.0.0.1:11434/v1"
+    assert saved["CLAUDE_MEM_OPENROUTER_API_KEY"] == "sk-or-v1-never-shown-on-a-page-123"
+    assert "CLAUDE_MEM_ANTHROPIC_BASE_URL" not in saved
+    assert saved.get("CLAUDE_MEM_CLAUDE_PATH", "") != "/tmp/evil"
+    assert saved["CLAUDE_MEM_PROVIDER"] == "openai-compatible"  # the choice itself is a setting
+
+
 def test_settings_post_requires_csrf(csrf_client: Client) -> None:
     assert csrf_client.post(reverse("memory-settings"), _settings_post()).status_code == 403
 
@@ -325,3 +350,18 @@ def test_static_files_are_found() -> None:
 
     assert finders.find("css/cmem.css")
     assert finders.find("js/cmem.js")
+
+
+def test_the_dashboard_says_which_provider_and_why(
+    client: Client, monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    body = client.get(reverse("memory-timeline")).content.decode()
+    assert 'id="observer-provider">Observer: offline (no API key: no Anthropic key' in body
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-dashboard-0123456789")
+    body = client.get(reverse("memory-stats")).content.decode()
+    assert (
+        "Observer: anthropic (auto: Anthropic API key from ANTHROPIC_API_KEY (environment))" in body
+    )
+    assert "sk-ant-dashboard" not in body

@@ -37,7 +37,7 @@ def new_worker(tmp_path: Path, name: str = "worker", **settings: str) -> LiveWor
 
 def api_settings(url: str, **extra: str) -> dict[str, str]:
     return {
-        "ANTHROPIC_BASE_URL": url,
+        "CLAUDE_MEM_ANTHROPIC_BASE_URL": url,
         "ANTHROPIC_API_KEY": KEY,
         "CLAUDE_MEM_COMPRESSOR": "api",
         "CLAUDE_MEM_API_BACKOFF_MS": "10",

@@ -45,6 +45,15 @@ class Command(BaseCommand):
             f"(avoided {total.avoided:,}, shown {total.shown:,}, observer {total.spent:,}; "
             f"{total.denials} reads refused, {total.retries} retried, {total.injections} indexes injected)"
         )
+        if report.observer:
+            self.stdout.write(
+                "\nobserver usage (provider, model: batches, input / cached / output tokens, cost)"
+            )
+            for u in report.observer:
+                self.stdout.write(
+                    f"  {u.provider}, {u.model}: {u.batches} batches, {u.input:,} / {u.cached:,} / "
+                    f"{u.output:,} tokens, ${u.cost_usd:.4f}"
+                )
         wanted = SECTIONS if by == "all" else (by,)
         if "day" in wanted:
             self.write_table("per day", report.by_day)

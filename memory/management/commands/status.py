@@ -26,6 +26,20 @@ def format_duration(seconds: float) -> str:
     return f"{secs}s"
 
 
+def observer_sources() -> dict[str, str]:
+    """The observer's provider and where its key and base URL come from, as settings.json and
+    this process's environment give them (secrets are never printed, only their source)."""
+    from memory.compression.providers import OFFLINE, module, provider_choice
+
+    choice = provider_choice()
+    sources = (
+        {"key": "none", "base_url": "none"}
+        if choice.name == OFFLINE
+        else module(choice.name).sources(choice.name)
+    )
+    return {"provider": choice.name, "why": choice.why, **sources}
+
+
 class Command(BaseCommand):
     help = "Say whether the cmem worker runs, with pid, URL, version, uptime and pending work."
 
@@ -54,11 +68,16 @@ class Command(BaseCommand):
                         "uptime_seconds": None if state.uptime is None else round(state.uptime),
                         "pending": pending,
                         "stale": state.stale_reason or None,
+                        "observer": observer_sources(),
                     }
                 )
             )
         else:
             self._write_text(state, pending)
+            observer = observer_sources()
+            self.stdout.write(f"  observer {observer['provider']} ({observer['why']})")
+            self.stdout.write(f"    key      from {observer['key']}")
+            self.stdout.write(f"    base URL from {observer['base_url']}")
         if not state.running:
             raise SystemExit(NOT_RUNNING)
 
