@@ -25,6 +25,12 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.flush()
             os._exit(code)
         return code
+    if args[:2] == ["serve", "--supervise"]:
+        # `cmem serve` re-executes itself here once migrations are done: the supervisor
+        # imports no Django (memory/service/supervisor.py).
+        from memory.service.supervisor import main as supervise
+
+        return supervise()
     if args and args[0] in {"--version", "-V", "version"}:
         from memory import config
 
