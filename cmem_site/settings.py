@@ -81,7 +81,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # One Content-Security-Policy on every response (django-csp): pages load nothing remote,
     # so a hostile deliverable or recorded text cannot pull in a tracker or a script.
-    "csp.middleware.CSPMiddleware",
+    "memory.csp_headers.StaticCSPMiddleware",
 ]
 
 CONTENT_SECURITY_POLICY = {
