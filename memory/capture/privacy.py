@@ -82,7 +82,11 @@ _EXPLICIT: list[tuple[str, str, int]] = [
     ("stripe-access-key", r"\b[rs]k_(?:live|test)_[0-9A-Za-z]{16,}", 0),
     ("json-web-token", r"\beyJ[A-Za-z0-9_\-]{4,}\.eyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{8,}", 0),
     # `postgres://user:pw@host`: the password between the user and the host.
-    ("basic-auth-credentials", r"\b[A-Za-z][A-Za-z0-9+.\-]{1,30}://[^\s:/@]{1,256}:([^\s@/]{1,256})@", 1),
+    (
+        "basic-auth-credentials",
+        r"\b[A-Za-z][A-Za-z0-9+.\-]{1,30}://[^\s:/@]{1,256}:([^\s@/]{1,256})@",
+        1,
+    ),
     # `mysql -pSECRET` (no space: a space means "prompt for it"), `sshpass -p SECRET`.
     (
         "password",
