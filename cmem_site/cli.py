@@ -94,6 +94,12 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args and args[0] == "hook":
         return _hook(args[1:], exit_now=argv is None)
+    if args[:2] == ["serve", "--supervise"]:
+        # `cmem serve` re-executes itself here once migrations are done: the supervisor
+        # imports no Django (memory/service/supervisor.py).
+        from memory.service.supervisor import main as supervise
+
+        return supervise()
     if args and args[0] in {"--version", "-V", "version"}:
         from memory import config
 

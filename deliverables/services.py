@@ -25,7 +25,6 @@ from typing import Any
 import nh3
 from django.db import IntegrityError, transaction
 from django.utils import timezone
-from markdown_it import MarkdownIt
 
 from deliverables.models import Deliverable
 from memory import config
@@ -409,6 +408,10 @@ def _image_as_link(renderer: Any, tokens: Any, idx: int, options: Any, env: Any)
 def markdown_to_safe_html(text: str) -> str:
     """Markdown rendered with raw HTML off and images as links, then sanitised by nh3 (links
     get rel=noopener)."""
+    # Imported here: markdown-it is ~80 ms and several MB that only a deliverable page needs,
+    # not every worker process at start.
+    from markdown_it import MarkdownIt
+
     md = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
     md.add_render_rule("image", _image_as_link)
     html = md.render(text)

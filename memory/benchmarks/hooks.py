@@ -23,6 +23,7 @@ from typing import Any
 
 from memory.benchmarks.harness import child_env, free_port, percentile, wait_health
 
+ENTRY = str(Path(__file__).resolve().parents[1] / "hook_entry.py")
 FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "claude-code-2.1.332"
 
 OBSERVATION = {
@@ -148,6 +149,15 @@ def _report(out: Any, *, runs: int, ingest_count: int, env: dict[str, str], port
             [cmem, "hook", "claude-code", "file-context"],
             lambda n: pre_tool_use,
         ),
+        # The stdlib entry with -I -S: no site, no .pth files (memory/hook_entry.py).
+        "python -I -S hook_entry.py observation": (
+            [sys.executable, "-I", "-S", ENTRY, "hook", "claude-code", "observation"],
+            _observation,
+        ),
+        "python -I -S hook_entry.py file-context": (
+            [sys.executable, "-I", "-S", ENTRY, "hook", "claude-code", "file-context"],
+            lambda n: pre_tool_use,
+        ),
     }
     for cmd, payload in commands.values():  # warm-up: bytecode caches, the worker's first request
         _time(cmd, payload(-1), env)
@@ -159,7 +169,7 @@ def _report(out: Any, *, runs: int, ingest_count: int, env: dict[str, str], port
     out.write(f"whole-process wall time, median of {runs} interleaved runs each:")
     for name, values in times.items():
         median = statistics.median(values)
-        out.write(f"  {name:<36} {median * 1000:7.1f} ms   {median / base:5.2f}x")
+        out.write(f"  {name:<42} {median * 1000:7.1f} ms   {median / base:5.2f}x")
     # Paced like a busy agent (a tool call every 50 ms), and as a burst where the consumer's
     # compression of earlier events competes for the CPU and the SQLite write lock.
     for label, pause, start in (

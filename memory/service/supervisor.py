@@ -253,3 +253,33 @@ class Supervisor:
                 proc.wait()
             # Anything left in the child's group (gunicorn's worker) goes too.
             signal_group(proc.pid, signal.SIGKILL)
+
+
+def _configure_logging() -> None:
+    """The same file and format as Django's LOGGING (cmem_site/settings.py), without Django."""
+    import logging.handlers
+
+    raw = config.get("CLAUDE_MEM_LOG_LEVEL").upper()
+    level = {"WARN": "WARNING", "SILENT": "CRITICAL"}.get(raw, raw)
+    if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+        level = "INFO"
+    log_dir().mkdir(parents=True, exist_ok=True)
+    handler = logging.handlers.WatchedFileHandler(log_dir() / "cmem.log")
+    handler.setFormatter(
+        logging.Formatter("%(asctime)s %(levelname)s %(name)s %(process)d: %(message)s")
+    )
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(level)
+
+
+def main() -> int:
+    """`cmem serve` after its migrations: the supervisor alone, in a process without Django."""
+    from memory.service.worker_state import worker_address
+
+    _configure_logging()
+    try:
+        return Supervisor(worker_address()).run()
+    except WorkerError as exc:
+        sys.stderr.write(f"CommandError: {exc}\n")
+        return 1

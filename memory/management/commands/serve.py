@@ -1,14 +1,16 @@
 from __future__ import annotations
 
+import os
+import sys
 from argparse import ArgumentParser
 from typing import Any
 
+from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from memory.service import lifecycle
+from memory.service import lifecycle, schema_stamp
 from memory.service import worker_state as worker
-from memory.service.supervisor import Supervisor
 
 
 class Command(BaseCommand):
@@ -36,9 +38,13 @@ class Command(BaseCommand):
                 f"port {address.port} on {address.host} is held by another program, not cmem. "
                 "Stop it, or choose another port with CLAUDE_MEM_WORKER_PORT."
             )
-        if not options["no_migrate"]:
+        database = settings.DATABASES["default"]
+        if not options["no_migrate"] and not schema_stamp.is_current(database):
             call_command("migrate", interactive=False, verbosity=0)
-        try:
-            Supervisor(address, out=self.stdout).run()
-        except worker.WorkerError as exc:
-            raise CommandError(str(exc)) from None
+            schema_stamp.record(database)
+        # The supervisor only spawns, watches and signals: it needs no Django, so this
+        # process becomes a lean one (same pid, so `cmem start` and the pid file still name
+        # it) instead of keeping ~60 MB of Django resident for the worker's whole life.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execv(sys.executable, [sys.executable, "-m", "cmem_site.cli", "serve", "--supervise"])
