@@ -412,7 +412,8 @@ def _store_observations(
         for i, (obs, covered) in enumerate(plans):
             modified = _union(u.modified_paths for u in covered)
             model_read = [relative_path(p, root) for p in obs.files_read]
-            read = _union([_union(u.read_paths for u in covered), model_read])
+            evidenced = _union(u.read_paths for u in covered)
+            read = _union([evidenced, model_read])
             row = Observation(
                 session=session,
                 project=session.project,
@@ -461,9 +462,12 @@ def _store_observations(
                         content_hash=hashes.get(path, ""),
                         created=row.created,
                     )
+                    # Gate evidence comes from the captured tool uses only, never from the
+                    # model's say-so: a file the model lists in files_read but no tool use
+                    # touched stays in the observation's text, and does not gate a Read.
                     for role, paths in (
                         (ObservationFile.Role.MODIFIED, modified),
-                        (ObservationFile.Role.READ, [p for p in read if p not in modified]),
+                        (ObservationFile.Role.READ, [p for p in evidenced if p not in modified]),
                     )
                     for path in paths
                 ]

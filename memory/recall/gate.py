@@ -54,6 +54,8 @@ CHOICES = """Read blocked: This file has prior observations. Choose the cheapest
   smart_unfold({path}, "<symbol>") for a specific function (~400-2k tokens).
 - Need to edit? Read the file again: a second Read passes."""
 MARKS = "[unchanged]/[changed]: the file now vs. what that observation saw.\n" + framing.NOTES_LINE
+# Added to MARKS only when a row is [unknown], so the seed message stays as it is otherwise.
+UNKNOWN_MARK = "[unknown]: no hash was recorded for it (imported history), so it may differ.\n"
 CONTEXT_INTRO = """This file has prior observations; the Read result is the current file.
 - Need details? get_observations([IDs]) -- ~300 tokens each."""
 CHANGED_INTRO = """This file changed since its last observation, so the Read goes ahead; the rows below describe earlier versions.
@@ -135,7 +137,7 @@ def gate_decide(*, event: HookEvent, mode: str = "") -> HookResult:
     timeline = _timeline(rows, zone)
     if mode == "context" or newest_changed:
         intro = CHANGED_INTRO if newest_changed else CONTEXT_INTRO
-        text = f"Current: {clock.stamp(now)}\n{intro}\n{MARKS}\n\n{timeline}"
+        text = f"Current: {clock.stamp(now)}\n{intro}\n{_marks(rows)}\n\n{timeline}"
         session = session or session_ensure(event=event, project=project)
         ledger_record(
             kind=LedgerEntry.Kind.GATE_CONTEXT,
@@ -145,7 +147,7 @@ def gate_decide(*, event: HookEvent, mode: str = "") -> HookResult:
             shown=text,
         )
         return HookResult(gate=GateDecision(decision="allow", context=text))
-    reason = f"Current: {clock.stamp(now)}\n{CHOICES.format(path=json.dumps(raw_path))}\n{MARKS}\n\n{timeline}"
+    reason = f"Current: {clock.stamp(now)}\n{CHOICES.format(path=json.dumps(raw_path))}\n{_marks(rows)}\n\n{timeline}"
     return _deny(event, project, path, facts, reason, session, view)
 
 
@@ -281,11 +283,22 @@ def _aware(value: datetime | str) -> datetime:
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
-def candidate_unchanged(candidate: Candidate, facts: FileFacts) -> bool:
-    """Is the file still what this observation saw? By hash; by mtime when no hash was stored."""
+def _marks(rows: list[Candidate]) -> str:
+    if any(row.unchanged is None for row in rows):
+        return UNKNOWN_MARK + MARKS
+    return MARKS
+
+
+def candidate_unchanged(candidate: Candidate, facts: FileFacts) -> bool | None:
+    """Is the file still what this observation saw? Unchanged only by hash; None (shown
+    `[unknown]`) when the capture stored no hash (imported history, a file unreadable at
+    capture) and the file is older than the observation: an old mtime proves nothing (a
+    checkout, `touch -d`, a copied tree), so it is never called unchanged."""
     if candidate.content_hash and facts.sha256:
         return candidate.content_hash == facts.sha256
-    return facts.mtime <= candidate.created.timestamp()
+    # Without a hash, a file modified after the observation has changed since; one older
+    # than it may still differ (only a hash would say), so it is unknown.
+    return False if facts.mtime > candidate.created.timestamp() else None
 
 
 def candidates_rank(candidates: list[Candidate], limit: int) -> list[Candidate]:
@@ -348,7 +361,7 @@ def _timeline(rows: list[Candidate], zone: tzinfo) -> str:
             days[heading] = []
             keyed.append((local, heading))
         title = framing.one_line(row.title, TITLE_MAX)
-        mark = "unchanged" if row.unchanged else "changed"
+        mark = {True: "unchanged", False: "changed"}.get(row.unchanged, "unknown")
         days[heading].append(f"{row.id} {clock.clock_time(local)}  {title} [{mark}]")
     keyed.sort(key=lambda item: item[0].date(), reverse=True)
     return "\n\n".join(f"### {heading}\n" + "\n".join(days[heading]) for _, heading in keyed)
