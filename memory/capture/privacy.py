@@ -122,18 +122,6 @@ _PLACEHOLDERS = {
     "token",
 }
 
-# detect-secrets plugins left out: public IPs are not secrets; the entropy and keyword plugins
-# (not regex-based, so never collected) flag every hash and `token = …` line of ordinary code.
-# The keyword-assignment plugins (IBM, Cloudant, SoftLayer) cost a millisecond each per 16 kB
-# and are covered by cmem's own `*key=`/`*password=` assignment rule.
-_SKIPPED_PLUGINS = {
-    "IPPublicDetector",
-    "IbmCloudIamDetector",
-    "IbmCosHmacDetector",
-    "CloudantDetector",
-    "SoftlayerDetector",
-}
-
 
 class ScanStats:
     """Counts the tag scanner's steps, so tests can prove the work is linear in the input."""

@@ -12,6 +12,18 @@ from __future__ import annotations
 
 import re
 
+# detect-secrets plugins left out: public IPs are not secrets; the entropy and keyword plugins
+# (not regex-based, so never collected) flag every hash and `token = …` line of ordinary code.
+# The keyword-assignment plugins (IBM, Cloudant, SoftLayer) cost a millisecond each per 16 kB
+# and are covered by cmem's own `*key=`/`*password=` assignment rule.
+SKIPPED_PLUGINS = {
+    "IPPublicDetector",
+    "IbmCloudIamDetector",
+    "IbmCosHmacDetector",
+    "CloudantDetector",
+    "SoftlayerDetector",
+}
+
 DETECT_SECRETS_VERSION = "1.5.0"
 
 # (kind, pattern, flags): kind is the plugin's secret_type slugged.
@@ -77,8 +89,6 @@ def live_plugin_patterns() -> list[tuple[str, str, int]]:
     import detect_secrets.plugins as plugins
     from detect_secrets.plugins.base import RegexBasedDetector
 
-    from memory.capture.privacy import _SKIPPED_PLUGINS, _slug
-
     found: list[tuple[str, str, int]] = []
     for info in pkgutil.iter_modules(plugins.__path__):
         module = importlib.import_module(f"detect_secrets.plugins.{info.name}")
@@ -88,11 +98,12 @@ def live_plugin_patterns() -> list[tuple[str, str, int]]:
                 and issubclass(obj, RegexBasedDetector)
                 and obj is not RegexBasedDetector
                 and obj.__module__ == module.__name__
-                and obj.__name__ not in _SKIPPED_PLUGINS
+                and obj.__name__ not in SKIPPED_PLUGINS
             ):
                 for pattern in obj.denylist:  # type: ignore[attr-defined]
                     flags = pattern.flags & ~re.UNICODE
-                    found.append((_slug(str(obj.secret_type)), pattern.pattern, flags))
+                    kind = re.sub(r"[^a-z0-9]+", "-", str(obj.secret_type).lower()).strip("-")
+                    found.append((kind, pattern.pattern, flags))
     return found
 
 

@@ -23,14 +23,15 @@ from typing import Any
 from memory import config
 from memory.capture import privacy
 
-_PRIVATE_RE = re.compile(r"<private(?:\s[^>]*)?>.*?</private\s*>", re.DOTALL)
-_UNCLOSED_RE = re.compile(r"<private(?:\s[^>]*)?>.*\Z", re.DOTALL)
+# Case-insensitive like memory.capture.privacy: `<PRIVATE>` is as private as `<private>`.
+_PRIVATE_RE = re.compile(r"<private(?:\s[^>]*)?>.*?</private\s*>", re.DOTALL | re.IGNORECASE)
+_UNCLOSED_RE = re.compile(r"<private(?:\s[^>]*)?>.*\Z", re.DOTALL | re.IGNORECASE)
 
 
 def _text(value: str, sanitizer: privacy.Sanitizer) -> str:
     if sanitizer.cap > 0 and len(value) > sanitizer.cap + 4096:
         return sanitizer.text(value)
-    if "<private" in value:
+    if "<private" in value.lower():
         value = _PRIVATE_RE.sub("<private></private>", value)
         # An unclosed <private> hides everything after it (as memory.capture.privacy does); only the
         # text after the last emptied passage can hold one.
