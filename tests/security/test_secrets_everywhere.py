@@ -44,7 +44,7 @@ SECRETS = {
     "url password": "Pl4nt3dUrlPw99",
     "sk_live_": "sk_live_51Pl4nt3dStr1peK3yAbCdEfGh",
     "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJQbDRudDNkIn0.Pl4nt3dJwtS1gn4tur3",
-    "key in a path": "ghp_Pl4nt3dK3yInAP4thF0rT3st1ngPurp0s3s",
+    "key in a path": "ghp_Pl4nt3dK3yInAP4thF0rT3st1ngPurp0s3sXY",
 }
 PRIVATE = [
     "PRIV-PROMPT-PASSAGE",
