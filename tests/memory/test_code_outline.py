@@ -281,10 +281,12 @@ def test_symbol_search_endpoint(client) -> None:
     )
 
 
+@pytest.mark.django_db
 def test_a_shared_worker_serves_no_files(monkeypatch: pytest.MonkeyPatch) -> None:
     # Over HTTP a shared worker first demands a token (team mode); even with one, no files.
     from memory.api.retrieval import _local_path
 
+    SessionFactory(root=SAMPLES, project="samples")  # a recorded project root
     assert _local_path(str(SAMPLES / "cache.go"), None) == SAMPLES / "cache.go"
     monkeypatch.setenv("CLAUDE_MEM_WORKER_HOST", "0.0.0.0")
     with pytest.raises(PermissionError, match="shared worker"):
