@@ -201,7 +201,11 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(process)d: %(message)s"}
+        # Every line redacted like stored text (memory/capture/log_redaction.py).
+        "plain": {
+            "()": "memory.capture.log_redaction.RedactingFormatter",
+            "format": "%(asctime)s %(levelname)s %(name)s %(process)d: %(message)s",
+        }
     },
     "handlers": {
         # Several processes write this file, so none of them may rotate it (each would keep

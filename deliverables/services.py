@@ -29,8 +29,10 @@ from django.utils import timezone
 from deliverables.models import Deliverable
 from memory import config
 from memory.agents.base import HookEvent
+from memory.capture import privacy
+from memory.capture.secret_locations import refusal_reason
 from memory.models import Event, Prompt, Session
-from memory.projects import project_for_cwd
+from memory.projects import project_for_cwd, remote_request
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +41,6 @@ WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "apply_pa
 MAX_FILES_PER_TURN = 50
 # Bounded read of the transcript's tail: the last turn is what matters, and Stop must be fast.
 TRANSCRIPT_TAIL_BYTES = 8 * 1024 * 1024
-# Folders whose files are never copied, whatever a (possibly forged) tool use claims.
-_SECRET_DIRS = frozenset({".ssh", ".gnupg", ".aws", ".kube", ".docker"})
 _PATCH_FILE_RE = re.compile(
     r"^\*\*\* (?:Add|Update) File: (.+)$|^\*\*\* Move to: (.+)$", re.MULTILINE
 )
@@ -98,11 +98,26 @@ def _paths_from_events(session: Session) -> Iterator[str]:
         tool_name__in=WRITE_TOOLS,
     ).order_by("created", "pk")
     for payload in events.values_list("payload", flat=True):
-        if not isinstance(payload, dict):
+        if not isinstance(payload, dict) or not _event_succeeded(payload):
             continue
         tool_name = payload.get("tool_name", "")
         tool_input = payload.get("tool_input", payload)
         yield from _paths_from_tool_input(tool_name or "", tool_input)
+
+
+def _event_succeeded(payload: dict[str, Any]) -> bool:
+    """A PostToolUse of a tool use that did what it said: a PostToolUseFailure (refused,
+    interrupted, failed) or a response that reports failure wrote nothing of the agent's."""
+    if payload.get("hook_event_name") == "PostToolUseFailure" or payload.get("error"):
+        return False
+    response = payload.get("tool_response")
+    if isinstance(response, dict):
+        if response.get("success") is False or response.get("is_error") or response.get("error"):
+            return False
+        code = response.get("exit_code", response.get("exitCode"))
+        if isinstance(code, int) and code != 0:
+            return False
+    return True
 
 
 def _is_prompt_line(entry: dict[str, Any]) -> bool:
@@ -150,6 +165,7 @@ def paths_from_transcript(transcript_path: str) -> list[str]:
         if _is_prompt_line(entry):
             break
         turn.append(entry)
+    succeeded = _succeeded_tool_use_ids(turn)
     paths: list[str] = []
     for entry in reversed(turn):
         if entry.get("type") != "assistant":
@@ -162,9 +178,32 @@ def paths_from_transcript(transcript_path: str) -> list[str]:
                 isinstance(block, dict)
                 and block.get("type") == "tool_use"
                 and block.get("name") in WRITE_TOOLS
+                # Only a tool use whose result came back without an error: a Write the user
+                # refused, or one that failed, names a file the agent did not produce.
+                and block.get("id") in succeeded
             ):
                 paths.extend(_paths_from_tool_input(block["name"], block.get("input")))
     return paths
+
+
+def _succeeded_tool_use_ids(turn: list[dict[str, Any]]) -> set[str]:
+    """Ids of the turn's tool uses whose tool_result is present and not an error."""
+    ok: set[str] = set()
+    for entry in turn:
+        if entry.get("type") != "user":
+            continue
+        content = (entry.get("message") or {}).get("content")
+        if not isinstance(content, list):
+            continue
+        result = entry.get("toolUseResult")
+        failed_line = isinstance(result, str) and result.lower().startswith("error")
+        for block in content:
+            if not isinstance(block, dict) or block.get("type") != "tool_result":
+                continue
+            tool_use_id = block.get("tool_use_id")
+            if isinstance(tool_use_id, str) and not block.get("is_error") and not failed_line:
+                ok.add(tool_use_id)
+    return ok
 
 
 def _unique(paths: Iterable[str]) -> list[str]:
@@ -191,16 +230,39 @@ def _inside(path: str, root: str) -> bool:
 
 
 def _outside_project(path: str, *, project_root: str) -> bool:
-    """True for a file that is not part of the project's source tree (nor cmem's own data)."""
+    """True for a file that is not part of the project's source tree, nor a secret location
+    (memory.capture.secret_locations: system trees, cmem's data dir, credentials under $HOME)."""
     if project_root and _inside(path, project_root):
         return False
     real = os.path.realpath(path)
     if project_root and _inside(real, os.path.realpath(project_root)):
         return False
-    data = os.path.realpath(config.data_dir())
-    if _inside(real, data):
+    reason = refusal_reason(path)
+    if reason:
+        log.info("deliverable %s refused: %s", path, reason)
         return False
-    return not (_SECRET_DIRS & set(Path(real).parts))
+    return True
+
+
+def _open_no_links(path: str) -> int:
+    """A read-only descriptor of `path`, opened one component at a time with O_NOFOLLOW
+    relative to its parent's descriptor: a symlink anywhere in the path (a parent folder
+    swapped for a link between Write and Stop included) fails with ELOOP/ENOTDIR instead of
+    being followed. A FIFO never blocks (O_NONBLOCK)."""
+    if not os.path.isabs(path) or path != os.path.normpath(path):
+        raise OSError(0, "not a normalised absolute path")
+    parts = [p for p in path.split(os.sep) if p]
+    if not parts:
+        raise OSError(0, "no file name")
+    dir_fd = os.open(os.sep, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in parts[:-1]:
+            next_fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
+            os.close(dir_fd)
+            dir_fd = next_fd
+        return os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
 
 
 def _safe_segment(text: str, fallback: str) -> str:
@@ -212,18 +274,23 @@ def _safe_segment(text: str, fallback: str) -> str:
 def _copy_into(src: str, dest_dir: Path, name: str, max_bytes: int) -> _Copied | None:
     """Copy one regular file (no symlink, no FIFO, no directory) into dest_dir.
 
-    Opened with O_NOFOLLOW and checked with fstat on the open descriptor, so a file swapped
-    for a symlink or a pipe between listing and reading is refused, and a FIFO never blocks.
+    Every component is opened with O_NOFOLLOW (_open_no_links) and the file is checked
+    with fstat on the open descriptor, so a file or parent folder swapped for a symlink, a
+    pipe, or a hardlink to a file elsewhere (st_nlink > 1: a link to ~/.ssh/id_rsa has the
+    same inode) is refused, and a FIFO never blocks. Text is redacted before it is stored.
     """
     try:
-        fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = _open_no_links(src)
     except OSError as exc:
-        log.info("deliverable %s skipped: %s", src, exc.strerror)
+        log.info("deliverable %s skipped: %s", src, exc.strerror or exc)
         return None
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fh.fileno())
         if not stat.S_ISREG(st.st_mode):
             log.info("deliverable %s skipped: not a regular file", src)
+            return None
+        if st.st_nlink > 1:
+            log.info("deliverable %s refused: %d hard links", src, st.st_nlink)
             return None
         if st.st_size > max_bytes:
             log.info(
@@ -244,7 +311,8 @@ def _copy_into(src: str, dest_dir: Path, name: str, max_bytes: int) -> _Copied |
                         raise OSError("file grew past the size cap while copying")
                     digest.update(chunk)
                     out.write(chunk)
-            sha = digest.hexdigest()
+            redacted = _redacted_copy(Path(tmp_name), name)
+            sha = _sha256_of(Path(tmp_name)) if redacted else digest.hexdigest()
             target = dest_dir / name
             if target.exists() and _sha256_of(target) != sha:
                 stem, dot, ext = name.rpartition(".")
@@ -256,7 +324,27 @@ def _copy_into(src: str, dest_dir: Path, name: str, max_bytes: int) -> _Copied |
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp_name)
             raise
+    size = os.path.getsize(target)  # the stored (redacted) size
     return _Copied(stored_path=str(target.relative_to(deliverables_root())), size=size, sha256=sha)
+
+
+def _redacted_copy(path: Path, name: str) -> bool:
+    """Rewrite a text deliverable with secrets redacted by the redactor every stored text
+    goes through (memory.capture.privacy.redact_text); True when anything changed. Any
+    file that is UTF-8 without NUL bytes counts as text, whatever its name: a dotfile such
+    as ~/.zshrc has no type but carries `export API_KEY=…`. Binary files are kept as is."""
+    data = path.read_bytes()
+    if b"\x00" in data:
+        return False
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    cleaned = privacy.redact_text(text)
+    if cleaned == text:
+        return False
+    path.write_bytes(cleaned.encode("utf-8"))
+    return True
 
 
 def _sha256_of(path: Path) -> str:
@@ -289,6 +377,10 @@ def deliverables_capture(*, session: Session, event: HookEvent) -> list[Delivera
     """
     settings = config.load()
     if not config.get_bool("CLAUDE_MEM_DELIVERABLES_ENABLED", settings):
+        return []
+    if remote_request():
+        # Team mode: the paths (and the transcript) are the client's, not this server's;
+        # reading them would copy the server's own files (/proc/self/environ, a 0600 file).
         return []
     max_bytes = config.get_int("CLAUDE_MEM_DELIVERABLES_MAX_BYTES", settings)
     cwd = event.cwd or session.cwd

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import tempfile
 import time
 from pathlib import Path
 
 from memory import settings_file
+
+log = logging.getLogger(__name__)
 
 VERSION = "0.1.0"
 PROTOCOL_VERSION = 1
@@ -181,6 +184,31 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "CLAUDE_MEM_HOOK_TIMEOUT_MS": ("2000", "How long a hook waits for the worker."),
 }
 
+# Bounds of every numeric setting (inclusive). A value outside is clamped, with a problem
+# recorded and a log line: `CLAUDE_MEM_FIELD_CAP=-5` must not switch the cap off (a cap <= 0
+# means "no cap" inside the sanitizer), nor a batch size of 0 stall compression.
+INT_BOUNDS: dict[str, tuple[int, int]] = {
+    "CLAUDE_MEM_WORKER_PORT": (1, 65535),
+    "CLAUDE_MEM_DAILY_TOKEN_BUDGET": (0, 10**12),  # 0 = unlimited, as documented
+    "CLAUDE_MEM_API_TIMEOUT_MS": (100, 600_000),
+    "CLAUDE_MEM_BATCH_SIZE": (1, 500),
+    "CLAUDE_MEM_FIELD_CAP": (100, 10_000_000),
+    "CLAUDE_MEM_EXCERPT_CAP": (100, 100_000),
+    "CLAUDE_MEM_API_RETRIES": (0, 10),
+    "CLAUDE_MEM_API_BACKOFF_MS": (0, 60_000),
+    "CLAUDE_MEM_CLAIM_TIMEOUT_SECONDS": (1, 86_400),
+    "CLAUDE_MEM_CONTEXT_OBSERVATIONS": (0, 500),
+    "CLAUDE_MEM_CONTEXT_SESSION_COUNT": (0, 100),
+    "CLAUDE_MEM_CONTEXT_TOKENS": (0, 200_000),
+    "CLAUDE_MEM_READ_GATE_MIN_BYTES": (0, 1_000_000_000),
+    "CLAUDE_MEM_READ_GATE_LIMIT": (1, 500),
+    "CLAUDE_MEM_DELIVERABLES_MAX_BYTES": (0, 1_000_000_000),
+    "CLAUDE_MEM_RETENTION_DAYS": (0, 36_500),
+    "CLAUDE_MEM_HOOK_TIMEOUT_MS": (50, 120_000),
+}
+# (key, raw) pairs already logged, so a bad value is reported once per process, not per call.
+_clamp_logged: set[tuple[str, str]] = set()
+
 _BOOL_TRUE = {"1", "true", "yes", "on"}
 _BOOL_FALSE = {"0", "false", "no", "off", ""}
 
@@ -281,11 +309,23 @@ def get(key: str, settings: dict[str, str] | None = None) -> str:
 def get_int(key: str, settings: dict[str, str] | None = None) -> int:
     raw = get(key, settings).strip()
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError:
         default = SETTINGS.get(key, ("0", ""))[0]
         _problems.append(f"{key}: {raw!r} is not a whole number; using {default}")
-        return int(default)
+        value = int(default)
+    bounds = INT_BOUNDS.get(key)
+    if bounds is None:
+        return value
+    low, high = bounds
+    clamped = min(max(value, low), high)
+    if clamped != value:
+        message = f"{key}: {value} is outside {low}..{high}; using {clamped}"
+        _problems.append(message)
+        if (key, raw) not in _clamp_logged:
+            _clamp_logged.add((key, raw))
+            log.warning("settings: %s", message)
+    return clamped
 
 
 def get_bool(key: str, settings: dict[str, str] | None = None) -> bool:

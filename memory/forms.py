@@ -70,22 +70,9 @@ class StatsForm(forms.Form):
 
 # --- settings -------------------------------------------------------------------------
 
-# Whole-number settings and their allowed range (None: no upper bound).
-INT_RANGES: dict[str, tuple[int, int | None]] = {
-    "CLAUDE_MEM_WORKER_PORT": (1, 65535),
-    "CLAUDE_MEM_CONTEXT_OBSERVATIONS": (0, 500),
-    "CLAUDE_MEM_CONTEXT_SESSION_COUNT": (0, 100),
-    "CLAUDE_MEM_CONTEXT_TOKENS": (0, 200_000),
-    "CLAUDE_MEM_DAILY_TOKEN_BUDGET": (0, None),
-    "CLAUDE_MEM_API_TIMEOUT_MS": (100, 600_000),
-    "CLAUDE_MEM_BATCH_SIZE": (1, 500),
-    "CLAUDE_MEM_FIELD_CAP": (100, 10_000_000),
-    "CLAUDE_MEM_READ_GATE_MIN_BYTES": (0, None),
-    "CLAUDE_MEM_READ_GATE_LIMIT": (1, 500),
-    "CLAUDE_MEM_DELIVERABLES_MAX_BYTES": (0, None),
-    "CLAUDE_MEM_RETENTION_DAYS": (0, None),
-    "CLAUDE_MEM_HOOK_TIMEOUT_MS": (50, 120_000),
-}
+# Whole-number settings and their allowed range: the bounds memory.config clamps to, so the
+# form refuses exactly what the readers would clamp.
+INT_RANGES: dict[str, tuple[int, int | None]] = dict(config.INT_BOUNDS)
 CHOICES: dict[str, list[str]] = {
     "CLAUDE_MEM_LOG_LEVEL": ["DEBUG", "INFO", "WARN", "ERROR", "SILENT"],
     "CLAUDE_MEM_COMPRESSOR": ["auto", "api", "offline"],

@@ -18,6 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from memory import config
+from memory.netpolicy import is_loopback
 
 
 @dataclass(frozen=True)
@@ -152,6 +153,18 @@ def client_project_scope(claim: object) -> Iterator[None]:
         yield
     finally:
         _client_project.reset(token)
+
+
+def remote_request() -> bool:
+    """True while serving a hook of a remote client (team mode): the request named a
+    project of its own, or the worker needs tokens (it serves other machines). Then the
+    server never reads a path the client named: its disk is not the client's."""
+    if _client_project.get() is not None:
+        return True
+    settings = config.load()
+    if config.get_bool("CLAUDE_MEM_REQUIRE_TOKEN", settings):
+        return True
+    return not is_loopback(config.get("CLAUDE_MEM_WORKER_HOST", settings))
 
 
 def project_facts(cwd: str) -> dict[str, str]:

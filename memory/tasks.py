@@ -30,6 +30,7 @@ from huey.contrib.djhuey import db_periodic_task, db_task, on_startup
 
 from memory.capture import spool
 from memory.compression import service
+from memory.housekeeping.clock_skew import future_rows_repair
 from memory.housekeeping.retention import retention_run
 from memory.retrieval.embeddings import store as embeddings_store
 
@@ -72,8 +73,12 @@ def embeddings_sweep_task() -> None:
 
 
 def events_sweep(*, pending_older_than_seconds: int) -> list[int]:
-    """Reclaim stale claims, then enqueue every session that has events waiting."""
-    sessions = set(service.events_reclaim_stale())
+    """Repair rows dated in the future (a clock that jumped back), reclaim stale claims, then
+    enqueue every session that has events waiting. `created <= now - 60 s` alone would
+    strand events dated hours ahead: future_rows_repair stamps them with now and names
+    their sessions, which are enqueued at once."""
+    sessions = set(future_rows_repair())
+    sessions.update(service.events_reclaim_stale())
     sessions.update(
         service.sessions_with_pending_events(older_than_seconds=pending_older_than_seconds)
     )

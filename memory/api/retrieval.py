@@ -20,6 +20,7 @@ from memory.models import Observation
 from memory.netpolicy import is_loopback
 from memory.retrieval.outline.model import OutlineError
 from memory.retrieval.outline.outline import smart_outline
+from memory.retrieval.outline.roots import code_path, recorded_roots
 from memory.retrieval.outline.symbols import render_search, smart_search
 from memory.retrieval.outline.unfold import smart_unfold
 from memory.retrieval.search.query import KINDS, Kind, SearchQuery
@@ -200,12 +201,12 @@ def observations_by_id(request: HttpRequest, ids: str) -> Status[dict[str, Any]]
 
 
 def _local_path(path: str, root: str | None) -> Path:
-    """The file an agent names, refused when it is not safe for the worker to read.
+    """The file an agent names, refused when the worker may not read it.
 
-    The worker reads what the local user's agent asks for, so the rules are about mistakes
-    and exposure, not about the user: a shared (non-loopback) worker never reads files;
-    relative paths need a root; with a root, the resolved path (symlinks followed) must stay
-    inside it; cmem's own data dir (database, tokens) is never served.
+    A shared (non-loopback or PostgreSQL) worker never reads files for a client: the MCP
+    server, which runs on the client, does the outline locally. Otherwise the resolved path
+    must lie under a project root cmem has recorded, outside its data dir and every secret
+    location (memory.retrieval.outline.roots); `root`, when given, must itself be one.
     """
     if not is_loopback(config.get("CLAUDE_MEM_WORKER_HOST")) or config.get(
         "CLAUDE_MEM_DATABASE_URL"
@@ -213,22 +214,9 @@ def _local_path(path: str, root: str | None) -> Path:
         raise PermissionError(
             "code outlines read local files, so a shared worker does not serve them; use the MCP tools locally"
         )
-    if "\0" in path or not path.strip():
-        raise ValueError("path is empty or not a valid path")
-    candidate = Path(path).expanduser()
-    if root:
-        base = Path(root).expanduser().resolve()
-        candidate = (base / candidate).resolve()
-        if not candidate.is_relative_to(base):
-            raise PermissionError(f"{path} is outside {root}")
-    elif not candidate.is_absolute():
-        raise ValueError(
-            f"{path} is relative: give an absolute path, or a root to resolve it against"
-        )
-    candidate = candidate.resolve()
-    if candidate.is_relative_to(config.data_dir().resolve()):
-        raise PermissionError("cmem's data directory is not served")
-    return candidate
+    known = recorded_roots()
+    base = str(code_path(root, roots=known)) if root else ""
+    return code_path(path, roots=[base] if base else known, base=base)
 
 
 class OutlineOut(Schema):
@@ -279,6 +267,20 @@ def _path_error(exc: Exception) -> Status[dict[str, Any]]:
         403 if isinstance(exc, PermissionError) else 422 if isinstance(exc, OutlineError) else 400
     )
     return Status(code, {"error": str(exc)})
+
+
+class RootsOut(Schema):
+    roots: list[str]
+
+
+@router.get("/outline/roots", response={200: RootsOut, 403: ErrorOut})
+def roots_endpoint(request: HttpRequest) -> Status[dict[str, Any]]:
+    """The project roots the code tools may read (the MCP server asks for them)."""
+    if not is_loopback(config.get("CLAUDE_MEM_WORKER_HOST")) or config.get(
+        "CLAUDE_MEM_DATABASE_URL"
+    ):
+        return Status(403, {"error": "a shared worker does not serve local paths"})
+    return Status(200, {"roots": recorded_roots()})
 
 
 @router.get("/outline", response={**_PATH_ERRORS, 200: OutlineOut})

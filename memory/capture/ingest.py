@@ -21,10 +21,18 @@ from django.utils import timezone
 from memory import config
 from memory.agents.base import HookEvent, HookResult
 from memory.capture import privacy
+from memory.capture.secret_locations import refusal_reason
 from memory.db import CompiledQuery
 from memory.extensions import turn_finished_send
 from memory.models import Event, Prompt, Session
-from memory.projects import Project, is_excluded, is_excluded_path, project_for_cwd, relative_path
+from memory.projects import (
+    Project,
+    is_excluded,
+    is_excluded_path,
+    project_for_cwd,
+    relative_path,
+    remote_request,
+)
 from memory.recall import prompt_recall
 from memory.recall.file_views import file_facts, file_view_record_from_tool
 
@@ -221,10 +229,16 @@ def files_facts(*, event: HookEvent, project: Project) -> list[dict[str, Any]]:
     # Adapters name the files of tools without a `file_path` (Codex apply_patch, shell reads).
     pairs += [(os.path.join(event.cwd or "/", p), r) for p, r in event.tool_files]
     out = []
+    remote = bool(pairs) and remote_request()
     for path, file_role in pairs:
         norm = os.path.normpath(path)
         reported = event.file_facts.get(path) or event.file_facts.get(norm)
-        facts = dict(reported) if isinstance(reported, dict) else _file_facts(norm)
+        if isinstance(reported, dict):
+            facts = dict(reported)
+        elif remote:
+            facts = {}  # team mode: the server never reads a path a client named
+        else:
+            facts = _file_facts(norm)
         # A key pasted into a path (`/tmp/sk-ant-…/out.txt`) is a secret like any other.
         out.append(
             {
@@ -248,11 +262,15 @@ def _skipped_tool(event: HookEvent, settings: dict[str, str]) -> bool:
 
 def tool_use_payload(*, event: HookEvent, sanitizer: privacy.Sanitizer) -> dict[str, Any]:
     """The sanitized tool use as an Event payload stores it (live capture and imports alike)."""
+    # Text read from a secret location (memory.capture.secret_locations) is refused whole:
+    # a credentials file is secrets in formats no pattern knows.
+    refused = next((r for r in map(refusal_reason, _tool_paths(event)) if r), "")
+    response = f"[REDACTED:{privacy._slug(refused)}]" if refused else event.tool_response
     payload: dict[str, Any] = {
         "hook_event_name": event.hook_event_name,
         "tool_name": event.tool_name,
         "tool_input": sanitizer.field(event.tool_input),
-        "tool_response": sanitizer.field(event.tool_response),
+        "tool_response": sanitizer.field(response),
         "cwd": event.cwd,
         "prompt_id": str(event.raw.get("prompt_id") or ""),
         "duration_ms": event.raw.get("duration_ms"),

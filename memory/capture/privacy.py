@@ -122,18 +122,6 @@ _PLACEHOLDERS = {
     "token",
 }
 
-# detect-secrets plugins left out: public IPs are not secrets; the entropy and keyword plugins
-# (not regex-based, so never collected) flag every hash and `token = …` line of ordinary code.
-# The keyword-assignment plugins (IBM, Cloudant, SoftLayer) cost a millisecond each per 16 kB
-# and are covered by cmem's own `*key=`/`*password=` assignment rule.
-_SKIPPED_PLUGINS = {
-    "IPPublicDetector",
-    "IbmCloudIamDetector",
-    "IbmCosHmacDetector",
-    "CloudantDetector",
-    "SoftlayerDetector",
-}
-
 
 class ScanStats:
     """Counts the tag scanner's steps, so tests can prove the work is linear in the input."""
@@ -205,44 +193,37 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
+class _Lazy:
+    """A pattern compiled on first use: most fields trigger none of the ~60 patterns, and
+    compiling all of them up front would cost the hook client's spool path for nothing."""
+
+    __slots__ = ("_compiled", "flags", "source")
+
+    def __init__(self, source: str, flags: int) -> None:
+        self.source = source
+        self.flags = flags
+        self._compiled: re.Pattern[str] | None = None
+
+    def get(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = re.compile(self.source, self.flags)
+        return self._compiled
+
+
 @lru_cache(maxsize=1)
-def _explicit_patterns() -> list[tuple[str, re.Pattern[str], int]]:
-    return [
-        (kind, re.compile(p, re.DOTALL if kind == "private-key" else 0), g)
-        for kind, p, g in _EXPLICIT
+def _patterns() -> tuple[tuple[str, _Lazy, int], ...]:
+    """Explicit patterns first (precise kinds), then every regex plugin of detect-secrets,
+    from the snapshot in memory.capture.secret_patterns (no detect-secrets import: the same
+    rules on the hook client's spool path as in the worker)."""
+    from memory.capture.secret_patterns import PLUGIN_PATTERNS
+
+    explicit = [
+        (kind, _Lazy(p, re.DOTALL if kind == "private-key" else 0), g) for kind, p, g in _EXPLICIT
     ]
-
-
-@lru_cache(maxsize=1)
-def _patterns() -> list[tuple[str, re.Pattern[str], int]]:
-    """Explicit patterns first (precise kinds), then every regex plugin of detect-secrets."""
-    compiled = list(_explicit_patterns())
-    try:
-        import importlib
-        import pkgutil
-
-        import detect_secrets.plugins as plugins
-        from detect_secrets.plugins.base import RegexBasedDetector
-
-        for info in pkgutil.iter_modules(plugins.__path__):
-            module = importlib.import_module(f"detect_secrets.plugins.{info.name}")
-            for obj in vars(module).values():
-                if (
-                    isinstance(obj, type)
-                    and issubclass(obj, RegexBasedDetector)
-                    and obj is not RegexBasedDetector
-                    and obj.__module__ == module.__name__
-                    and obj.__name__ not in _SKIPPED_PLUGINS
-                ):
-                    for pattern in obj.denylist:  # type: ignore[attr-defined]  # a class attribute on every RegexBasedDetector
-                        # A group that starts after the match is the secret after a keyword
-                        # (`aws…key = "<secret>"`); otherwise the whole match is the secret.
-                        compiled.append(
-                            (_slug(str(obj.secret_type)), pattern, -1 if pattern.groups else 0)
-                        )
-    except Exception:  # the explicit patterns still apply
-        log.exception("detect-secrets plugins unavailable; using cmem's own patterns only")
-    return compiled
+    # A group that starts after the match is the secret after a keyword (`aws…key =
+    # "<secret>"`); otherwise the whole match is the secret (see _sub).
+    plugin = [(kind, _Lazy(p, flags), -1) for kind, p, flags in PLUGIN_PATTERNS]
+    return tuple(explicit + plugin)
 
 
 def _redact_assignment(match: re.Match[str]) -> str:
@@ -295,32 +276,26 @@ _TRIGGERS: dict[str, tuple[str, ...]] = {
 _ASSIGNMENT_TRIGGERS = ("passw", "passp", "secret", "token", "key")
 
 
-@lru_cache(maxsize=2)
-def _triggered_patterns(
-    plugins: bool,
-) -> tuple[tuple[str, re.Pattern[str], int, tuple[str, ...]], ...]:
+@lru_cache(maxsize=1)
+def _triggered_patterns() -> tuple[tuple[str, _Lazy, int, tuple[str, ...]], ...]:
     """The patterns with their trigger literals looked up once, not per field."""
-    return tuple(
-        (kind, pattern, group, _TRIGGERS.get(kind, ()))
-        for kind, pattern, group in (_patterns() if plugins else _explicit_patterns())
-    )
+    return tuple((kind, lazy, group, _TRIGGERS.get(kind, ())) for kind, lazy, group in _patterns())
 
 
-def redact_text(text: str, *, plugins: bool = True) -> str:
-    """Every secret in `text` replaced by `[REDACTED:<kind>]`. `plugins=False` skips the
-    detect-secrets plugins, whose import costs ~0.2 s: for the hook client's spool path,
-    which must stay fast; the worker redacts again with everything when it ingests."""
+def redact_text(text: str) -> str:
+    """Every secret in `text` replaced by `[REDACTED:<kind>]`: one rule set everywhere (the
+    database, the spool, logs, API requests, deliverables)."""
     if len(text) < 8:
         return text
     lower = text.lower()
-    for kind, pattern, group, triggers in _triggered_patterns(plugins):
+    for kind, lazy, group, triggers in _triggered_patterns():
         if triggers:  # a pattern without triggers always runs
             for trigger in triggers:
                 if trigger in lower:
                     break
             else:
                 continue
-        text = _sub(pattern, text, kind, group)
+        text = _sub(lazy.get(), text, kind, group)
     if any(t in lower for t in _ASSIGNMENT_TRIGGERS):
         text = _ASSIGNMENT_RE.sub(_redact_assignment, text)
     return text
@@ -383,9 +358,7 @@ class Sanitizer:
         redact: bool | None = None,
         cap: int | None = None,
         settings: dict[str, str] | None = None,
-        plugins: bool = True,
     ) -> None:
-        self.plugins = plugins
         settings = settings if settings is not None else config.load()
         self.redact = (
             config.get_bool("CLAUDE_MEM_REDACT_SECRETS", settings) if redact is None else redact
@@ -403,11 +376,11 @@ class Sanitizer:
             cut = len(text) - head - tail
             head_text, tail_text = text[:head], text[-tail:]
             if self.redact:
-                head_text = redact_text(head_text, plugins=self.plugins)
-                tail_text = redact_text(tail_text, plugins=self.plugins)
+                head_text = redact_text(head_text)
+                tail_text = redact_text(tail_text)
             return _join_cut(head_text, tail_text, self.cap, cut)
         if self.redact:
-            text = redact_text(text, plugins=self.plugins)
+            text = redact_text(text)
         return cap_text(text, self.cap) if cap else text
 
     def value(self, value: Any, *, key: str = "") -> Any:

@@ -3,7 +3,8 @@
 The hook client spools the raw stdin of an event when the worker cannot take it; the worker
 sanitizes when it ingests, but until then the file would sit on disk with every API key a
 tool printed. So the spooled copy is scrubbed first, with the same rules the capture
-services use (memory.capture.privacy), on the slow path only (the worker is down anyway):
+services use (memory.capture.privacy, detect-secrets' plugins included), on the slow path
+only (the worker is down anyway):
 
 - each `<private>…</private>` passage is emptied but its tags are kept, so the worker still
   sees a prompt that was entirely private and drops that turn's tool uses and summary;
@@ -22,21 +23,22 @@ from typing import Any
 from memory import config
 from memory.capture import privacy
 
-_PRIVATE_RE = re.compile(r"<private(?:\s[^>]*)?>.*?</private\s*>", re.DOTALL)
-_UNCLOSED_RE = re.compile(r"<private(?:\s[^>]*)?>.*\Z", re.DOTALL)
+# Case-insensitive like memory.capture.privacy: `<PRIVATE>` is as private as `<private>`.
+_PRIVATE_RE = re.compile(r"<private(?:\s[^>]*)?>.*?</private\s*>", re.DOTALL | re.IGNORECASE)
+_UNCLOSED_RE = re.compile(r"<private(?:\s[^>]*)?>.*\Z", re.DOTALL | re.IGNORECASE)
 
 
 def _text(value: str, sanitizer: privacy.Sanitizer) -> str:
     if sanitizer.cap > 0 and len(value) > sanitizer.cap + 4096:
         return sanitizer.text(value)
-    if "<private" in value:
+    if "<private" in value.lower():
         value = _PRIVATE_RE.sub("<private></private>", value)
         # An unclosed <private> hides everything after it (as memory.capture.privacy does); only the
         # text after the last emptied passage can hold one.
         cut = value.rfind("<private></private>")
         head, tail = (value[: cut + 19], value[cut + 19 :]) if cut >= 0 else ("", value)
         value = head + _UNCLOSED_RE.sub("<private></private>", tail)
-    return privacy.redact_text(value, plugins=sanitizer.plugins) if sanitizer.redact else value
+    return privacy.redact_text(value) if sanitizer.redact else value
 
 
 def _walk(value: Any, sanitizer: privacy.Sanitizer, key: str = "") -> Any:
@@ -66,9 +68,9 @@ def spool_scrub(body: bytes) -> bytes | None:
         return None
     if not isinstance(data, dict):
         return None
-    # Explicit patterns only: importing detect-secrets costs ~0.2 s (seconds on a busy box);
-    # the worker redacts again with every plugin when it ingests.
-    sanitizer = privacy.Sanitizer(settings=config.load(), plugins=False)
+    # The worker's rules exactly (detect-secrets' plugins come from a snapshot, so there is
+    # no import to pay here).
+    sanitizer = privacy.Sanitizer(settings=config.load())
     try:
         cleaned = _walk(data, sanitizer)
     except RecursionError:

@@ -87,7 +87,8 @@ def store_observations(
         for i, (obs, covered) in enumerate(plans):
             modified = _union(u.modified_paths for u in covered)
             model_read = [relative_path(p, root_dir) for p in obs.files_read]
-            read = _union([_union(u.read_paths for u in covered), model_read])
+            evidenced = _union(u.read_paths for u in covered)
+            read = _union([evidenced, model_read])
             row = Observation(
                 session=session,
                 project=session.project,
@@ -138,7 +139,10 @@ def store_observations(
                     )
                     for role, paths in (
                         (ObservationFile.Role.MODIFIED, modified),
-                        (ObservationFile.Role.READ, [p for p in read if p not in modified]),
+                        # Gate evidence comes from the captured tool uses only, never from
+                        # the model's say-so: a file the model lists in files_read but no
+                        # tool use touched stays in the text and does not gate a Read.
+                        (ObservationFile.Role.READ, [p for p in evidenced if p not in modified]),
                     )
                     for path in paths
                 ]

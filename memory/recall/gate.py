@@ -58,6 +58,8 @@ CHOICES = """Read blocked: This file has prior observations. Choose the cheapest
   {unfold}({path}, "<symbol>") for a specific function (~400-2k tokens).
 - Need to edit? Read the file again: a second Read passes."""
 MARKS = "[unchanged]/[changed]: the file now vs. what that observation saw.\n" + framing.NOTES_LINE
+# Added to MARKS only when a row is [unknown], so the seed message stays as it is otherwise.
+UNKNOWN_MARK = "[unknown]: no hash was recorded for it (imported history), so it may differ.\n"
 CONTEXT_INTRO = """This file has prior observations; the Read result is the current file.
 - Need details? {get}([IDs]) -- ~300 tokens each."""
 CHANGED_INTRO = """This file changed since its last observation, so the Read goes ahead; the rows below describe earlier versions.
@@ -144,7 +146,7 @@ def gate_decide(*, event: HookEvent, mode: str = "") -> HookResult:
         intro = (CHANGED_INTRO if newest_changed else CONTEXT_INTRO).format(
             get=names.get_observations
         )
-        text = f"Current: {clock.stamp(now)}\n{intro}\n{MARKS}\n\n{timeline}"
+        text = f"Current: {clock.stamp(now)}\n{intro}\n{_marks(rows)}\n\n{timeline}"
         session = session or session_ensure(event=event, project=project)
         ledger_record(
             kind=LedgerEntry.Kind.GATE_CONTEXT,
@@ -154,7 +156,7 @@ def gate_decide(*, event: HookEvent, mode: str = "") -> HookResult:
             shown=text,
         )
         return HookResult(gate=GateDecision(decision="allow", context=text))
-    reason = f"Current: {clock.stamp(now)}\n{CHOICES.format(path=json.dumps(raw_path), get=names.get_observations, outline=names.smart_outline, unfold=names.smart_unfold)}\n{MARKS}\n\n{timeline}"
+    reason = f"Current: {clock.stamp(now)}\n{CHOICES.format(path=json.dumps(raw_path), get=names.get_observations, outline=names.smart_outline, unfold=names.smart_unfold)}\n{_marks(rows)}\n\n{timeline}"
     return _deny(event, project, path, facts, reason, session, view)
 
 
@@ -295,14 +297,24 @@ def _aware(value: datetime | str) -> datetime:
 UNKNOWN_HASH = "unknown"
 
 
+def _marks(rows: list[Candidate]) -> str:
+    if any(row.unchanged is None for row in rows):
+        return UNKNOWN_MARK + MARKS
+    return MARKS
+
+
 def candidate_unchanged(candidate: Candidate, facts: FileFacts) -> bool | None:
-    """Is the file still what this observation saw? By hash; by mtime when no hash was
-    stored; None (unknown) for imported history without a hash."""
+    """Is the file still what this observation saw? Unchanged only by hash; None (shown
+    `[unknown]`) when the capture stored no hash (imported history, a file unreadable at
+    capture) and the file is older than the observation: an old mtime proves nothing (a
+    checkout, `touch -d`, a copied tree), so it is never called unchanged."""
     if candidate.content_hash == UNKNOWN_HASH:
         return None
     if candidate.content_hash and facts.sha256:
         return candidate.content_hash == facts.sha256
-    return facts.mtime <= candidate.created.timestamp()
+    # Without a hash, a file modified after the observation has changed since; one older
+    # than it may still differ (only a hash would say), so it is unknown.
+    return False if facts.mtime > candidate.created.timestamp() else None
 
 
 def candidates_rank(candidates: list[Candidate], limit: int) -> list[Candidate]:
@@ -365,7 +377,7 @@ def _timeline(rows: list[Candidate], zone: tzinfo) -> str:
             days[heading] = []
             keyed.append((local, heading))
         title = framing.one_line(row.title, TITLE_MAX)
-        mark = {True: "unchanged", False: "changed", None: "unknown"}[row.unchanged]
+        mark = {True: "unchanged", False: "changed"}.get(row.unchanged, "unknown")
         days[heading].append(f"{row.id} {clock.clock_time(local)}  {title} [{mark}]")
     keyed.sort(key=lambda item: item[0].date(), reverse=True)
     return "\n\n".join(f"### {heading}\n" + "\n".join(days[heading]) for _, heading in keyed)

@@ -20,7 +20,7 @@ from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 
 from memory import config
-from memory.retrieval.outline import outline, symbols, unfold
+from memory.retrieval.outline import outline, roots, symbols, unfold
 from memory.retrieval.outline.model import OutlineError
 
 WORKFLOW = """cmem remembers past sessions of this project: what was read, changed, decided and fixed.
@@ -200,9 +200,37 @@ def render_observation(obs: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+_roots_cache: tuple[float, list[str]] = (0.0, [])
+ROOTS_TTL_S = 60.0
+
+
+def _recorded_roots() -> list[str]:
+    """The roots the worker has recorded (cached a minute); [] when it cannot say (a shared
+    worker does not serve local paths, or it is down): then only the cwd is allowed."""
+    global _roots_cache
+    stamp, roots = _roots_cache
+    if time.monotonic() - stamp < ROOTS_TTL_S and stamp:
+        return roots
+    try:
+        response = httpx.get(
+            worker.base_url() + "/api/outline/roots", headers=worker.headers(), timeout=2.0
+        )
+        body = response.json() if response.status_code == 200 else {}
+        roots = [r for r in body.get("roots", []) if isinstance(r, str)]
+    except (httpx.HTTPError, ValueError, AttributeError):
+        roots = []
+    _roots_cache = (time.monotonic(), roots)
+    return roots
+
+
 def _local(path: str) -> Path:
-    # Relative paths are the agent's: Claude Code starts MCP servers in the project folder.
-    return Path(path).expanduser().resolve()
+    """A file the code tools may read: under the MCP server's cwd (Claude Code starts MCP
+    servers in the project folder, so relative paths are the agent's) or a recorded project
+    root; never the data dir, a secret location, `..` out of them, or a path elsewhere."""
+    try:
+        return roots.code_path(path, roots=roots.mcp_roots(_recorded_roots()), base=os.getcwd())
+    except (PermissionError, ValueError) as exc:
+        raise ToolError(str(exc)) from None
 
 
 # --- tools -------------------------------------------------------------------------------------

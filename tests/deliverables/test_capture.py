@@ -132,22 +132,42 @@ def test_transcript_fills_in_missing_events(project: Path, outside: Path, tmp_pa
             "type": "assistant",
             "message": {
                 "content": [
-                    {"type": "tool_use", "name": "Write", "input": {"file_path": str(earlier)}}
+                    {
+                        "type": "tool_use",
+                        "id": "tu-a",
+                        "name": "Write",
+                        "input": {"file_path": str(earlier)},
+                    }
                 ]
             },
         },
-        {"type": "user", "message": {"content": [{"type": "tool_result", "content": "ok"}]}},
+        {
+            "type": "user",
+            "message": {
+                "content": [{"type": "tool_result", "tool_use_id": "tu-a", "content": "ok"}]
+            },
+        },
         {"type": "user", "message": {"role": "user", "content": "make slides"}},
         {
             "type": "assistant",
             "message": {
                 "content": [
                     {"type": "text", "text": "sure"},
-                    {"type": "tool_use", "name": "Write", "input": {"file_path": str(late)}},
+                    {
+                        "type": "tool_use",
+                        "id": "tu-b",
+                        "name": "Write",
+                        "input": {"file_path": str(late)},
+                    },
                 ]
             },
         },
-        {"type": "user", "message": {"content": [{"type": "tool_result", "content": "written"}]}},
+        {
+            "type": "user",
+            "message": {
+                "content": [{"type": "tool_result", "tool_use_id": "tu-b", "content": "written"}]
+            },
+        },
         {"type": "assistant", "message": {"content": [{"type": "text", "text": "done"}]}},
     ]
     transcript = tmp_path / "t.jsonl"

@@ -12,6 +12,7 @@ from memory.retrieval.outline.outline import smart_outline
 from memory.retrieval.outline.parse import outline_source
 from memory.retrieval.outline.symbols import smart_search
 from memory.retrieval.outline.unfold import smart_unfold
+from tests.factories import SessionFactory
 
 SAMPLES = Path(__file__).parent / "outline_samples"
 GOLDEN = SAMPLES / "golden"
@@ -225,6 +226,7 @@ def top(flag=False):
 
 @pytest.mark.django_db
 def test_outline_endpoint_reads_an_absolute_path(client) -> None:
+    SessionFactory(root=SAMPLES, project="samples")  # a recorded project root
     response = client.get("/api/outline", {"path": str(SAMPLES / "cache.go")})
     assert response.status_code == 200
     body = response.json()
@@ -247,6 +249,7 @@ def test_outline_endpoints_refuse_what_they_should_not_read(
     (tmp_path / "proj" / "link.py").symlink_to(tmp_path / "secret.py")
     (data_dir / "cmem.py").write_text("def inside_data_dir(): pass\n")
     root = str(tmp_path / "proj")
+    SessionFactory(root=tmp_path / "proj", project="proj")  # a recorded project root
     assert client.get("/api/outline", {"path": "ok.py", "root": root}).status_code == 200
     relative = client.get("/api/outline", {"path": "ok.py"})
     assert relative.status_code == 400 and "relative" in relative.json()["error"]
@@ -269,6 +272,7 @@ def test_outline_endpoints_refuse_what_they_should_not_read(
 
 @pytest.mark.django_db
 def test_symbol_search_endpoint(client) -> None:
+    SessionFactory(root=SAMPLES, project="samples")  # a recorded project root
     body = client.get("/api/outline/search", {"q": "rate limiter", "root": str(SAMPLES)}).json()
     assert body["matches"][0]["symbol"] == "Throttle.RateLimiter"
     assert (
@@ -277,10 +281,12 @@ def test_symbol_search_endpoint(client) -> None:
     )
 
 
+@pytest.mark.django_db
 def test_a_shared_worker_serves_no_files(monkeypatch: pytest.MonkeyPatch) -> None:
     # Over HTTP a shared worker first demands a token (team mode); even with one, no files.
     from memory.api.retrieval import _local_path
 
+    SessionFactory(root=SAMPLES, project="samples")  # a recorded project root
     assert _local_path(str(SAMPLES / "cache.go"), None) == SAMPLES / "cache.go"
     monkeypatch.setenv("CLAUDE_MEM_WORKER_HOST", "0.0.0.0")
     with pytest.raises(PermissionError, match="shared worker"):

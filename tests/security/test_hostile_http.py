@@ -352,6 +352,7 @@ def test_outline_endpoints_refuse_traversal_and_the_data_dir(
     outside = tmp_path / "outside.py"
     outside.write_text("SECRET_OUTSIDE = 1\n")
     root = str(project)
+    SessionFactory(root=project, project="proj")  # a recorded project root
     assert client.get("/api/outline", {"path": "ok.py", "root": root}).status_code == 200
     refused = [
         ("/api/outline", {"path": "../outside.py", "root": root}),

@@ -38,6 +38,13 @@ SECRETS = {
     "bearer": "eyPl4nt3dBearerT0k3nAbCdEfGhIjKlMn0123",
     "pem": "MIIEPl4nt3dPr1v4teK3yB0dyAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
     "named": "Pl4nt3dNamedValue",
+    # The kinds issue 15 found stored or spooled:
+    "mysql -p": "Pl4nt3dMysqlPw77",
+    "sshpass -p": "Pl4nt3dSshpassPw88",
+    "url password": "Pl4nt3dUrlPw99",
+    "sk_live_": "sk_live_51Pl4nt3dStr1peK3yAbCdEfGh",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJQbDRudDNkIn0.Pl4nt3dJwtS1gn4tur3",
+    "key in a path": "ghp_Pl4nt3dK3yInAP4thF0rT3st1ngPurp0s3sXY",
 }
 PRIVATE = [
     "PRIV-PROMPT-PASSAGE",
@@ -47,6 +54,7 @@ PRIVATE = [
     "PRIV-LAST-MESSAGE",
     "PRIV-SPOOLED",
     "PRIV-FILE",
+    "PRIV-UPPERCASE-TAG",
 ]
 VISIBLE = ["VISIBLE-PROMPT-TEXT", "VISIBLE-TOOL-OUTPUT"]
 PEM = f"-----BEGIN RSA PRIVATE KEY-----\n{SECRETS['pem']}\n-----END RSA PRIVATE KEY-----"
@@ -68,6 +76,9 @@ def test_planted_secrets_and_private_passages_are_found_nowhere(tmp_path: Path) 
     config_file.write_text(
         f'API_KEY = "{SECRETS["anthropic"]}"\n{PEM}\n# <private>PRIV-FILE</private>\n'
     )
+    keyed_file = project / SECRETS["key in a path"] / "notes.txt"
+    keyed_file.parent.mkdir()
+    keyed_file.write_text("tool-7 notes\n")
     s = Session(project, session_id="secrets")
     try:
         # 1. Worker down: these go to the spool, which must be clean before any ingest.
@@ -76,7 +87,8 @@ def test_planted_secrets_and_private_passages_are_found_nowhere(tmp_path: Path) 
             (
                 "session-init",
                 s.prompt(
-                    f"VISIBLE-PROMPT-TEXT use {SECRETS['aws']} <private>PRIV-PROMPT-PASSAGE</private>",
+                    f"VISIBLE-PROMPT-TEXT use {SECRETS['aws']} <private>PRIV-PROMPT-PASSAGE</private>"
+                    " <PRIVATE>PRIV-UPPERCASE-TAG</PRIVATE>",
                     prompt_id="p1",
                 ),
             ),
@@ -88,11 +100,25 @@ def test_planted_secrets_and_private_passages_are_found_nowhere(tmp_path: Path) 
                     stdout="<private>PRIV-SPOOLED</private> ok",
                 ),
             ),
+            (
+                "observation",
+                s.bash(
+                    6,
+                    command=(
+                        f"mysql -u root -p{SECRETS['mysql -p']} app; "
+                        f"sshpass -p {SECRETS['sshpass -p']} ssh deploy@host tool-6"
+                    ),
+                    stdout=(
+                        f"postgres://app:{SECRETS['url password']}@db:5432/app "
+                        f"{SECRETS['sk_live_']} {SECRETS['jwt']}"
+                    ),
+                ),
+            ),
         ]
         for event, payload in down:
             result, _ = hook(worker.env, event, payload)
             assert result.returncode == 0 and b"saved to the spool" in result.stderr
-        assert len(spooled(data)) == 2
+        assert len(spooled(data)) == 3
         for path in _files(data):
             raw = path.read_bytes()
             for value in [*SECRETS.values(), *PRIVATE]:
@@ -117,6 +143,7 @@ def test_planted_secrets_and_private_passages_are_found_nowhere(tmp_path: Path) 
                 s.failure(3, f"tool-3 failed: slack said invalid_auth for {SECRETS['slack']}"),
             ),
             ("observation", s.read(4, config_file, config_file.read_text())),
+            ("observation", s.read(7, keyed_file, "tool-7 notes\n")),
             (
                 "summarize",
                 s.stop(f"Done. I used {SECRETS['google']} <private>PRIV-LAST-MESSAGE</private>"),
@@ -141,7 +168,7 @@ def test_planted_secrets_and_private_passages_are_found_nowhere(tmp_path: Path) 
         wait_for(
             lambda: (
                 not spooled(data)
-                and scalar(db, "select count(*) from memory_event where status='done'") == 5
+                and scalar(db, "select count(*) from memory_event where status='done'") == 7
             ),
             90,
             "every event compressed",
