@@ -26,7 +26,7 @@ NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 @pytest.fixture
 def api(monkeypatch: pytest.MonkeyPatch) -> Any:
     with FakeAnthropic(default=Reply(fn=echo_observations)) as fake:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+        monkeypatch.setenv("CLAUDE_MEM_ANTHROPIC_BASE_URL", fake.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
         monkeypatch.setenv("CLAUDE_MEM_API_BACKOFF_MS", "5")
         yield fake

@@ -45,7 +45,7 @@ def test_a_file_the_model_lists_but_no_tool_use_touched_does_not_gate(
     root = make_project(tmp_path)
     target = write_file(root, "src/never_seen.py")
     with FakeAnthropic(default=Reply(fn=_claims_a_file_it_never_saw)) as fake:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+        monkeypatch.setenv("CLAUDE_MEM_ANTHROPIC_BASE_URL", fake.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
         session = SessionFactory(root=root, project=root.name, prompt="look around")
         add_event(session, bash_payload("echo tool-1", root, stdout="x"))
