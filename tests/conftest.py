@@ -32,6 +32,8 @@ def _test_client_is_owner(monkeypatch: pytest.MonkeyPatch) -> None:
     base = RequestFactory._base_environ
 
     def owner_environ(self: RequestFactory, **request: object) -> dict[str, object]:
+        if OWNER_SOCKET_ENVIRON in self.defaults:  # Client(**{OWNER_SOCKET_ENVIRON: False})
+            return base(self, **request)
         return base(self, **{OWNER_SOCKET_ENVIRON: True, **request})
 
     monkeypatch.setattr(RequestFactory, "_base_environ", owner_environ)

@@ -56,11 +56,11 @@ def _server_command(address: Address) -> list[str]:
         if ":" not in address.host
         else f"[{address.host}]:{address.port}",
         # The owner's door (memory/service/credentials.py): hooks, CLI and MCP connect here.
-        # umask 077 makes the socket 0600 inside the 0700 data dir.
+        # umask 177 makes the socket 0600 inside the 0700 data dir.
         "--bind",
         f"unix:{socket_path()}",
         "--umask",
-        "0o077",
+        "0o177",
         "--workers",
         "1",
         "--worker-class",
