@@ -1,3 +1,5 @@
+"""The site's URLs: the one NinjaAPI under /api/, then the pages of each app."""
+
 from __future__ import annotations
 
 from django.contrib import admin

@@ -1,3 +1,5 @@
+"""The WSGI application the worker's server runs."""
+
 from __future__ import annotations
 
 import os

@@ -1,3 +1,5 @@
+"""Django admin for deliverables: read-only, like every log-like model."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -1,3 +1,5 @@
+"""The deliverables app: plugs itself into memory's seam (memory/extensions.py) at startup."""
+
 from __future__ import annotations
 
 from django.apps import AppConfig

@@ -1,3 +1,5 @@
+"""A deliverable: a file the agent produced in a turn, copied into the data dir."""
+
 from __future__ import annotations
 
 from django.db import models

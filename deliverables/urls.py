@@ -1,3 +1,5 @@
+"""My Work and the safe download and preview of a deliverable."""
+
 from __future__ import annotations
 
 from django.urls import path

@@ -1,3 +1,5 @@
+"""The memory app: connects its signals and registers its huey tasks at startup."""
+
 from __future__ import annotations
 
 from django.apps import AppConfig

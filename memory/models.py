@@ -1,3 +1,5 @@
+"""The memory model graph: sessions, prompts, the event queue, observations and their files, summaries, file views, the ledger, caches and tokens."""
+
 from __future__ import annotations
 
 import hashlib

@@ -1,3 +1,5 @@
+"""Pages of the memory app: timeline, live updates, observation and session details, search, settings, stats."""
+
 from __future__ import annotations
 
 from django.urls import path

@@ -79,10 +79,14 @@ _EXPLICIT: list[tuple[str, str, int]] = [
     ),
     ("bearer", r"(?i)\bbearer\s+([A-Za-z0-9._~+/\-]{20,}=*)", 1),
     # Explicit where detect-secrets is not enough, or not loaded (the hook client's spool):
-    ("stripe", r"\b[rs]k_(?:live|test)_[0-9A-Za-z]{16,}", 0),
+    ("stripe-access-key", r"\b[rs]k_(?:live|test)_[0-9A-Za-z]{16,}", 0),
     ("json-web-token", r"\beyJ[A-Za-z0-9_\-]{4,}\.eyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{8,}", 0),
     # `postgres://user:pw@host`: the password between the user and the host.
-    ("url-password", r"\b[A-Za-z][A-Za-z0-9+.\-]{1,30}://[^\s:/@]{1,256}:([^\s@/]{1,256})@", 1),
+    (
+        "basic-auth-credentials",
+        r"\b[A-Za-z][A-Za-z0-9+.\-]{1,30}://[^\s:/@]{1,256}:([^\s@/]{1,256})@",
+        1,
+    ),
     # `mysql -pSECRET` (no space: a space means "prompt for it"), `sshpass -p SECRET`.
     (
         "password",
@@ -280,9 +284,7 @@ _TRIGGERS: dict[str, tuple[str, ...]] = {
     "pypi-token": ("pypi-",),
     "sendgrid-api-key": ("sg.",),
     "square-oauth-secret": ("sq0csp-",),
-    "stripe-access-key": ("k_live_",),
-    "stripe": ("k_live_", "k_test_"),
-    "url-password": ("://",),
+    "stripe-access-key": ("k_live_", "k_test_"),
     "password": ("mysql", "mariadb", "sshpass"),
     "twilio-api-key": ("ac", "sk"),
     "private-key-detector": ("private key", "putty"),

@@ -20,7 +20,8 @@ from memory.agents.base import HookEvent
 from memory.importers.json_io import memory_export, memory_import
 from memory.importers.report import ImportReport
 from memory.models import Event, Session
-from tests.browser.seed import make_deliverable, make_prompt, make_session
+from tests.browser.seed import make_deliverable, make_prompt
+from tests.factories import SessionFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -55,8 +56,8 @@ def test_deliverables_plug_in_at_startup() -> None:
 
 
 def test_stats_count_deliverables_through_the_seam(client: Client) -> None:
-    shop = make_session(project="shop", sid="s-shop")
-    blog = make_session(project="blog", sid="s-blog")
+    shop = SessionFactory(project="shop", root="/home/dev/projects/demo", session_id="s-shop")
+    blog = SessionFactory(project="blog", root="/home/dev/projects/demo", session_id="s-blog")
     make_deliverable(shop, make_prompt(shop, "notes"), "a.md", b"# a")
     make_deliverable(shop, None, "b.txt", b"b")
     make_deliverable(blog, make_prompt(blog, "post"), "c.md", b"# c")
@@ -66,7 +67,7 @@ def test_stats_count_deliverables_through_the_seam(client: Client) -> None:
 
 
 def test_session_page_shows_each_turns_deliverables(client: Client) -> None:
-    session = make_session(sid="s-page")
+    session = SessionFactory(project="demo", root="/home/dev/projects/demo", session_id="s-page")
     first = make_prompt(session, "write the notes")
     second = make_prompt(session, "draw the chart")
     notes = make_deliverable(session, first, "NOTES.md", b"# notes")
@@ -81,7 +82,7 @@ def test_session_page_shows_each_turns_deliverables(client: Client) -> None:
 
 
 def test_export_and_import_carry_deliverables_through_the_seam() -> None:
-    session = make_session(sid="s-export")
+    session = SessionFactory(project="demo", root="/home/dev/projects/demo", session_id="s-export")
     prompt = make_prompt(session, "ship it")
     made = make_deliverable(session, prompt, "REPORT.md", b"# report")
     document = json.loads(json.dumps(memory_export()))
