@@ -49,6 +49,10 @@ class OwnerOnlyMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
+        # The socket's mark first: it is the hook's path, and it costs no settings read.
+        if request.META.get(credentials.OWNER_SOCKET_ENVIRON) is True:
+            request.cmem_owner = True  # type: ignore[attr-defined]
+            return self.get_response(request)
         path = request.path_info
         request.cmem_owner = False  # type: ignore[attr-defined]
         if token_required():
