@@ -16,7 +16,13 @@ from memory.capture.spool_names import is_pending, parse_name
 from memory.hookclient import HookFailure, WorkerDown, data_dir, error_reason, setting
 from memory.netpolicy import is_loopback
 
-FILE_TOOLS = frozenset({"Read", "Edit", "MultiEdit", "Write", "NotebookEdit"})
+# Claude Code's, then Gemini CLI's, Copilot CLI's and OpenCode's file tools (their facts
+# are sent for the files they name).
+FILE_TOOLS = frozenset(
+    {"Read", "Edit", "MultiEdit", "Write", "NotebookEdit"}
+    | {"read_file", "write_file", "replace", "view", "create", "edit", "read", "write"}
+)
+PATH_KEYS = ("file_path", "notebook_path", "path", "filePath")
 
 
 def _file_facts(path: str) -> dict | None:
@@ -58,14 +64,15 @@ def remote_payload(event: str, body: bytes) -> bytes:
             data["cmem_project"] = project_facts(cwd)
         except Exception:  # noqa: BLE001 - the worker falls back to its own guess
             pass
-    tool_input = data.get("tool_input")
+    # Claude Code, Codex, Gemini: tool_input; Copilot: toolArgs; OpenCode's plugin: args.
+    tool_input = data.get("tool_input") or data.get("toolArgs") or data.get("args")
     if (
         event in {"file-context", "observation"}
-        and data.get("tool_name") in FILE_TOOLS
+        and (data.get("tool_name") or data.get("toolName") or data.get("tool")) in FILE_TOOLS
         and isinstance(tool_input, dict)
     ):
         facts = {}
-        for key in ("file_path", "notebook_path"):
+        for key in PATH_KEYS:
             path = tool_input.get(key)
             if isinstance(path, str) and path:
                 absolute = os.path.normpath(

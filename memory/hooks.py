@@ -8,12 +8,18 @@ from types import ModuleType
 from typing import Any
 
 from memory import projects
-from memory.agents import claude_code, codex
+from memory.agents import claude_code, codex, copilot, gemini, opencode
 from memory.agents.base import HookEvent, HookInputError, HookResult
 from memory.capture import ingest as capture
 from memory.recall import context, gate
 
-ADAPTERS: dict[str, ModuleType] = {"claude-code": claude_code, "codex": codex}
+ADAPTERS: dict[str, ModuleType] = {
+    "claude-code": claude_code,
+    "codex": codex,
+    "gemini": gemini,
+    "copilot": copilot,
+    "opencode": opencode,
+}
 
 
 def adapter_for(platform: str) -> ModuleType:

@@ -24,3 +24,31 @@ def add_codex_home_argument(parser: ArgumentParser) -> None:
     parser.add_argument(
         "--codex-home", type=Path, default=None, help="Default $CODEX_HOME or ~/.codex."
     )
+
+
+def add_agent_arguments(parser: ArgumentParser) -> None:
+    """`--gemini`, `--copilot`, `--opencode` (or `--agent NAME`) and that agent's config folder."""
+    from memory.agents.install.agents import AGENTS
+
+    for name, module in AGENTS.items():
+        parser.add_argument(
+            f"--{name}",
+            dest="agent",
+            action="store_const",
+            const=name,
+            help=f"{module.label} instead of Claude Code.",
+        )
+    parser.add_argument(
+        "--agent",
+        dest="agent",
+        choices=["claude-code", "codex", *AGENTS],
+        default=None,
+        help="The agent by name (claude-code is the default).",
+    )
+    parser.add_argument(
+        "--agent-home",
+        type=Path,
+        default=None,
+        help="That agent's config folder (default: ~/.gemini, $COPILOT_HOME or ~/.copilot, "
+        "~/.config/opencode).",
+    )

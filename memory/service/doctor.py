@@ -248,6 +248,13 @@ def _access_checks() -> list[Check]:
     return out
 
 
+def _agent_checks() -> list[Check]:
+    """Gemini CLI, Copilot CLI, OpenCode: rows only for those cmem is installed in."""
+    from memory.agents.install.agents import agents_doctor_checks
+
+    return agents_doctor_checks()
+
+
 def doctor_checks(*, settings_path: Path | None = None) -> list[Check]:
     path = settings_path or installer.claude_settings_path()
     checks: list[Check] = []
@@ -260,6 +267,7 @@ def doctor_checks(*, settings_path: Path | None = None) -> list[Check]:
         _database_checks,
         _spool_checks,
         _api_key_checks,
+        _agent_checks,
     ):
         checks.extend(group())
     return checks

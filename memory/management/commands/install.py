@@ -9,7 +9,9 @@ from django.core.management.base import BaseCommand, CommandError
 from memory.agents.install import claude_code as installer
 from memory.agents.install import codex as codex_install
 from memory.agents.install import mcp as mcp_install
+from memory.agents.install.agents import AGENTS, agent_install
 from memory.management.install_arguments import (
+    add_agent_arguments,
     add_claude_settings_argument,
     add_codex_home_argument,
 )
@@ -35,9 +37,24 @@ class Command(BaseCommand):
             help="Install the Codex CLI hooks ($CODEX_HOME/hooks.json) and trust them, instead.",
         )
         add_codex_home_argument(parser)
+        add_agent_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if options["codex"]:
+        agent = options["agent"]
+        if agent in AGENTS:
+            try:
+                lines = agent_install(
+                    agent,
+                    command=installer.hook_command(),
+                    home=options["agent_home"],
+                    mcp=not options["no_mcp"],
+                )
+            except installer.InstallError as exc:
+                raise CommandError(str(exc)) from None
+            for line in lines:
+                self.stdout.write(line)
+            return
+        if options["codex"] or agent == "codex":
             self._codex(options["codex_home"] or codex_install.codex_home())
             return
         path = options["claude_settings"] or installer.claude_settings_path()

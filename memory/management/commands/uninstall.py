@@ -9,7 +9,9 @@ from django.core.management.base import BaseCommand, CommandError
 from memory.agents.install import claude_code as installer
 from memory.agents.install import codex as codex_install
 from memory.agents.install import mcp as mcp_install
+from memory.agents.install.agents import AGENTS, agent_uninstall
 from memory.management.install_arguments import (
+    add_agent_arguments,
     add_claude_settings_argument,
     add_codex_home_argument,
 )
@@ -27,9 +29,22 @@ class Command(BaseCommand):
             "--codex", action="store_true", help="Remove the Codex CLI hooks instead."
         )
         add_codex_home_argument(parser)
+        add_agent_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if options["codex"]:
+        agent = options["agent"]
+        if agent in AGENTS:
+            try:
+                lines = agent_uninstall(
+                    agent, home=options["agent_home"], keep_mcp=options["keep_mcp"]
+                )
+            except installer.InstallError as exc:
+                raise CommandError(str(exc)) from None
+            for line in lines:
+                self.stdout.write(line)
+            self.stdout.write(f"your memory stays in {installer.config.data_dir()}")
+            return
+        if options["codex"] or agent == "codex":
             path = codex_install.hooks_path(options["codex_home"] or codex_install.codex_home())
             try:
                 report = codex_install.hooks_uninstall(path=path)

@@ -1,0 +1,172 @@
+"""`cmem install --opencode` / `uninstall --opencode` / doctor: cmem's plugin and MCP server in
+OpenCode's global config folder (`$OPENCODE_CONFIG_DIR`, else `$XDG_CONFIG_HOME/opencode`,
+else `~/.config/opencode`).
+
+OpenCode loads every `.js`/`.ts` file in `plugin/` at start, with no trust step, so cmem's
+hooks are one file of its own there (opencode_plugin.js with the `cmem` command filled in):
+nothing of the user's is touched, uninstall removes exactly that file. The MCP server goes
+into `opencode.json` under `mcp.cmem`, the rest of the file kept (backed up first).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from memory import config
+from memory.agents.install import claude_code as installer
+
+name = "opencode"
+label = "OpenCode"
+PLUGIN_FILE = "cmem.js"
+MCP_SERVER = "cmem"
+# cmem event -> ms the plugin waits for `cmem hook` before answering {} itself.
+TIMEOUTS_MS = {
+    "context": 30_000,
+    "session-init": 30_000,
+    "file-context": 10_000,
+    "observation": 30_000,
+    "summarize": 60_000,
+    "session-end": 10_000,
+}
+
+
+def opencode_home() -> Path:
+    explicit = os.environ.get("OPENCODE_CONFIG_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".config") / "opencode"
+
+
+def plugin_path(home: Path | None = None) -> Path:
+    return (home or opencode_home()) / "plugin" / PLUGIN_FILE
+
+
+def config_path(home: Path | None = None) -> Path:
+    return (home or opencode_home()) / "opencode.json"
+
+
+def plugin_source(*, command: str) -> str:
+    template = (Path(__file__).with_name("opencode_plugin.js")).read_text(encoding="utf-8")
+    return template.replace('"__CMEM_COMMAND__"', json.dumps(command)).replace(
+        "__CMEM_TIMEOUTS__", json.dumps(TIMEOUTS_MS)
+    )
+
+
+def detected() -> bool:
+    return bool(shutil.which("opencode")) or opencode_home().is_dir()
+
+
+def _mcp_entry(command: str) -> dict[str, Any]:
+    return {"type": "local", "command": [command, "mcp"], "enabled": True}
+
+
+def _mcp_set(path: Path, entry: dict[str, Any] | None) -> str:
+    if not path.exists() and path.with_suffix(".jsonc").exists():
+        return f"MCP server not registered: {path.with_suffix('.jsonc')} is JSONC; add mcp.cmem by hand"
+    data, original = installer.settings_read(path)
+    servers = data.get("mcp") if isinstance(data.get("mcp"), dict) else {}
+    if entry is None:
+        if MCP_SERVER not in servers:
+            return ""
+        new = {**data, "mcp": {k: v for k, v in servers.items() if k != MCP_SERVER}}
+        backup = installer.settings_write(path, new, original)
+        return f"MCP server {MCP_SERVER!r} removed from {path} (backup: {backup})"
+    if servers.get(MCP_SERVER) == entry:
+        return f"MCP server {MCP_SERVER!r} already registered in {path}"
+    new = {**data, "mcp": {**servers, MCP_SERVER: entry}}
+    if original is None:
+        new = {"$schema": "https://opencode.ai/config.json", **new}
+    backup = installer.settings_write(path, new, original)
+    note = f" (backup: {backup})" if backup else ""
+    return f"MCP server {MCP_SERVER!r} registered in {path}{note}"
+
+
+def install(*, command: str, home: Path | None = None, mcp: bool = True) -> list[str]:
+    path = plugin_path(home)
+    source = plugin_source(command=command).encode()
+    lines = []
+    if path.exists() and path.read_bytes() == source:
+        lines.append(f"cmem OpenCode plugin already installed in {path}")
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        backup = None
+        if path.exists():
+            backup = path.with_name(f".{path.name}.bak")
+            backup.write_bytes(path.read_bytes())
+        config.write_atomic(path, source, mode=0o644)
+        lines.append(
+            f"cmem OpenCode plugin installed in {path}" + (f" (backup: {backup})" if backup else "")
+        )
+    if mcp:
+        lines.append(_mcp_set(config_path(home), _mcp_entry(command)))
+    return lines
+
+
+def uninstall(*, home: Path | None = None, keep_mcp: bool = False) -> list[str]:
+    path = plugin_path(home)
+    lines = []
+    if path.exists():
+        backup = path.with_name(f".{path.name}.removed")
+        backup.write_bytes(path.read_bytes())
+        path.unlink()
+        lines.append(f"cmem OpenCode plugin removed: {path} (backup: {backup})")
+    else:
+        lines.append(f"no cmem plugin in {path}")
+    if not keep_mcp:
+        note = _mcp_set(config_path(home), None)
+        if note:
+            lines.append(note)
+    return lines
+
+
+def doctor_checks(*, home: Path | None = None) -> list[Any]:
+    from memory.service.doctor import Check
+
+    path = plugin_path(home)
+    if not path.exists():
+        return []
+    text = path.read_text(encoding="utf-8", errors="replace")
+    checks = [Check("ok", f"cmem OpenCode plugin in {path}")]
+    try:
+        command = json.loads(text.split("const CMEM = ", 1)[1].split(";", 1)[0])
+    except (IndexError, ValueError):
+        return [
+            Check(
+                "fail", f"{path} is not cmem's plugin as written", "run `cmem install --opencode`"
+            )
+        ]
+    if command != "cmem" and not os.access(command, os.X_OK):
+        checks.append(
+            Check(
+                "fail",
+                f"the OpenCode plugin runs {command}, which is not executable",
+                "run `cmem install --opencode` again",
+            )
+        )
+    elif command == "cmem" and not shutil.which("cmem"):
+        checks.append(
+            Check(
+                "fail",
+                "the OpenCode plugin runs `cmem`, which is not on the PATH",
+                "run `cmem install --opencode` from the installation you use",
+            )
+        )
+    try:
+        data, _ = installer.settings_read(config_path(home))
+    except installer.InstallError as exc:
+        data = {}
+        checks.append(Check("warn", str(exc)))
+    if MCP_SERVER not in (data.get("mcp") or {}):
+        checks.append(
+            Check(
+                "warn",
+                f"cmem's MCP server is not in {config_path(home)}",
+                "run `cmem install --opencode`",
+            )
+        )
+    return checks

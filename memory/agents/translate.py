@@ -1,0 +1,81 @@
+"""What the Gemini CLI, Copilot CLI and OpenCode adapters share.
+
+Their tools renamed to the Claude Code vocabulary cmem's services speak (`Read` with `file_path`, `Edit`, `Write`,
+`Bash` with `command`), a stable id for tool uses the agent sends without one, and the
+gate's and index's advice rewritten to name cmem's MCP tools the way that agent shows them.
+
+Translation only: nothing here imports a service.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from memory.agents.codex import patch_files
+from memory.agents.codex_shell_reads import shell_read_paths
+
+# cmem's MCP tools (memory/retrieval/mcp_server.py) as the gate and the index name them.
+MCP_TOOLS = (
+    "get_observations",
+    "smart_outline",
+    "smart_unfold",
+    "smart_search",
+    "search",
+    "timeline",
+    "forget",
+)
+_MCP_CALL = re.compile(r"(?<![\w.])(" + "|".join(MCP_TOOLS) + r")\(")
+
+
+@dataclass(frozen=True)
+class ToolMap:
+    """One agent tool as cmem sees it: the Claude Code name, and the agent's argument names
+    renamed to Claude Code's (`{"path": "file_path"}`). `ranged` are the arguments that make
+    a read partial (the gate then passes, as it does for an explicit offset/limit)."""
+
+    name: str
+    keys: dict[str, str] = field(default_factory=dict)
+    ranged: tuple[str, ...] = ()
+
+
+def tool_translate(
+    tools: dict[str, ToolMap], tool_name: str, tool_input: dict[str, Any]
+) -> tuple[str, dict[str, Any], list[tuple[str, str]]]:
+    """(cmem tool name, renamed input, files a shell command reads). Unknown tools keep their
+    own name and input: they are stored as the agent called them."""
+    mapped = tools.get(tool_name)
+    if mapped is None:
+        return tool_name, tool_input, []
+    out = {mapped.keys.get(k, k): v for k, v in tool_input.items()}
+    if any(tool_input.get(k) is not None for k in mapped.ranged):
+        # The gate reads an explicit offset as "a part of the file": it passes.
+        out.setdefault("offset", tool_input.get(mapped.ranged[0]) or 0)
+    files: list[tuple[str, str]] = []
+    command = out.get("command")
+    if mapped.name == "Bash" and isinstance(command, str):
+        files = [(path, "read") for path in shell_read_paths(command)]
+    elif mapped.name == "apply_patch" and isinstance(command, str):
+        files = [(path, "modified") for path in patch_files(command)]
+    return mapped.name, out, files
+
+
+def tool_use_id(*parts: Any) -> str:
+    """A stable id for a tool use the agent does not number: the same delivery (a retry, a
+    spool replay) gets the same id, so the observation is stored once."""
+    text = json.dumps(parts, sort_keys=True, default=str)
+    return "cmem-" + hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def mcp_names(text: str, *, prefix: str, read_tool: str) -> str:
+    """The gate's and index's advice for an agent: `get_observations(` becomes the name the
+    agent lists the MCP tool under (`prefix` + name), and the Read retry names its read tool."""
+    if not text:
+        return text
+    text = _MCP_CALL.sub(lambda m: f"{prefix}{m.group(1)}(", text)
+    return text.replace(
+        "Read the file again: a second Read passes", f"Call {read_tool} again: a second read passes"
+    ).replace("the Read result is the current file", f"the {read_tool} result is the current file")

@@ -1,0 +1,123 @@
+"""What the Gemini CLI, Copilot CLI and OpenCode end-to-end tests share: a scratch HOME with
+cmem installed for that agent by `cmem install --<agent>`, a real `cmem serve`, a project
+with one file worth gating, and the two sessions every agent runs:
+1. the model reads handlers.py: an observation of it is stored and compressed;
+2. the model reads it again in a new session: the session's first request carries the
+   index, and the read is refused with the file's timeline (or advised, where the agent
+   only allows advice)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.e2e.harness import installed_cli, query, wait_for
+from tests.support import CMEM, REPO, LiveWorker, free_port, make_worker_env
+
+NODE_BIN = REPO / ".e2e-node" / "node_modules" / ".bin"
+INDEX = "recent context"  # the SessionStart index's header line
+TARGET = "".join(
+    f"def handler_{i}(request):\n    return {{'handler': {i}}}\n\n\n" for i in range(60)
+)
+
+
+def pinned(name: str) -> str:
+    return (Path(__file__).with_name(f"{name}-version.txt")).read_text().strip()
+
+
+def agent_binary(binary: str, *, env_var: str, name: str, package: str) -> Path:
+    """The pinned CLI from `.e2e-node/` (installed by `.ci/run`), or `env_var`. CI exports
+    CMEM_E2E_REQUIRED=1 so a missing CLI fails there; elsewhere the tests skip."""
+    explicit = os.environ.get(env_var)
+    return installed_cli(
+        [Path(explicit) if explicit else None, NODE_BIN / binary], name=name, package=package
+    )
+
+
+@dataclass
+class World:
+    worker: LiveWorker
+    home: Path
+    project: Path
+    env: dict[str, str]
+    binary: Path
+    install_out: str = ""
+    runs: dict[str, subprocess.CompletedProcess[bytes]] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def run(
+        self, marker: str, args: list[str], *, timeout: float = 120
+    ) -> subprocess.CompletedProcess[bytes]:
+        started = time.monotonic()
+        proc = subprocess.run(
+            [str(self.binary), *args], cwd=self.project, env=self.env,
+            stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout,
+        )  # fmt: skip
+        self.seconds[marker] = time.monotonic() - started
+        self.runs[marker] = proc
+        return proc
+
+    def observations_of_target(self) -> list[object]:
+        return query(
+            self.worker,
+            "SELECT o.id FROM memory_observation o JOIN memory_observationfile f "
+            "ON f.observation_id = o.id WHERE f.path = 'handlers.py'",
+        )
+
+    def wait_compressed(self) -> list[object]:
+        return wait_for(self.observations_of_target, timeout=45)
+
+
+@contextmanager
+def agent_world(
+    root: Path,
+    *,
+    agent: str,
+    binary: Path,
+    env: dict[str, str],
+    files: dict[str, str] | None = None,
+) -> Iterator[World]:
+    """Worker up, `cmem install --<agent>` run with HOME=root/home; env is the agent's own,
+    `files` (path under HOME -> text) the user's config as it was before the install."""
+    home, project, data = root / "home", root / f"{agent}-shop", root / "cmem-data"
+    home.mkdir()
+    for relative, text in (files or {}).items():
+        (home / relative).parent.mkdir(parents=True, exist_ok=True)
+        (home / relative).write_text(text)
+    project.mkdir()
+    data.mkdir(mode=0o700)
+    (project / "handlers.py").write_text(TARGET)
+    port = free_port()
+    worker_env = make_worker_env(data, port, HOME=str(home), CLAUDE_MEM_COMPRESSOR="offline")
+    worker = LiveWorker(data_dir=data, port=port, env=worker_env)
+    worker.start()
+    path = os.pathsep.join(
+        [str(Path(CMEM).parent), str(binary.parent), "/usr/local/bin", "/usr/bin", "/bin"]
+    )
+    full_env = {
+        "PATH": path,
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        # Nothing leaves this machine: a CLI that tries anyway meets a closed port.
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+        "HTTP_PROXY": "http://127.0.0.1:9",
+        "NO_PROXY": "127.0.0.1,localhost",
+        "CLAUDE_MEM_DATA_DIR": str(data),
+        "CLAUDE_MEM_WORKER_HOST": "127.0.0.1",
+        "CLAUDE_MEM_WORKER_PORT": str(port),
+        **env,
+    }
+    try:
+        installed = subprocess.run(
+            [CMEM, "install", f"--{agent}"], env={**worker_env, **full_env}, cwd=project,
+            capture_output=True, timeout=60,
+        )  # fmt: skip
+        assert installed.returncode == 0, installed.stderr.decode()[-2000:]
+        yield World(worker, home, project, full_env, binary, installed.stdout.decode())
+    finally:
+        worker.stop()
