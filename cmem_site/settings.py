@@ -81,6 +81,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # Team mode: every /api/ call carries a valid per-user token (memory/team/auth.py).
     "memory.team.auth.ApiTokenMiddleware",
+    # Local mode: only the owner (Unix socket, worker.secret, or session from `cmem open`).
+    "memory.owner_auth.OwnerOnlyMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # One Content-Security-Policy on every response (django-csp): pages load nothing remote,
@@ -163,7 +165,20 @@ def _database() -> dict[str, object]:
 
 DATABASES = {"default": _database()}
 
-AUTH_PASSWORD_VALIDATORS: list[dict[str, str]] = []
+AUTH_PASSWORD_VALIDATORS: list[dict[str, str]] = [
+    {"NAME": f"django.contrib.auth.password_validation.{name}"}
+    for name in (
+        "UserAttributeSimilarityValidator",
+        "MinimumLengthValidator",
+        "CommonPasswordValidator",
+        "NumericPasswordValidator",
+    )
+]
+# The admin login counts failures per username and client in the cache (memory/login_throttle.py).
+AUTHENTICATION_BACKENDS = ["memory.login_throttle.ThrottledModelBackend"]
+# The owner's session (memory/owner_auth.py): never readable by scripts, never sent cross-site.
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Strict"
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = os.environ.get("CMEM_TIME_ZONE", "UTC")
 USE_I18N = False

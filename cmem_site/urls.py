@@ -6,10 +6,12 @@ from django.contrib import admin
 from django.urls import include, path
 
 from cmem_site.api import api
+from memory.owner_auth import owner_login
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", api.urls),
+    path("auth/", owner_login, name="owner-login"),
     path("", include("deliverables.urls")),
     path("", include("memory.urls")),
 ]

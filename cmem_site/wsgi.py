@@ -3,11 +3,32 @@
 from __future__ import annotations
 
 import os
+import socket
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cmem_site.settings")
-application = get_wsgi_application()
+django_application = get_wsgi_application()
+
+# memory.service.credentials.OWNER_SOCKET_ENVIRON; spelled here so this module stays import-light.
+OWNER_SOCKET_ENVIRON = "cmem.owner_socket"
+
+
+def application(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+    """Mark requests that came in on the Unix socket: only the owner can connect there.
+
+    The mark comes from the accepted socket's address family (gunicorn puts the client socket
+    in `gunicorn.socket`), never from anything the client sends, and is cleared first so no
+    other server or middleware can smuggle it in.
+    """
+    environ.pop(OWNER_SOCKET_ENVIRON, None)
+    sock = environ.get("gunicorn.socket")
+    if sock is not None and getattr(sock, "family", None) == socket.AF_UNIX:
+        environ[OWNER_SOCKET_ENVIRON] = True
+    return django_application(environ, start_response)
+
 
 # The embedding model loads in the background (about a second), so the first search by
 # meaning or prompt-time recall does not pay for it.

@@ -44,6 +44,10 @@ SETTINGS: dict[str, tuple[str, str]] = {
         "Team mode: the shared worker's base URL the hook client talks to.",
     ),
     "CLAUDE_MEM_API_TOKEN": ("", "Team mode: the per-user token the hook client sends."),
+    "CLAUDE_MEM_CA_FILE": (
+        "",
+        "Team mode: CA bundle that verifies the shared worker's https certificate (empty = system CAs).",
+    ),
     "CLAUDE_MEM_LOG_LEVEL": ("INFO", "DEBUG, INFO, WARN, ERROR or SILENT."),
     "CLAUDE_MEM_MODEL": (
         "claude-haiku-4-5-20251001",

@@ -89,6 +89,21 @@ CHOICES: dict[str, list[str]] = {
     "CLAUDE_MEM_PROJECT_IDENTITY": ["auto", "local", "remote"],
 }
 # Only meaningful as an environment variable: the file lives inside the data dir.
+# Settings that move traffic or code: where prompts go, what answers the hooks, which database
+# and queue hold everything, which CA is trusted. The web form shows them and never changes
+# them (issue 15 §1: another page or user must not redirect the hooks); edit settings.json.
+TRAFFIC_KEYS = frozenset(
+    {
+        "CLAUDE_MEM_DATA_DIR",
+        "CLAUDE_MEM_WORKER_URL",
+        "CLAUDE_MEM_WORKER_HOST",
+        "CLAUDE_MEM_WORKER_PORT",
+        "CLAUDE_MEM_DATABASE_URL",
+        "CLAUDE_MEM_QUEUE_URL",
+        "CLAUDE_MEM_API_TOKEN",
+        "CLAUDE_MEM_CA_FILE",
+    }
+)
 # Where the observer sends the user's code, and with which credentials: settings.json or the
 # environment only, never a web form (a page reachable from the browser must not be able to
 # redirect the observer, or read a key back).
@@ -98,7 +113,7 @@ PROVIDER_LOCKED = frozenset(
     if key.endswith(("_API_KEY", "_BASE_URL"))
     or key in {"CLAUDE_MEM_CLAUDE_PATH", "CLAUDE_MEM_INHERIT_ANTHROPIC_ENV"}
 )
-READ_ONLY = frozenset({"CLAUDE_MEM_DATA_DIR", *PROVIDER_LOCKED})
+READ_ONLY = frozenset({*TRAFFIC_KEYS, *PROVIDER_LOCKED})
 SECRETS = frozenset(
     {"CLAUDE_MEM_API_TOKEN", *(k for k in PROVIDER_LOCKED if k.endswith("_API_KEY"))}
 )
@@ -227,6 +242,21 @@ class SettingsForm(forms.Form):
             row = SettingRow(key, help_text, default, from_env, read_only, key in NEEDS_RESTART)
             grouped[section_for(key)].append(row)
         self.sections = [(title, rows) for title, rows in grouped.items() if rows]
+
+    def clean(self) -> dict[str, Any]:
+        """Refuse a POST that tries to change a traffic setting (a disabled field alone would
+        silently ignore it; a forged form should be told no)."""
+        cleaned = super().clean() or {}
+        for key in sorted(READ_ONLY):
+            if key not in self.data:
+                continue
+            posted = str(self.data.get(key, "")).strip()
+            if posted != str(self.initial.get(key, "")).strip():
+                self.add_error(
+                    None,
+                    f"{key} cannot be changed from the web page; edit settings.json in the data dir.",
+                )
+        return cleaned
 
     def updates(self) -> dict[str, str]:
         """The settings.json values to write: editable keys only; a blank secret keeps the old one."""

@@ -3,7 +3,7 @@
 It runs on the agent's critical path (every tool call waits for `file-context`), so it
 pays for nothing it can avoid: no Django, no `json`, no `http.client`, not even the
 `socket` module. It forwards the raw stdin bytes to the worker with one HTTP/1.1 POST
-over the C `_socket` module (the worker parses), prints the response body, and always
+over the C `_socket` module to the worker's Unix socket (the worker parses), prints the response body, and always
 exits 0. `python -X importtime -m cmem_site.cli hook …` shows only this module and `_socket`.
 
 When the worker cannot be reached, capture events go to `<data dir>/spool/` (written
@@ -86,29 +86,27 @@ def timeout_s() -> float:
 # --- the local worker: raw HTTP/1.1 over _socket ------------------------------------------
 
 
-def worker_address() -> tuple[str, int]:
-    try:
-        with open(os.path.join(data_dir(), "worker.port"), "rb") as fh:
-            host, port = fh.read().split()[:2]
-        return host.decode(), int(port)
-    except (OSError, ValueError) as exc:
-        raise WorkerDown("worker not running") from exc
+def socket_path() -> str:
+    return os.path.join(data_dir(), "worker.sock")
 
 
 def post_local(path: str, body: bytes, timeout: float) -> tuple[int, bytes]:
+    """POST over the worker's Unix socket `<data dir>/worker.sock` (memory/service/credentials.py).
+
+    The socket authenticates the server: it lives in the owner's 0700 data dir, so only a
+    process of the owner can have created it. Nothing is ever sent to (or printed from) the
+    TCP port, which any local process could have taken after a crash."""
     import _socket
 
-    host, port = worker_address()
-    family = _socket.AF_INET6 if ":" in host else _socket.AF_INET
-    sock = _socket.socket(family, _socket.SOCK_STREAM)
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
         try:
-            sock.connect((host, port))
+            sock.connect(socket_path())
         except OSError as exc:
-            raise WorkerDown(f"worker unreachable at {host}:{port} ({error_reason(exc)})") from exc
+            raise WorkerDown(f"worker not running ({error_reason(exc)})") from exc
         head = (
-            f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+            f"POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
         ).encode()
         chunks: list[bytes] = []

@@ -14,6 +14,7 @@ import os
 
 from memory.capture.spool_names import is_pending, parse_name
 from memory.hookclient import HookFailure, WorkerDown, data_dir, error_reason, setting
+from memory.netpolicy import is_loopback
 
 # Claude Code's, then Gemini CLI's, Copilot CLI's and OpenCode's file tools (their facts
 # are sent for the files they name).
@@ -95,14 +96,25 @@ def post_remote(base_url: str, path: str, body: bytes, timeout: float) -> tuple[
     if token:
         headers["Authorization"] = f"Bearer {token}"
     if url.scheme == "https":
+        import ssl
+
+        # Verify the server's certificate (the default context checks chain and hostname);
+        # CLAUDE_MEM_CA_FILE names the team's own CA when the proxy's cert is not public.
+        context = ssl.create_default_context(cafile=setting("CLAUDE_MEM_CA_FILE") or None)
         conn: http.client.HTTPConnection = http.client.HTTPSConnection(
-            url.hostname or "", url.port, timeout=timeout
+            url.hostname or "", url.port, timeout=timeout, context=context
         )
-    elif url.scheme == "http":
+    elif url.scheme == "http" and is_loopback(url.hostname or ""):
+        # Plain http only to this machine (a test server or a local TLS-terminating tunnel).
         conn = http.client.HTTPConnection(url.hostname or "", url.port, timeout=timeout)
+    elif url.scheme == "http":
+        raise HookFailure(
+            f"CLAUDE_MEM_WORKER_URL {base_url!r} is plain http to another host: prompts and "
+            "the token would cross the network in clear; use https:// (a reverse proxy)"
+        )
     else:
         raise HookFailure(
-            f"CLAUDE_MEM_WORKER_URL must start with http:// or https://, not {base_url!r}"
+            f"CLAUDE_MEM_WORKER_URL must start with https:// (or http:// for loopback), not {base_url!r}"
         )
     try:
         try:

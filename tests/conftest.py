@@ -18,6 +18,28 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture(autouse=True)
+def _test_client_is_owner(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Django's test client speaks for the owner, as the hook does over the Unix socket.
+
+    It sets the same WSGI environ mark cmem_site/wsgi.py sets for Unix-socket connections;
+    no HTTP request can carry that key (headers become HTTP_*), so production has no bypass.
+    A test of the refusal passes `**{OWNER_SOCKET_ENVIRON: False}` or uses the real server.
+    """
+    from django.test.client import RequestFactory
+
+    from memory.service.credentials import OWNER_SOCKET_ENVIRON
+
+    base = RequestFactory._base_environ
+
+    def owner_environ(self: RequestFactory, **request: object) -> dict[str, object]:
+        if OWNER_SOCKET_ENVIRON in self.defaults:  # Client(**{OWNER_SOCKET_ENVIRON: False})
+            return base(self, **request)
+        return base(self, **{OWNER_SOCKET_ENVIRON: True, **request})
+
+    monkeypatch.setattr(RequestFactory, "_base_environ", owner_environ)
+
+
+@pytest.fixture(autouse=True)
 def _huey_immediate() -> Iterator[None]:
     from huey.contrib.djhuey import HUEY
 

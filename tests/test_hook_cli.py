@@ -236,8 +236,10 @@ def test_a_local_hook_run_loads_no_json_django_or_other_project_module(tmp_path:
 
     data = tmp_path / "data"
     data.mkdir()
-    server = socket.create_server(("127.0.0.1", 0))
-    (data / "worker.port").write_text(f"127.0.0.1 {server.getsockname()[1]}\n")
+    # The hook talks to the worker's Unix socket in the data dir (memory/service/credentials.py).
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(data / "worker.sock"))
+    server.listen()
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}
     env["CLAUDE_MEM_DATA_DIR"] = str(data)
     subprocess.run(
@@ -414,12 +416,48 @@ def test_team_mode_payload_carries_file_facts_and_the_project(tmp_path: Path) ->
     assert sent["cmem_project"]["name"] == "github.com/acme/widgets"
 
 
+@pytest.fixture
+def team_worker(tmp_path: Path) -> Iterator[tuple[LiveWorker, str]]:
+    """A worker in token mode (the shared server of a team) and a user token for it."""
+    data = tmp_path / "team-worker-data"
+    data.mkdir(mode=0o700)
+    port = free_port()
+    env = make_worker_env(data, port, CLAUDE_MEM_REQUIRE_TOKEN="true")
+    live = LiveWorker(data_dir=data, port=port, env=env)
+    live.start()
+    try:
+        subprocess.run(
+            [
+                CMEM,
+                "shell",
+                "-c",
+                "from django.contrib.auth.models import User; User.objects.create_user('alice')",
+            ],
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+        made = subprocess.run(
+            [CMEM, "token", "create", "alice"],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        yield live, made.stdout.strip().splitlines()[-1]
+    finally:
+        live.stop()
+
+
 @pytest.mark.slow
 def test_team_mode_client_talks_http_to_the_worker_url_and_drains_its_spool(
-    worker: LiveWorker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    team_worker: tuple[LiveWorker, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from memory import hookclient
 
+    worker, token = team_worker
     client_data = tmp_path / "client-data"
     monkeypatch.setenv("CLAUDE_MEM_DATA_DIR", str(client_data))
     # Spooled while the shared worker was unreachable.
@@ -430,7 +468,7 @@ def test_team_mode_client_talks_http_to_the_worker_url_and_drains_its_spool(
     env.update(
         CLAUDE_MEM_DATA_DIR=str(client_data),
         CLAUDE_MEM_WORKER_URL=worker.url,
-        CLAUDE_MEM_API_TOKEN="t0ken",
+        CLAUDE_MEM_API_TOKEN=token,
     )
     result = subprocess.run(
         [CMEM, "hook", "claude-code", "observation"],

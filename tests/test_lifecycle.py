@@ -12,7 +12,6 @@ import signal
 import socket
 import subprocess
 import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from memory.service import lifecycle
-from tests.support import CMEM, free_port, make_worker_env
+from tests.support import CMEM, free_port, make_worker_env, owner_open
 
 pytestmark = pytest.mark.slow
 
@@ -41,9 +40,9 @@ class Worker:
         )
 
     def health(self) -> dict[str, object] | None:
+        """The owner's view of /api/health (it carries the server pid; a stranger's does not)."""
         try:
-            with urllib.request.urlopen(self.url + "/api/health", timeout=2) as resp:
-                return json.loads(resp.read())
+            return json.loads(owner_open(self.data_dir, self.url + "/api/health", timeout=2))
         except OSError:
             return None
 

@@ -27,7 +27,8 @@ class HealthOut(Schema):
     service: str
     version: str
     protocol: int
-    pid: int
+    # Only the owner learns the server's pid (`cmem status`, tests); others learn it is up.
+    pid: int | None = None
 
 
 class StatsOut(Schema):
@@ -43,15 +44,17 @@ class ErrorOut(Schema):
     error: str
 
 
-@router.get("/health", response=HealthOut)
+@router.get("/health", response=HealthOut, exclude_none=True)
 def health(request: HttpRequest) -> dict[str, Any]:
-    return {
+    answer: dict[str, Any] = {
         "status": "ok",
         "service": "cmem",
         "version": config.VERSION,
         "protocol": config.PROTOCOL_VERSION,
-        "pid": os.getpid(),
     }
+    if getattr(request, "cmem_owner", False):
+        answer["pid"] = os.getpid()
+    return answer
 
 
 @router.get("/stats", response=StatsOut)

@@ -164,9 +164,11 @@ def child_measure(runs: int, project_dir: str) -> dict[str, Any]:
     from memory.projects import project_for_cwd
     from memory.recall.context import context_cache_invalidate, context_text
     from memory.recall.gate import file_candidates
+    from memory.service.credentials import OWNER_SOCKET_ENVIRON
 
     project = project_for_cwd(project_dir)
-    client = Client(SERVER_NAME="127.0.0.1")
+    # In-process calls are the owner's, as on the worker's Unix socket.
+    client = Client(SERVER_NAME="127.0.0.1", **{OWNER_SOCKET_ENVIRON: True})
     rng = random.Random(11)
 
     # Files with history (all of them, at the default sizes): the gate's expensive path.

@@ -78,6 +78,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def owner_headers(data_dir: Path | str) -> dict[str, str]:
+    """The bearer header a TCP client of the benchmark's own worker sends (worker.secret)."""
+    try:
+        secret = (Path(data_dir) / "worker.secret").read_text().strip()
+    except OSError:
+        return {}
+    return {"Authorization": f"Bearer {secret}"}
+
+
 def wait_health(url: str, timeout: float) -> bool:
     """True once `url`/api/health answers 200, False when `timeout` seconds pass first."""
     deadline = time.monotonic() + timeout

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memory.benchmarks.harness import child_env, free_port, percentile, wait_health
+from memory.benchmarks.harness import child_env, free_port, owner_headers, percentile, wait_health
 
 ENTRY = str(Path(__file__).resolve().parents[1] / "hook_entry.py")
 FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "claude-code-2.1.332"
@@ -72,7 +72,9 @@ def _observation(n: int) -> bytes:
     return json.dumps({**OBSERVATION, "tool_use_id": f"toolu_bench_{n}_{time.time_ns()}"}).encode()
 
 
-def _ingest_times(port: int, count: int, *, pause: float = 0.0, start: int = 100000) -> list[float]:
+def _ingest_times(
+    port: int, count: int, *, pause: float = 0.0, start: int = 100000, auth: dict[str, str]
+) -> list[float]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     times = []
     try:
@@ -85,7 +87,7 @@ def _ingest_times(port: int, count: int, *, pause: float = 0.0, start: int = 100
                 "POST",
                 "/api/hooks/claude-code/observation",
                 body=body,
-                headers={"Content-Type": "application/json"},
+                headers={"Content-Type": "application/json", **auth},
             )
             resp = conn.getresponse()
             resp.read()
@@ -176,7 +178,13 @@ def _report(out: Any, *, runs: int, ingest_count: int, env: dict[str, str], port
         ("paced, one every 50 ms", 0.05, 100000),
         ("burst, back to back", 0.0, 200000),
     ):
-        ingest = _ingest_times(port, ingest_count, pause=pause, start=start)
+        ingest = _ingest_times(
+            port,
+            ingest_count,
+            pause=pause,
+            start=start,
+            auth=owner_headers(env["CLAUDE_MEM_DATA_DIR"]),
+        )
         out.write(
             f"worker ingest per observation ({label}; HTTP POST on a keep-alive connection, {ingest_count} events): "
             f"p50 {percentile(ingest, 0.50) * 1000:.2f} ms, p99 {percentile(ingest, 0.99) * 1000:.2f} ms"

@@ -32,7 +32,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from memory.benchmarks.harness import free_port, percentile, wait_health
+from memory.benchmarks.harness import free_port, owner_headers, percentile, wait_health
 
 CLIENTS = 16
 EVENTS = 1000
@@ -301,7 +301,11 @@ def soak_phase(*, out: Any, data: Path, port: int, seconds: int) -> dict[str, An
                 )
                 with contextlib.suppress(OSError):
                     urllib.request.urlopen(
-                        f"http://127.0.0.1:{port}/api/search?query=step", timeout=5
+                        urllib.request.Request(
+                            f"http://127.0.0.1:{port}/api/search?query=step",
+                            headers=owner_headers(data),
+                        ),
+                        timeout=5,
                     ).read()
         sink.seek(0)
         sink.truncate()

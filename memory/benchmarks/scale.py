@@ -42,6 +42,7 @@ from memory.benchmarks.harness import (
     cmem_migrate,
     django_setup,
     free_port,
+    owner_headers,
     percentile,
     wait_health,
     zipf_cum_weights,
@@ -366,7 +367,10 @@ def _ingest(env: dict[str, str], project_dir: str, total: int) -> dict[str, Any]
             req = urllib.request.Request(
                 f"{url}/api/hooks/claude-code/{event}",
                 data=json.dumps(body).encode(),
-                headers={"Content-Type": "application/json"},
+                headers={
+                    "Content-Type": "application/json",
+                    **owner_headers(env["CLAUDE_MEM_DATA_DIR"]),
+                },
             )
             t0 = time.perf_counter()
             try:

@@ -260,6 +260,7 @@ def _measure(runs: int, out: Any) -> None:
 
     from memory.retrieval.search.query import SearchQuery
     from memory.retrieval.search.service import search
+    from memory.service.credentials import OWNER_SOCKET_ENVIRON
 
     now = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(days=60)
     service: list[float] = []
@@ -279,7 +280,9 @@ def _measure(runs: int, out: Any) -> None:
             cpu.append((time.thread_time() - began_cpu) * 1000)
             service.append(elapsed)
             per_query.setdefault(f"{text!r} {extra or ''}".strip(), []).append(elapsed)
-    client = Client(HTTP_HOST="127.0.0.1")  # ALLOWED_HOSTS is loopback-only outside tests
+    # ALLOWED_HOSTS is loopback-only outside tests; in-process calls are the owner's, as on
+    # the worker's Unix socket (memory/service/credentials.py).
+    client = Client(HTTP_HOST="127.0.0.1", **{OWNER_SOCKET_ENVIRON: True})
     http: list[float] = []
     for text, _extra in QUERIES:
         for _ in range(max(1, runs // 2)):

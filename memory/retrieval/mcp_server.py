@@ -55,12 +55,18 @@ class Worker:
         remote = config.get("CLAUDE_MEM_WORKER_URL").rstrip("/")
         if remote:
             return remote
-        try:
-            host, port = (config.data_dir() / "worker.port").read_text().split()[:2]
-            int(port)
-        except (OSError, ValueError):
-            host, port = config.get("CLAUDE_MEM_WORKER_HOST"), config.get("CLAUDE_MEM_WORKER_PORT")
-        return f"http://{f'[{host}]' if ':' in host else host}:{port}"
+        # The local worker is reached over its Unix socket (see `_send`), never over TCP:
+        # whatever holds the TCP port after a crash must not receive the agent's queries.
+        return "http://localhost"
+
+    def _send(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
+        if config.get("CLAUDE_MEM_WORKER_URL"):
+            return httpx.request(method, url, **kwargs)
+        from memory.service.credentials import socket_path
+
+        transport = httpx.HTTPTransport(uds=str(socket_path()))
+        with httpx.Client(transport=transport) as client:
+            return client.request(method, url, **kwargs)
 
     def headers(self) -> dict[str, str]:
         token = config.get("CLAUDE_MEM_API_TOKEN")
@@ -68,7 +74,9 @@ class Worker:
 
     def _healthy(self, url: str) -> bool:
         try:
-            return httpx.get(f"{url}/api/health", timeout=1.0).json().get("service") == "cmem"
+            return (
+                self._send("GET", f"{url}/api/health", timeout=1.0).json().get("service") == "cmem"
+            )
         except (httpx.HTTPError, ValueError, AttributeError):
             return False
 
@@ -90,7 +98,7 @@ class Worker:
         """JSON from the worker; a ToolError whose text the agent can act on otherwise."""
         url = self.base_url()
         try:
-            response = httpx.request(
+            response = self._send(
                 method, url + path, headers=self.headers(), timeout=REQUEST_TIMEOUT_S, **kwargs
             )
         except httpx.ConnectError:
@@ -101,7 +109,7 @@ class Worker:
             while time.monotonic() < deadline and not self._healthy(url := self.base_url()):
                 time.sleep(0.2)
             try:
-                response = httpx.request(
+                response = self._send(
                     method, url + path, headers=self.headers(), timeout=REQUEST_TIMEOUT_S, **kwargs
                 )
             except httpx.HTTPError as exc:

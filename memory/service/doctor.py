@@ -17,6 +17,7 @@ from memory.agents.install import claude_code as installer
 from memory.agents.install import mcp as mcp_install
 from memory.agents.install import routes
 from memory.capture import spool
+from memory.service import credentials
 from memory.service import worker_state as worker
 
 
@@ -302,6 +303,22 @@ def _provider_checks() -> list[Check]:
     ]
 
 
+def _access_checks() -> list[Check]:
+    """The data dir (0700), the worker's credential (0600) and its socket: who can reach memory."""
+    fixes = {
+        "data dir": f"chmod 700 {config.data_dir()}",
+        "credential": "run `cmem start` (creates it 0600), or "
+        f"chmod 600 {credentials.secret_path()}",
+        "socket": "run `cmem restart` (the worker recreates it 0600)",
+    }
+    out = []
+    for label, ok, detail in credentials.mode_report():
+        # A missing credential is made by the next start; a readable one is a hole.
+        status = "ok" if ok else ("warn" if detail.endswith("is missing") else "fail")
+        out.append(Check(status, f"{label}: {detail}", "" if ok else fixes[label]))
+    return out
+
+
 def _agent_checks() -> list[Check]:
     """Gemini CLI, Copilot CLI, OpenCode: rows only for those cmem is installed in."""
     from memory.agents.install.agents import agents_doctor_checks
@@ -318,6 +335,7 @@ def doctor_checks(*, settings_path: Path | None = None) -> list[Check]:
         lambda: _hook_checks(path),
         lambda: _reach_checks(path),
         _worker_checks,
+        _access_checks,
         _database_checks,
         _spool_checks,
         _provider_checks,

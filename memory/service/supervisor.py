@@ -19,6 +19,7 @@ import time
 from typing import IO, Any, Protocol
 
 from memory import config
+from memory.service.credentials import ensure_secret, owner_login_url, socket_path
 from memory.service.processes import signal_group
 from memory.service.worker_state import (
     Address,
@@ -54,6 +55,12 @@ def _server_command(address: Address) -> list[str]:
         f"{address.host}:{address.port}"
         if ":" not in address.host
         else f"[{address.host}]:{address.port}",
+        # The owner's door (memory/service/credentials.py): hooks, CLI and MCP connect here.
+        # umask 177 makes the socket 0600 inside the 0700 data dir.
+        "--bind",
+        f"unix:{socket_path()}",
+        "--umask",
+        "0o177",
         "--workers",
         "1",
         "--worker-class",
@@ -157,6 +164,7 @@ class Supervisor:
         signal.signal(signal.SIGHUP, self._handle_signal)
         config.write_atomic(pid_path(), f"{os.getpid()}\n".encode())
         try:
+            ensure_secret()  # before the server answers anyone on TCP
             self._rotate_logs()
             self._spawn("server")
             self._spawn("consumer")
@@ -223,8 +231,10 @@ class Supervisor:
         """The server answers: publish the address for hook clients (once more after a restart)."""
         config.write_atomic(port_path(), f"{self.address.host} {self.address.port}\n".encode())
         if not self.announced:
+            login = owner_login_url(self.address.url)
             self._say(
-                f"cmem is running: dashboard {self.address.url}/ (supervisor pid {os.getpid()})"
+                f"cmem is running: dashboard {login} (one-time login link; `cmem open` makes "
+                f"another) (supervisor pid {os.getpid()})"
             )
         self.announced = True
 

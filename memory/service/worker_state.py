@@ -16,6 +16,7 @@ Files in the data dir:
 from __future__ import annotations
 
 import fcntl
+import http.client
 import json
 import os
 import socket
@@ -93,13 +94,37 @@ def health(address: Address, timeout: float = 1.0) -> dict[str, object] | None:
     return None
 
 
-def stats(address: Address, timeout: float = 2.0) -> dict[str, object] | None:
+class _UnixConnection(http.client.HTTPConnection):
+    """HTTP over the worker's Unix socket: only the owner's worker can be listening there."""
+
+    def __init__(self, path: str, timeout: float) -> None:
+        super().__init__("localhost", timeout=timeout)
+        self._path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        sock.connect(self._path)
+        self.sock = sock
+
+
+def owner_get(path: str, timeout: float = 2.0) -> dict[str, object] | None:
+    """GET a JSON object from the local worker over its Unix socket, or None."""
+    conn = _UnixConnection(str(config.data_dir() / "worker.sock"), timeout)
     try:
-        with urllib.request.urlopen(f"{address.url}/api/stats", timeout=timeout) as resp:
-            data = json.loads(resp.read())
-    except (OSError, ValueError, urllib.error.URLError):
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        data = json.loads(resp.read()) if resp.status == 200 else None
+    except (OSError, ValueError, http.client.HTTPException):
         return None
+    finally:
+        conn.close()
     return data if isinstance(data, dict) else None
+
+
+def stats(address: Address, timeout: float = 2.0) -> dict[str, object] | None:
+    # Over the socket, not `address`: a stranger on the port must not see the owner's request.
+    return owner_get("/api/stats", timeout)
 
 
 def port_is_free(address: Address) -> bool:
@@ -139,7 +164,7 @@ def read_children() -> dict[str, int]:
 
 
 def remove_state_files() -> None:
-    for path in (port_path(), children_path(), pid_path()):
+    for path in (port_path(), children_path(), config.data_dir() / "worker.sock", pid_path()):
         path.unlink(missing_ok=True)
 
 

@@ -7,14 +7,13 @@ import json
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support import REPO, LiveWorker
+from tests.support import REPO, LiveWorker, owner_open
 
 CHROMIUM = Path("/usr/bin/chromium")
 SHOTS = REPO / "test-artifacts" / "screenshots"
@@ -50,12 +49,17 @@ def browser() -> Iterator[Any]:
             instance.close()
 
 
-def _page(browser: Any, width: int = 1280, height: int = 900) -> Any:
+def _page(browser: Any, worker: LiveWorker, width: int = 1280, height: int = 900) -> Any:
+    """A page logged in as the owner, the way `cmem open` does it (a one-time link)."""
+    from memory.service.credentials import owner_login_url
+
     context = browser.new_context(
         viewport={"width": width, "height": height}, accept_downloads=True
     )
     context.set_default_timeout(15_000)
-    return context.new_page()
+    page = context.new_page()
+    page.goto(owner_login_url(worker.url, "/", data_dir=worker.data_dir))
+    return page
 
 
 def _shot(page: Any, name: str) -> None:
@@ -80,7 +84,7 @@ def test_timeline_filter_detail_my_work_download_and_live(
     live_worker: LiveWorker, browser: Any
 ) -> None:
     ids = _seed(live_worker, "demo")
-    page = _page(browser)
+    page = _page(browser, live_worker)
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
 
@@ -143,7 +147,7 @@ def test_timeline_filter_detail_my_work_download_and_live(
 @pytest.mark.parametrize("width", [1280, 390])
 def test_pages_fit_the_screen(live_worker: LiveWorker, browser: Any, width: int) -> None:
     _seed(live_worker, "demo")
-    page = _page(browser, width=width, height=844)
+    page = _page(browser, live_worker, width=width, height=844)
     for path, name in (
         ("/", "timeline"),
         ("/work/", "my-work"),
@@ -244,11 +248,15 @@ def test_acceptance_prompt_edit_write_stop(
     # The observation appears once the worker's consumer has compressed the tool uses.
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        with urllib.request.urlopen(live_worker.url + "/api/stats") as resp:
-            if json.loads(resp.read())["observations"] >= 1:
-                break
+        if (
+            json.loads(owner_open(live_worker.data_dir, live_worker.url + "/api/stats"))[
+                "observations"
+            ]
+            >= 1
+        ):
+            break
         time.sleep(0.5)
-    page = _page(browser)
+    page = _page(browser, live_worker)
     page.goto(live_worker.url + "/?project=shop")
     page.locator("article.item-obs").first.wait_for()
     assert (

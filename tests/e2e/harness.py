@@ -9,14 +9,13 @@ import os
 import sqlite3
 import subprocess
 import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support import CMEM, REPO, LiveWorker
+from tests.support import CMEM, REPO, LiveWorker, owner_open
 
 PINNED_VERSION = (Path(__file__).with_name("claude-code-version.txt")).read_text().strip()
 NODE_DIR = REPO / ".e2e-node" / "node_modules"
@@ -132,8 +131,7 @@ def query(worker: LiveWorker, sql: str, params: tuple[Any, ...] = ()) -> list[sq
 
 
 def get_json(worker: LiveWorker, path: str) -> dict[str, Any]:
-    with urllib.request.urlopen(worker.url + path, timeout=5) as resp:
-        return json.loads(resp.read())
+    return json.loads(owner_open(worker.data_dir, worker.url + path, timeout=5))
 
 
 def wait_for(check: Any, *, timeout: float = 45) -> Any:

@@ -30,6 +30,7 @@ from tests.reliability.helpers import (
     spooled,
     wait_for,
 )
+from tests.support import owner_open
 
 pytestmark = pytest.mark.slow
 
@@ -170,7 +171,7 @@ def test_api_down_for_a_long_stretch_goes_offline_says_so_and_loses_nothing(tmp_
         # The SessionStart header and every page say memory is degraded.
         context, _ = hook(worker.env, "context", session.start())
         assert "degraded" in context.stdout.decode() and "529" in context.stdout.decode()
-        page = urllib.request.urlopen(worker.url + "/", timeout=10).read().decode()
+        page = owner_open(worker.data_dir, worker.url + "/").decode()
         assert 'id="observer-warning"' in page and "degraded" in page
     finally:
         worker.stop()

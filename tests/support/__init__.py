@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from tests.support.paths import CLAUDE_FIXTURES, CMEM, CODEX_FIXTURES, FIXTURES, REPO
-from tests.support.worker import LiveWorker, free_port, make_worker_env, stop_detached_worker
+from tests.support.worker import (
+    LiveWorker,
+    free_port,
+    make_worker_env,
+    owner_headers,
+    owner_open,
+    stop_detached_worker,
+)
 
 __all__ = [
     "CLAUDE_FIXTURES",
@@ -14,5 +21,7 @@ __all__ = [
     "LiveWorker",
     "free_port",
     "make_worker_env",
+    "owner_headers",
+    "owner_open",
     "stop_detached_worker",
 ]

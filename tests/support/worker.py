@@ -14,6 +14,18 @@ from pathlib import Path
 from tests.support.paths import CMEM
 
 
+def owner_headers(data_dir: Path) -> dict[str, str]:
+    """What the owner's TCP client sends: the bearer secret from `<data dir>/worker.secret`."""
+    return {"Authorization": f"Bearer {(data_dir / 'worker.secret').read_text().strip()}"}
+
+
+def owner_open(data_dir: Path, url: str, timeout: float = 10) -> bytes:
+    """GET `url` from a real worker as its owner (bearer secret over TCP)."""
+    request = urllib.request.Request(url, headers=owner_headers(data_dir))
+    with urllib.request.urlopen(request, timeout=timeout) as resp:
+        return bytes(resp.read())
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -46,7 +58,11 @@ class LiveWorker:
         while time.monotonic() < deadline:
             try:
                 with urllib.request.urlopen(self.url + "/api/health", timeout=0.5) as resp:
-                    if resp.status == 200 and (self.data_dir / "worker.port").exists():
+                    if (
+                        resp.status == 200
+                        and (self.data_dir / "worker.port").exists()
+                        and (self.data_dir / "worker.sock").exists()
+                    ):
                         return
             except OSError:
                 pass

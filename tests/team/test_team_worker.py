@@ -14,7 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import CLAUDE_FIXTURES, CMEM, LiveWorker, free_port, make_worker_env
+from tests.support import (
+    CLAUDE_FIXTURES,
+    CMEM,
+    LiveWorker,
+    free_port,
+    make_worker_env,
+    owner_headers,
+)
 from tests.support.team import MIGRATE_OUTPUT, pg_query, run_cmem
 
 pytestmark = [pytest.mark.team, pytest.mark.slow]
@@ -155,11 +162,12 @@ def test_a_remote_clients_project_claim_names_the_session(
     assert refused.value.code == 401
 
 
-def _post(url: str, event: str, body: dict[str, object]) -> None:
+def _post(url: str, event: str, body: dict[str, object], data_dir: Path) -> None:
     req = urllib.request.Request(
         f"{url}/api/hooks/claude-code/{event}",
         data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
+        # A loopback worker without tokens answers only its owner (memory/owner_auth.py).
+        headers={"Content-Type": "application/json", **owner_headers(data_dir)},
     )
     with urllib.request.urlopen(req, timeout=30) as resp:
         assert resp.status == 200
@@ -201,6 +209,7 @@ def test_two_consumers_on_one_queue_compress_each_event_once(
                     "hook_event_name": "UserPromptSubmit",
                     "prompt": "go",
                 },
+                worker.data_dir,
             )
             for i in range(per_session):
                 _post(
@@ -219,6 +228,7 @@ def test_two_consumers_on_one_queue_compress_each_event_once(
                             "interrupted": False,
                         },
                     },
+                    worker.data_dir,
                 )
 
         threads = [threading.Thread(target=client, args=(n,)) for n in range(sessions)]

@@ -1,23 +1,32 @@
 from __future__ import annotations
 
 import webbrowser
+from argparse import ArgumentParser
 from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from memory.service import lifecycle
+from memory.service import worker_state as worker
+from memory.service.credentials import owner_login_url
 
 
 class Command(BaseCommand):
-    help = "Open the dashboard in the browser; prints its URL too (all there is without a browser)."
+    help = "Open the web app in a browser, logged in with a one-time link (starts the worker)."
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument("path", nargs="?", default="/", help="Page to open, e.g. /work/.")
+        parser.add_argument(
+            "--print", action="store_true", help="Only print the link, open no browser."
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        state = lifecycle.worker_state()
-        url = f"{state.address.url}/"
-        if not state.running:
-            self.stderr.write("cmem is not running; start it with `cmem start`.")
         try:
-            opened = webbrowser.get().open(url)
-        except webbrowser.Error:
-            opened = False
-        self.stdout.write(f"{'opened' if opened else 'dashboard:'} {url}")
+            state = lifecycle.worker_start().state
+        except worker.WorkerError as exc:
+            raise CommandError(str(exc)) from None
+        path = options["path"] if str(options["path"]).startswith("/") else "/"
+        url = owner_login_url(state.address.url, path)
+        self.stdout.write(url)
+        if not options["print"]:
+            webbrowser.open(url)

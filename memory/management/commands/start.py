@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from memory.service import lifecycle
 from memory.service import worker_state as worker
+from memory.service.credentials import owner_login_url
 
 
 class Command(BaseCommand):
@@ -26,10 +27,10 @@ class Command(BaseCommand):
             self.stdout.write(f"cmem: {note}")
         state = result.state
         version = (state.health or {}).get("version", "?")
+        # The URL logs this browser in once (memory/owner_auth.py); `cmem open` makes another.
+        login = owner_login_url(state.address.url)
         if result.already_running:
-            self.stdout.write(
-                f"cmem {version} is already running: {state.address.url}/ (pid {state.pid})"
-            )
+            self.stdout.write(f"cmem {version} is already running: {login} (pid {state.pid})")
         else:
-            self.stdout.write(f"cmem {version} started: {state.address.url}/ (pid {state.pid})")
+            self.stdout.write(f"cmem {version} started: {login} (pid {state.pid})")
             self.stdout.write(f"logs: {worker.log_dir()}  (cmem logs -f)")
