@@ -139,6 +139,7 @@ class FakeAnthropic:
     @property
     def url(self) -> str:
         host, port = self.server.server_address[:2]
+        host = host.decode() if isinstance(host, bytes) else host
         return f"http://{host}:{port}"
 
     def start(self) -> FakeAnthropic:

@@ -168,7 +168,7 @@ def child_measure(runs: int, project_dir: str) -> dict[str, Any]:
 
     project = project_for_cwd(project_dir)
     # In-process calls are the owner's, as on the worker's Unix socket.
-    client = Client(SERVER_NAME="127.0.0.1", **{OWNER_SOCKET_ENVIRON: True})
+    client = Client(SERVER_NAME="127.0.0.1", **{OWNER_SOCKET_ENVIRON: True})  # type: ignore[arg-type]  # WSGI environ extras are untyped
     rng = random.Random(11)
 
     # Files with history (all of them, at the default sizes): the gate's expensive path.

@@ -282,7 +282,7 @@ def _measure(runs: int, out: Any) -> None:
             per_query.setdefault(f"{text!r} {extra or ''}".strip(), []).append(elapsed)
     # ALLOWED_HOSTS is loopback-only outside tests; in-process calls are the owner's, as on
     # the worker's Unix socket (memory/service/credentials.py).
-    client = Client(HTTP_HOST="127.0.0.1", **{OWNER_SOCKET_ENVIRON: True})
+    client = Client(HTTP_HOST="127.0.0.1", **{OWNER_SOCKET_ENVIRON: True})  # type: ignore[arg-type]  # WSGI environ extras are untyped
     http: list[float] = []
     for text, _extra in QUERIES:
         for _ in range(max(1, runs // 2)):

@@ -377,7 +377,7 @@ def _timeline(rows: list[Candidate], zone: tzinfo) -> str:
             days[heading] = []
             keyed.append((local, heading))
         title = framing.one_line(row.title, TITLE_MAX)
-        mark = {True: "unchanged", False: "changed"}.get(row.unchanged, "unknown")
+        mark = "unknown" if row.unchanged is None else ("unchanged" if row.unchanged else "changed")
         days[heading].append(f"{row.id} {clock.clock_time(local)}  {title} [{mark}]")
     keyed.sort(key=lambda item: item[0].date(), reverse=True)
     return "\n\n".join(f"### {heading}\n" + "\n".join(days[heading]) for _, heading in keyed)

@@ -95,7 +95,8 @@ def install(*, command: str, home: Path | None = None, mcp: bool = True) -> list
 def _mcp_set(path: Path, entry: dict[str, Any] | None) -> str:
     """Set (or, with None, remove) cmem's server in mcp-config.json, keeping the others."""
     data, original = installer.settings_read(path)
-    servers = data.get("mcpServers") if isinstance(data.get("mcpServers"), dict) else {}
+    raw_servers = data.get("mcpServers")
+    servers: dict[str, Any] = raw_servers if isinstance(raw_servers, dict) else {}
     if entry is None:
         if MCP_SERVER not in servers:
             return ""

@@ -90,7 +90,8 @@ def install(*, command: str, home: Path | None = None, mcp: bool = True) -> list
         hooks[event] = [*(hooks.get(event) or []), *groups]
     new = {**data, "hooks": hooks}
     if mcp:
-        servers = data.get("mcpServers") if isinstance(data.get("mcpServers"), dict) else {}
+        raw_servers = data.get("mcpServers")
+        servers: dict[str, Any] = raw_servers if isinstance(raw_servers, dict) else {}
         new["mcpServers"] = {**servers, MCP_SERVER: _mcp_entry(command)}
     if original is not None and new == data:
         return [f"cmem Gemini CLI hooks already installed in {path}"]

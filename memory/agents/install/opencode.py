@@ -69,7 +69,8 @@ def _mcp_set(path: Path, entry: dict[str, Any] | None) -> str:
     if not path.exists() and path.with_suffix(".jsonc").exists():
         return f"MCP server not registered: {path.with_suffix('.jsonc')} is JSONC; add mcp.cmem by hand"
     data, original = installer.settings_read(path)
-    servers = data.get("mcp") if isinstance(data.get("mcp"), dict) else {}
+    raw_servers = data.get("mcp")
+    servers: dict[str, Any] = raw_servers if isinstance(raw_servers, dict) else {}
     if entry is None:
         if MCP_SERVER not in servers:
             return ""
