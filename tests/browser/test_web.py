@@ -269,3 +269,73 @@ def test_acceptance_prompt_edit_write_stop(
     assert Path(info.value.path()).read_bytes() == written
     _shot(page, "acceptance-my-work.png")
     page.context.close()
+
+
+def test_search_highlights_marks_in_page_and_offsets_in_api(
+    live_worker: LiveWorker, browser: Any
+) -> None:
+    _seed(live_worker, "demo")
+    page = _page(browser)
+    page.goto(live_worker.url + "/search/?q=rounding")
+    marks = page.locator(".snippet mark")
+    marks.first.wait_for()
+    texts = [t.lower() for t in marks.all_inner_texts()]
+    assert texts and all(t.startswith("round") for t in texts), texts
+    snippet_text = page.locator(".snippet").first.inner_text()
+    assert "«" not in snippet_text and "»" not in snippet_text
+    _shot(page, "search-highlights-1280.png")
+    page.context.close()
+
+    with urllib.request.urlopen(live_worker.url + "/api/search?q=rounding") as resp:
+        data = json.loads(resp.read())
+    hits = [h for h in data["results"] if h["snippet"]]
+    assert hits
+    for hit in hits:
+        assert "«" not in hit["snippet"] and "<mark" not in hit["snippet"]
+        assert "\ue000" not in hit["snippet"]
+    spans = [(h["snippet"], s) for h in hits for s in h["highlights"]]
+    assert spans, hits
+    for snippet, (start, end) in spans:
+        assert snippet[start:end].lower().startswith("round"), (snippet, start, end)
+
+
+def test_theme_toggle_light_dark_system_is_remembered(
+    live_worker: LiveWorker, browser: Any
+) -> None:
+    """The system says dark; the toggle overrides it, survives a reload, and "System" hands
+    back to the system. All under the strict CSP (no inline script or style)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="dark")
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    csp: list[str] = []
+    page.on(
+        "console",
+        lambda msg: csp.append(msg.text) if "Content Security Policy" in msg.text else None,
+    )
+
+    def background() -> str:
+        return page.evaluate("getComputedStyle(document.body).backgroundColor")
+
+    page.goto(live_worker.url + "/")
+    select = page.locator("#theme-select")
+    select.wait_for()
+    assert select.input_value() == "system"
+    assert background() == "rgb(17, 18, 20)"  # the dark palette, from the system
+    select.select_option("light")
+    assert page.evaluate("document.documentElement.dataset.theme") == "light"
+    assert background() == "rgb(247, 247, 248)"
+    page.reload()
+    page.locator("#theme-select").wait_for()
+    assert page.locator("#theme-select").input_value() == "light"
+    assert background() == "rgb(247, 247, 248)"
+    assert page.evaluate("localStorage.getItem('cmem-theme')") == "light"
+    page.goto(live_worker.url + "/search/")
+    assert background() == "rgb(247, 247, 248)"  # every page, not just the one it was set on
+    page.locator("#theme-select").select_option("dark")
+    assert background() == "rgb(17, 18, 20)"
+    page.locator("#theme-select").select_option("system")
+    assert page.evaluate("document.documentElement.hasAttribute('data-theme')") is False
+    assert page.evaluate("localStorage.getItem('cmem-theme')") is None
+    assert background() == "rgb(17, 18, 20)"
+    assert csp == []
+    context.close()
