@@ -339,3 +339,32 @@ def test_theme_toggle_light_dark_system_is_remembered(
     assert background() == "rgb(17, 18, 20)"
     assert csp == []
     context.close()
+
+
+def test_my_work_type_filter_and_badge_legend(live_worker: LiveWorker, browser: Any) -> None:
+    ids = _seed(live_worker, "demo")
+    page = _page(browser)
+    page.goto(live_worker.url + "/work/")
+    legend = page.locator("#type-legend")
+    legend.wait_for()
+    for label in ("Bug Fix", "Feature", "Discovery", "Decision", "Security Alert"):
+        assert legend.get_by_text(label, exact=True).is_visible(), label
+    web_card = page.locator(f"#request-{ids['prompts'][0]}")
+    api_card = page.locator(f"#request-{ids['prompts'][1]}")
+    assert web_card.is_visible() and api_card.is_visible()
+
+    page.get_by_label("Type").select_option("discovery")
+    page.get_by_role("button", name="Filter").click()
+    page.wait_for_url("**/work/?*type=discovery*")
+    api_card.get_by_role("link", name="Login hashes the password twice").wait_for()
+    assert web_card.count() == 0
+
+    page.get_by_label("Type").select_option("bugfix")
+    page.get_by_role("button", name="Filter").click()
+    page.wait_for_url("**/work/?*type=bugfix*")
+    web_card.get_by_role("link", name="Checkout total rounded before tax").wait_for()
+    # Within the card only the chosen type's observations remain.
+    assert web_card.get_by_role("link", name="Added a regression test for rounding").count() == 0
+    assert api_card.count() == 0
+    _shot(page, "my-work-type-filter-1280.png")
+    page.context.close()
