@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from django import forms
 
-from memory.models import Observation
-
 from memory.forms import DATE_INPUT
+from memory.models import Observation
 
 
 class WorkFilterForm(forms.Form):

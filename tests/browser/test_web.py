@@ -140,9 +140,13 @@ def test_timeline_filter_detail_my_work_download_and_live(
     page.context.close()
 
 
-@pytest.mark.parametrize("width", [1280, 390])
+DOC_SHOTS = REPO / "docs" / "screenshots"
+DOC_WIDTHS = (1400, 420)  # the README's screenshots (docs/screenshots/) are taken at these
+
+
+@pytest.mark.parametrize("width", [1280, 390, *DOC_WIDTHS])
 def test_pages_fit_the_screen(live_worker: LiveWorker, browser: Any, width: int) -> None:
-    _seed(live_worker, "demo")
+    ids = _seed(live_worker, "demo")
     page = _page(browser, width=width, height=844)
     for path, name in (
         ("/", "timeline"),
@@ -150,12 +154,17 @@ def test_pages_fit_the_screen(live_worker: LiveWorker, browser: Any, width: int)
         ("/settings/", "settings"),
         ("/stats/", "stats"),
         ("/search/?q=rounding", "search"),
+        (f"/observations/{ids['observations'][0]}/", "observation"),
+        (f"/sessions/{ids['sessions'][0]}/", "session"),
     ):
         page.goto(live_worker.url + path)
         page.locator("main h1").first.wait_for()
         scroll_width = page.evaluate("document.documentElement.scrollWidth")
         assert scroll_width <= width, f"{path} is {scroll_width}px wide at a {width}px viewport"
         _shot(page, f"{name}-{width}.png")
+        if width in DOC_WIDTHS:
+            DOC_SHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(DOC_SHOTS / f"{name}-{width}.png"), full_page=True)
     page.context.close()
 
 

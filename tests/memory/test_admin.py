@@ -340,6 +340,8 @@ def test_admin_is_branded_cmem_and_shows_json_fields_indented(admin_client: Clie
     assert page.status_code == 200
     body = page.content.decode()
     # Indented JSON in a <pre>, its markup escaped, not one compact line.
-    assert '<pre class="cmem-json">{\n  &quot;tool_input&quot;: {\n    &quot;file_path&quot;' in body
+    assert (
+        '<pre class="cmem-json">{\n  &quot;tool_input&quot;: {\n    &quot;file_path&quot;' in body
+    )
     assert "&lt;b&gt;x&lt;/b&gt;" in body
     assert '{"tool_input": {"file_path"' not in body
