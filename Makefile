@@ -2,23 +2,32 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed-stamp
+# Two sets: `make run` needs only what the app imports; tests and linters add the dev extra.
+RUNTIME_STAMP := $(VENV)/.runtime-stamp
+DEV_STAMP := $(VENV)/.dev-stamp
 
-.PHONY: setup run test lint module-map bench clean
+.PHONY: setup runtime run test lint module-map bench dist clean
 
-$(STAMP): pyproject.toml
+# hatchling's editable install is a plain path .pth: every hook process starts without an
+# import hook. pip itself is not upgraded: the venv's own pip builds PEP 660 editables.
+$(RUNTIME_STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	# compat mode: a plain path entry, so every hook process starts without an import hook.
-	$(PY) -m pip install -q -e '.[dev]' --config-settings editable_mode=compat
-	@touch $(STAMP)
+	$(PY) -m pip install -q -e .
+	@touch $(RUNTIME_STAMP)
 
-setup: $(STAMP)
+$(DEV_STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $(DEV_STAMP) $(RUNTIME_STAMP)
 
-run: setup
-	$(VENV)/bin/cmem migrate --noinput -v 0
-	$(VENV)/bin/cmem ensure_admin
-	$(VENV)/bin/cmem serve
+runtime: $(RUNTIME_STAMP)
+setup: $(DEV_STAMP)
+
+# When a worker already runs, `cmem serve` says where and exits 0.
+run: runtime
+	$(VENV)/bin/cmem migrate -v 0
+	$(VENV)/bin/cmem manage ensure_admin
+	$(VENV)/bin/cmem serve --no-migrate
 
 # Team mode (issue 9): the backend-sensitive suites run a second time on PostgreSQL + Redis.
 TEAM_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/cmem
@@ -38,6 +47,10 @@ lint: setup
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy cmem_site memory deliverables
 
+# The wheel and sdist a user installs (`pipx install dist/cmem-*.whl`).
+dist: setup
+	$(PY) -m build --outdir dist .
+
 # Rewrite the README's module map from the tree (tests/test_module_map.py checks it).
 module-map: setup
 	$(PY) -m tests.support.module_map --write README.md
@@ -46,4 +59,4 @@ bench: setup
 	$(VENV)/bin/cmem bench all
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build dist *.egg-info

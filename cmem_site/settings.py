@@ -23,6 +23,10 @@ def envint(name: str, default: str) -> int:
 
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# templates/ and static/ sit at the top of a checkout; a wheel carries them inside cmem_site/
+# (pyproject.toml force-include), since site-packages/templates would be no package's.
+_PACKAGE_DIR = Path(__file__).resolve().parent
+ASSET_DIR = _PACKAGE_DIR if (_PACKAGE_DIR / "templates").is_dir() else BASE_DIR
 # Everything cmem writes (database, queue, logs, spool, deliverables) is for this user only.
 os.umask(0o077)
 CMEM = config.load()
@@ -105,7 +109,7 @@ WSGI_APPLICATION = "cmem_site.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [ASSET_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -161,7 +165,7 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_DIRS = [ASSET_DIR / "static"]
 STATIC_ROOT = DATA_DIR / "static"
 STATIC_ROOT.mkdir(exist_ok=True)  # whitenoise warns about a missing root on every start
 WHITENOISE_USE_FINDERS = True

@@ -13,3 +13,6 @@ urlpatterns = [
     path("", include("deliverables.urls")),
     path("", include("memory.urls")),
 ]
+
+handler404 = "cmem_site.errors.page_not_found"
+handler500 = "cmem_site.errors.server_error"

@@ -76,7 +76,22 @@ SETTINGS: dict[str, tuple[str, str]] = {
         "Sessions (summaries) the SessionStart index covers.",
     ),
     "CLAUDE_MEM_CONTEXT_TOKENS": ("2500", "Token budget of the SessionStart index."),
-    "CLAUDE_MEM_READ_GATE": ("deny", "File-read gate: deny, context or off."),
+    "CLAUDE_MEM_READ_GATE": (
+        "adaptive",
+        "File-read gate: adaptive (deny while refusals pay off in the project), deny, context or off.",
+    ),
+    "CLAUDE_MEM_READ_GATE_WINDOW": (
+        "8",
+        "Adaptive gate: how many of the project's latest refusals (last 14 days) are weighed.",
+    ),
+    "CLAUDE_MEM_READ_GATE_TURN_TOKENS": (
+        "6000",
+        "Adaptive gate: what a refusal the model answers by reading again costs beyond its text (one more turn).",
+    ),
+    "CLAUDE_MEM_INSTALL_ROUTE": (
+        "install",
+        "How the agent loaded cmem's MCP server (tool names in gate text): install or plugin:<name>.",
+    ),
     "CLAUDE_MEM_CODEX_SHELL_READ_GATE": (
         "context",
         "Codex read-only shell commands (cat, head, sed -n…): context, deny or off.",
@@ -100,6 +115,17 @@ SETTINGS: dict[str, tuple[str, str]] = {
         "auto",
         "Project names: local (repository folder), remote (normalised git remote URL) or auto (remote in team mode).",
     ),
+    "CLAUDE_MEM_EMBEDDINGS_MODEL": (
+        "",
+        "Empty: the model bundled in the wordllama wheel. Or a local folder holding a static"
+        " embedding model (tokenizer.json + model.safetensors, model2vec layout); nothing is"
+        " downloaded.",
+    ),
+    "CLAUDE_MEM_SEMANTIC_INJECT": (
+        "false",
+        "On each prompt, add the few most related observations of earlier sessions.",
+    ),
+    "CLAUDE_MEM_SEMANTIC_INJECT_LIMIT": ("3", "Observations added per prompt at most."),
     "CLAUDE_MEM_HOOK_TIMEOUT_MS": ("2000", "How long a hook waits for the worker."),
 }
 
@@ -265,3 +291,27 @@ def ensure_settings_file() -> None:
     }
     with contextlib.suppress(FileExistsError):
         write_atomic(path, (json.dumps(defaults, indent=2) + "\n").encode())
+
+
+# --- install route (memory/agents/install/routes.py records it) ---------------------------
+
+MCP_TOOLS = ("search", "timeline", "get_observations", "smart_outline", "smart_unfold")
+
+
+def install_route() -> str:
+    """`plugin` when cmem reached Claude Code as a plugin, else `settings`."""
+    try:
+        with open(data_dir() / "install-route") as fh:
+            return "plugin" if fh.read().strip() == "plugin" else "settings"
+    except OSError:
+        return "settings"
+
+
+def install_route_setting(settings: dict[str, str] | None = None) -> str:
+    """The route for naming tools (memory/agents/tool_names.py): CLAUDE_MEM_INSTALL_ROUTE when
+    set to anything but its default, else what the installer or the plugin recorded
+    (`plugin` means the marketplace plugin `cmem`)."""
+    explicit = get("CLAUDE_MEM_INSTALL_ROUTE", settings).strip()
+    if explicit and explicit != "install":
+        return explicit
+    return "plugin:cmem" if install_route() == "plugin" else "install"

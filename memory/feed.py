@@ -18,7 +18,8 @@ from django.db.models import CharField, Max, QuerySet, Value
 from django.utils import timezone
 
 from memory.models import Observation, Prompt, Session, Summary
-from memory.retrieval.search.service import SearchQuery, search
+from memory.retrieval.search.query import SearchQuery
+from memory.retrieval.search.service import search
 
 log = logging.getLogger(__name__)
 

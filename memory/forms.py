@@ -48,6 +48,14 @@ class SearchForm(forms.Form):
         ],
     )
     type = forms.ChoiceField(required=False, choices=[("", "All types"), *Observation.Type.choices])
+    mode = forms.ChoiceField(
+        required=False,
+        choices=[
+            ("hybrid", "Words and meaning"),
+            ("keyword", "Words only"),
+            ("semantic", "Meaning only"),
+        ],
+    )
 
 
 class StatsForm(forms.Form):

@@ -399,3 +399,33 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"
+
+
+class Embedding(models.Model):
+    """The vector of one observation, summary or prompt, next to its row.
+
+    One table for the three kinds (a kind and the row's id, no foreign key: a delete trigger
+    of migration 0006 removes the vector with its row however the row is deleted, raw SQL
+    included). `model` is the version of the model that made it: a row whose model is not
+    the configured one is re-embedded in the background. `vector` is float16, L2-normalised.
+    """
+
+    kind = models.CharField(max_length=12)
+    object_id = models.BigIntegerField()
+    model = models.CharField(max_length=100)
+    vector = models.BinaryField()
+    created = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["kind", "object_id"], name="embedding_kind_object_uniq"
+            ),
+        ]
+        indexes = [
+            # Used by the vector scan (one kind, one model) and the re-embed sweep.
+            models.Index(fields=["kind", "model"], name="embedding_kind_model_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.object_id} ({self.model})"

@@ -7,10 +7,11 @@ from typing import Any, TypedDict
 
 from django.db.models import Exists, Max, OuterRef, Q
 
-from memory import extensions
+from memory import config, extensions
 from memory.capture.spool import spool_backlog
 from memory.models import ContextCache, Event, Observation, Prompt, Session, Summary
 from memory.recall.context import context_cache_invalidate, context_text
+from memory.recall.gate_policy import project_gate_mode
 
 
 def projects_list() -> list[str]:
@@ -148,4 +149,24 @@ def context_preview(*, project: str) -> ContextPreview:
         .values_list("project_root", flat=True)
         .first()
     )
-    return ContextPreview(project=project, text=context_text(project=project, root=root or ""))
+    return ContextPreview(
+        project=project, text=context_text(project=project, root=root or "", platform="claude-code")
+    )
+
+
+@dataclass(frozen=True)
+class ProjectGate:
+    project: str
+    mode: str
+    why: str
+
+
+def gate_modes_list(*, project: str = "") -> list[ProjectGate]:
+    """Which way the read gate leans in each project, and why (Stats, /api/gate/modes)."""
+    settings = config.load()
+    names = [project] if project else projects_list()
+    return [
+        ProjectGate(name, found.mode, found.why)
+        for name in names
+        for found in [project_gate_mode(project=name, settings=settings)]
+    ]

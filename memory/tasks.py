@@ -31,6 +31,7 @@ from huey.contrib.djhuey import db_periodic_task, db_task, on_startup
 from memory.capture import spool
 from memory.compression import service
 from memory.housekeeping.retention import retention_run
+from memory.retrieval.embeddings import store as embeddings_store
 
 log = logging.getLogger(__name__)
 
@@ -49,8 +50,25 @@ def _registered_in(module: str) -> Callable[[F], F]:
 
 @db_task()
 def session_events_process_task(session_pk: int) -> None:
-    """Compress a session's pending events (observations in batches, then summaries)."""
+    """Compress a session's pending events (observations in batches, then summaries), then
+    embed what was stored: in the consumer, after the store, never on a hook's path."""
     service.session_events_process(session_pk=session_pk)
+    try:
+        embeddings_store.embed_session(session_pk)
+    except Exception:
+        log.exception("embedding session %s failed; the sweep retries", session_pk)
+
+
+# One sweep embeds at most this many rows, so a model change re-embeds in the background
+# over several minutes instead of holding the consumer for one long task.
+EMBED_SWEEP_ROWS = 5000
+
+
+@db_periodic_task(crontab(minute="*"))
+def embeddings_sweep_task() -> None:
+    """Vectors for rows that lack one of the configured model: imports, prompts of sessions
+    with no compression yet, and every row after a model change."""
+    embeddings_store.embed_pending(limit=EMBED_SWEEP_ROWS)
 
 
 def events_sweep(*, pending_older_than_seconds: int) -> list[int]:

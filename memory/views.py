@@ -12,7 +12,8 @@ from memory import charts, config, feed, services
 from memory.forms import FeedFilterForm, SearchForm, SettingsForm, StatsForm
 from memory.housekeeping.forget import ForgetRequest, observations_forget
 from memory.models import Observation, Prompt, Session
-from memory.retrieval.search.service import KINDS, SearchQuery, search
+from memory.retrieval.search.query import KINDS, SearchQuery
+from memory.retrieval.search.service import search
 
 
 def _int_param(request: HttpRequest, name: str) -> int:
@@ -124,6 +125,7 @@ def search_page(request: HttpRequest) -> HttpResponse:
             kinds=(kind,) if kind else KINDS,
             types=(data["type"],) if data.get("type") else (),
             limit=50,
+            mode=data.get("mode") or "hybrid",
         )
         hits = search(query)
     ctx = {
@@ -183,6 +185,7 @@ def stats_page(request: HttpRequest) -> HttpResponse:
             "stats": stats,
             "projects": services.projects_list(),
             "database": _database_growth_line(),
+            "gate_modes": services.gate_modes_list(project=data.get("project") or ""),
         },
     )
 

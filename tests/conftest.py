@@ -44,3 +44,14 @@ def live_worker(tmp_path: Path) -> Iterator[LiveWorker]:
         yield worker
     finally:
         worker.stop()
+
+
+@pytest.fixture(autouse=True)
+def _vector_index_cache() -> Iterator[None]:
+    """Each test's rows are rolled back, and with them the vector generation counter: a
+    matrix cached by one test could look current to the next. A serving process never sees
+    rolled-back vectors (the consumer writes them, the server only reads committed ones)."""
+    yield
+    from memory.retrieval.embeddings import index
+
+    index.clear()

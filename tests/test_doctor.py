@@ -26,12 +26,16 @@ def _doctor(settings_path: Path) -> tuple[str, bool]:
 
 def test_a_healthy_install_passes(tmp_path: Path) -> None:
     path = tmp_path / "settings.json"
-    installer.settings_install(path=path, command=str(installer.own_executable()))
+    # As `cmem install` writes it: the test's data dir is not the default one.
+    installer.settings_install(
+        path=path, command=str(installer.own_executable()), data_dir=installer.custom_data_dir()
+    )
     text, ok = _doctor(path)
     assert ok, text
     assert (
         "hooks installed for all" in text and "migrations applied" in text and "spool empty" in text
     )
+    assert "hooks reach this data dir" in text
     assert "worker not running" in text and "fix: " in text  # a warning, with its fix
 
 

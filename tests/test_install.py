@@ -25,7 +25,8 @@ OTHER_HOOKS = {
 
 def _cmem(*args: str, home: Path, path_env: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_")}
-    env.update(HOME=str(home), CLAUDE_MEM_DATA_DIR=str(home / "data"))
+    # The default data dir of this HOME: hooks then carry no --data-dir (tested on its own).
+    env.update(HOME=str(home), CLAUDE_MEM_DATA_DIR=str(home / ".claude-mem"))
     if path_env is not None:
         env["PATH"] = path_env
     return subprocess.run([CMEM, *args], env=env, capture_output=True, text=True, timeout=60)

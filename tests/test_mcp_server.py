@@ -34,7 +34,12 @@ SEED = "import json; from tests.memory.retrieval_seed import seed; print(json.du
 def _seed(worker: LiveWorker) -> dict[str, list[int]]:
     env = {**worker.env, "PYTHONPATH": str(REPO)}
     done = subprocess.run(
-        [CMEM, "shell", "-c", SEED], env=env, capture_output=True, text=True, timeout=60, cwd=REPO
+        [CMEM, "manage", "shell", "-c", SEED],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -66,6 +71,13 @@ def test_every_tool_over_stdio(live_worker: LiveWorker) -> None:
             and "~300 tokens" in described["get_observations"]
         )
         assert "smart_unfold" in described["smart_outline"]
+        # Plain text only: no output schema, so no {"result": "..."} structured result that
+        # Claude Code would hand the model as escaped JSON.
+        assert all(tool.outputSchema is None for tool in tools)
+        plain = await session.call_tool("search", {"query": "connection pool", "project": "shop"})
+        assert plain.structuredContent is None
+        assert [part.type for part in plain.content] == ["text"]
+        assert not plain.content[0].text.lstrip().startswith("{")
         out = {}
         out["search"] = _text(
             await session.call_tool("search", {"query": "connection pool", "project": "shop"})

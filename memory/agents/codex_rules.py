@@ -94,7 +94,7 @@ def _index(event: HookEvent) -> str:
     project = project_for_cwd(event.cwd)
     if is_excluded(event.cwd, project):
         return ""
-    text = context.context_text(project=project.name, root=project.root)
+    text = context.context_text(project=project.name, root=project.root, platform=event.platform)
     session = session_ensure(event=event, project=project)
     ledger_record(
         kind=LedgerEntry.Kind.INJECTION, session=session, project=project.name, shown=text

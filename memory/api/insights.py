@@ -14,6 +14,7 @@ from memory.models import estimate_tokens
 from memory.recall.context import context_text, utf16_len
 from memory.recall.gate import file_observations_ranked
 from memory.recall.ledger import ledger_report
+from memory.services import gate_modes_list
 
 router = Router(tags=["insights"])
 
@@ -83,7 +84,8 @@ def context_preview(request: HttpRequest, project: str, root: str = "") -> Statu
     """The SessionStart index of a project, as the agent would receive it now."""
     if not project.strip():
         return Status(400, {"error": "project must name a project"})
-    text = context_text(project=project, root=root)
+    # As Claude Code (the main agent) receives it, tools named for its install route.
+    text = context_text(project=project, root=root, platform="claude-code")
     return Status(
         200,
         {
@@ -121,6 +123,22 @@ def observations_by_file(
             for c in ranking.rows
         ],
     })  # fmt: skip
+
+
+class GateModeOut(Schema):
+    project: str
+    mode: str = Field(description="deny, context or off: what the read gate does there now.")
+    why: str = Field(description="The setting, or the adaptive gate's evidence.")
+
+
+@router.get("/gate/modes", response={200: list[GateModeOut]})
+def gate_modes(request: HttpRequest, project: str = "") -> list[dict[str, str]]:
+    """The read gate's mode in each project and why (CLAUDE_MEM_READ_GATE=adaptive weighs
+    what the project's recent refusals led to)."""
+    return [
+        {"project": g.project, "mode": g.mode, "why": g.why}
+        for g in gate_modes_list(project=project)
+    ]
 
 
 @router.get("/ledger", response={200: LedgerOut})

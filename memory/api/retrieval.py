@@ -22,7 +22,8 @@ from memory.retrieval.outline.model import OutlineError
 from memory.retrieval.outline.outline import smart_outline
 from memory.retrieval.outline.symbols import render_search, smart_search
 from memory.retrieval.outline.unfold import smart_unfold
-from memory.retrieval.search.service import KINDS, Kind, SearchQuery, search
+from memory.retrieval.search.query import KINDS, Kind, SearchQuery
+from memory.retrieval.search.service import search
 from memory.retrieval.timeline import TimelineError, TimelineNotFound, timeline_build
 
 router = Router(tags=["retrieval"])
@@ -75,6 +76,10 @@ class SearchFilters(Schema):
     since: datetime | None = None
     until: datetime | None = None
     kind: str | None = Field(None, description="observation, summary, prompt (comma-separated).")
+    mode: Literal["hybrid", "keyword", "semantic"] = Field(
+        "hybrid",
+        description="keyword (words), semantic (meaning, by embedding) or hybrid (both, fused).",
+    )
 
 
 def _kinds(raw: str | None) -> tuple[Kind, ...]:
@@ -98,6 +103,7 @@ def search_endpoint(request: HttpRequest, filters: Query[SearchFilters]) -> Stat
     query = SearchQuery(
         text=filters.q, project=filters.project or None, kinds=kinds, types=types, concept=filters.concept or None,
         file=filters.file or None, since=filters.since, until=filters.until, limit=filters.limit, offset=filters.offset,
+        mode=filters.mode,
     )  # fmt: skip
     return Status(200, {"query": filters.q, "results": [hit.as_dict() for hit in search(query)]})
 

@@ -31,7 +31,7 @@ def child_env(data_dir: Path | str, **extra: str) -> dict[str, str]:
 
 def cmem_migrate(env: dict[str, str], *, timeout: float = 300) -> None:
     subprocess.run(
-        [sys.executable, "-m", "cmem_site.cli", "migrate", "--noinput", "-v", "0"],
+        [sys.executable, "-m", "cmem_site.cli", "manage", "migrate", "--noinput", "-v", "0"],
         env=env,
         check=True,
         timeout=timeout,

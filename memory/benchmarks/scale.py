@@ -299,7 +299,8 @@ def child_measure(runs: int, project_dir: str) -> dict[str, Any]:
     django_setup()
     from memory.agents.base import HookEvent
     from memory.recall.gate import gate_decide
-    from memory.retrieval.search.service import SearchQuery, search
+    from memory.retrieval.search.query import SearchQuery
+    from memory.retrieval.search.service import search
 
     for q in QUERIES:  # warm the caches once, as a running worker would be
         search(SearchQuery(text=q, limit=20))

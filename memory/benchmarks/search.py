@@ -258,7 +258,8 @@ def _measure(runs: int, out: Any) -> None:
     from django.db import connection
     from django.test import Client
 
-    from memory.retrieval.search.service import SearchQuery, search
+    from memory.retrieval.search.query import SearchQuery
+    from memory.retrieval.search.service import search
 
     now = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(days=60)
     service: list[float] = []

@@ -25,6 +25,7 @@ from memory.db import CompiledQuery
 from memory.extensions import turn_finished_send
 from memory.models import Event, Prompt, Session
 from memory.projects import Project, is_excluded, is_excluded_path, project_for_cwd, relative_path
+from memory.recall import prompt_recall
 from memory.recall.file_views import file_facts, file_view_record_from_tool
 
 log = logging.getLogger(__name__)
@@ -187,7 +188,9 @@ def session_init(*, event: HookEvent) -> HookResult:
         Session.objects.filter(pk=session.pk).update(prompt_counter=F("prompt_counter") + 1)
         session.refresh_from_db(fields=["prompt_counter"])
         Prompt.objects.create(session=session, number=session.prompt_counter, text=text)
-    return HookResult()
+    if event.raw.get("cmem_spooled"):
+        return HookResult()  # replayed later: the agent is no longer waiting for context
+    return HookResult(context=prompt_recall.related_notes(session=session, text=text))
 
 
 def _file_facts(path: str) -> dict[str, Any]:

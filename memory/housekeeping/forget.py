@@ -18,7 +18,8 @@ from django.db.models import QuerySet
 
 from memory.models import Observation, Prompt, Summary
 from memory.recall.context import context_cache_invalidate
-from memory.retrieval.search.service import KINDS, Kind, SearchQuery, search
+from memory.retrieval.search.query import KINDS, Kind, SearchQuery
+from memory.retrieval.search.service import search
 
 # A query deletes at most this many rows per kind: a broad word should not empty a project.
 QUERY_LIMIT_MAX = 1000

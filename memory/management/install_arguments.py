@@ -7,12 +7,14 @@ from pathlib import Path
 
 
 def add_claude_settings_argument(
-    parser: ArgumentParser, *, help: str = "Settings file (default ~/.claude/settings.json)."
+    parser: ArgumentParser,
+    *,
+    help: str = "Claude Code settings file (default ~/.claude/settings.json).",
 ) -> None:
-    # `--settings-file` is the older spelling, kept so existing scripts still work.
+    # `--claude-settings` is the older spelling, kept so existing scripts still work.
     parser.add_argument(
-        "--claude-settings",
         "--settings-file",
+        "--claude-settings",
         dest="claude_settings",
         type=Path,
         default=None,

@@ -27,6 +27,7 @@ the current time, and the observer-health line are rendered on every call.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 
@@ -34,6 +35,7 @@ from django.db import IntegrityError, transaction
 
 from memory import clock, config
 from memory.agents.base import HookEvent, HookResult
+from memory.agents.tool_names import ToolNames, tool_names
 from memory.compression.health import observer_health_line
 from memory.models import (
     ContextCache,
@@ -68,14 +70,40 @@ ICONS = {
 SESSION_ICON = "◎"
 OTHER_ICON = "•"
 LEGEND_ORDER = [("session", SESSION_ICON), *ICONS.items(), ("other", OTHER_ICON)]
-HOWTO = (
+HOWTO_TEXT = (
     "Rows: ID TIME TYPE TITLE ~tokens to fetch, under the file they touched. "
-    "Details: get_observations([IDs]); older work: search(query), timeline(anchor=ID)."
+    "Details: {get}([IDs]); older work: {search}(query), {timeline}(anchor=ID)."
 )
-WELCOME = (
+WELCOME_TEXT = (
     "No memory of this project yet. cmem records this session's work; from the next session on, "
-    "an index of it appears here. Search past work any time with search(query)."
+    "an index of it appears here. Search past work any time with {search}(query)."
 )
+# The cached index names the tools bare; each SessionStart swaps in the agent's own names.
+HOWTO = HOWTO_TEXT.format(get="get_observations", search="search", timeline="timeline")
+WELCOME = WELCOME_TEXT.format(search="search")
+
+
+# Characters the body leaves free for those longer names (three names, ~40 more each).
+NAMES_ROOM = 120
+_STATED = re.compile(r"This index: ~([\d,]+)t\.")
+
+
+def tools_named(text: str, names: ToolNames) -> str:
+    """The index with cmem's tools called as this agent calls them; its stated cost follows."""
+    named = {"get": names.get_observations, "search": names.search, "timeline": names.timeline}
+    out = text.replace(HOWTO, HOWTO_TEXT.format(**named)).replace(
+        WELCOME, WELCOME_TEXT.format(search=names.search)
+    )
+    grown = len(out) - len(text)
+    if not grown:
+        return out
+
+    def restate(match: re.Match[str]) -> str:
+        return f"This index: ~{int(match.group(1).replace(',', '')) + (grown + 3) // 4:,}t."
+
+    return _STATED.sub(restate, out, count=1)
+
+
 NO_FILE = "(no file)"
 DITTO = '"'  # same time as the row above
 
@@ -111,7 +139,9 @@ def context_for_hook(*, event: HookEvent) -> HookResult:
         context_cache_invalidate(project=project.name)
     if not injecting:
         return HookResult()  # both counts at 0: the user turned injection off (claude-mem #2875)
-    text = context_text(project=project.name, root=project.root, settings=settings)
+    text = context_text(
+        project=project.name, root=project.root, settings=settings, platform=event.platform
+    )
     ledger_record(
         kind=LedgerEntry.Kind.INJECTION, session=session, project=project.name, shown=text
     )
@@ -123,9 +153,21 @@ def context_cache_invalidate(*, project: str) -> None:
     ContextCache.objects.filter(project=project).delete()
 
 
-def context_text(*, project: str, root: str = "", settings: dict[str, str] | None = None) -> str:
-    """The full text injected at SessionStart: health line, header, cached body."""
+def context_text(
+    *,
+    project: str,
+    root: str = "",
+    settings: dict[str, str] | None = None,
+    platform: str = "",
+) -> str:
+    """The full text injected at SessionStart: health line, header, cached body; with a
+    `platform`, the tools are named as that agent names them (tools_named)."""
     settings = settings if settings is not None else config.load()
+    if platform:
+        return tools_named(
+            context_text(project=project, root=root, settings=settings),
+            tool_names(platform=platform, route=config.install_route_setting(settings)),
+        )
     zone = clock.local_zone(settings)
     health = observer_health_line(project=project).strip()
     header = f"# [{project}] recent context, {clock.stamp(clock.now_local(zone))}"
@@ -135,7 +177,7 @@ def context_text(*, project: str, root: str = "", settings: dict[str, str] | Non
         root=root,
         settings=settings,
         zone=zone,
-        room=MAX_CHARS - utf16_len(lead) - 1,
+        room=MAX_CHARS - utf16_len(lead) - 1 - NAMES_ROOM,
     )
     text = f"{lead}\n{body}"
     return _fit_lines(text, MAX_CHARS)
@@ -273,10 +315,9 @@ def context_body(
             parts.append(last)
         draft = "\n".join(parts)
         # The index states its own cost, header included (the text before the body takes
-        # MAX_CHARS - room characters); the number's few digits barely move the estimate.
-        return draft.replace(
-            "{cost}", f"{estimate_tokens(draft) + (MAX_CHARS - room + 3) // 4:,}", 1
-        )
+        # MAX_CHARS - room - NAMES_ROOM characters); the number's few digits barely move it.
+        lead = MAX_CHARS - room - NAMES_ROOM
+        return draft.replace("{cost}", f"{estimate_tokens(draft) + (lead + 3) // 4:,}", 1)
 
     def fits(text: str) -> bool:
         return utf16_len(text) <= room and (not budget or estimate_tokens(text) <= budget)

@@ -7,6 +7,8 @@ Rules, cheapest checks first (the hot path must stay within a few milliseconds):
   pass   a retry of a read this session was refused once (an Edit can never deadlock:
          Claude Code's Edit needs a prior full Read, and the second Read always passes);
   pass   no observations of the file;
+  mode   `adaptive` (the default) becomes `deny` or `context` by what this project's
+         recent refusals led to (memory/recall/gate_policy.py);
   deny   a re-read of a file this session already holds in full and unchanged;
   allow  + timeline as context, when the file changed since its newest observation
          (or always, in `context` mode);
@@ -28,6 +30,7 @@ from django.db.models import FilteredRelation, Q
 
 from memory import clock, config
 from memory.agents.base import GateDecision, HookEvent, HookResult
+from memory.agents.tool_names import tool_names
 from memory.db import CompiledQuery
 from memory.models import FileView, LedgerEntry, ObservationFile, Session
 from memory.netpolicy import is_loopback
@@ -40,6 +43,7 @@ from memory.recall.file_views import (
     session_ensure,
     view_matches,
 )
+from memory.recall.gate_policy import adaptive_mode
 from memory.recall.ledger import file_tokens, ledger_record, ledger_record_retry
 
 # Rows fetched per file before dedupe: a file's whole history in practice, bounded for the
@@ -49,15 +53,15 @@ TITLE_MAX = 160
 
 CHOICES = """Read blocked: This file has prior observations. Choose the cheapest path:
 - Already know enough? The timeline below may be all you need (semantic priming).
-- Need details? get_observations([IDs]) -- ~300 tokens each.
-- Need current code? smart_outline({path}) for structure (~1-2k tokens),
-  smart_unfold({path}, "<symbol>") for a specific function (~400-2k tokens).
+- Need details? {get}([IDs]) -- ~300 tokens each.
+- Need current code? {outline}({path}) for structure (~1-2k tokens),
+  {unfold}({path}, "<symbol>") for a specific function (~400-2k tokens).
 - Need to edit? Read the file again: a second Read passes."""
 MARKS = "[unchanged]/[changed]: the file now vs. what that observation saw.\n" + framing.NOTES_LINE
 CONTEXT_INTRO = """This file has prior observations; the Read result is the current file.
-- Need details? get_observations([IDs]) -- ~300 tokens each."""
+- Need details? {get}([IDs]) -- ~300 tokens each."""
 CHANGED_INTRO = """This file changed since its last observation, so the Read goes ahead; the rows below describe earlier versions.
-- Need details? get_observations([IDs]) -- ~300 tokens each."""
+- Need details? {get}([IDs]) -- ~300 tokens each."""
 REREAD = """Read blocked: you already read this whole file at {when} in this session, and it has not changed since: its content is earlier in this conversation.
 - Need it again anyway (e.g. it is no longer in your context)? Read the file again: a second Read passes."""
 
@@ -97,7 +101,7 @@ def gate_decide(*, event: HookEvent, mode: str = "") -> HookResult:
     mode = (mode or config.get("CLAUDE_MEM_READ_GATE", settings)).strip().lower()
     raw_path = event.tool_input.get("file_path")
     if (
-        mode not in {"deny", "context"}
+        mode not in {"deny", "context", "adaptive"}
         or event.agent_id
         or not isinstance(raw_path, str)
         or not raw_path
@@ -120,6 +124,9 @@ def gate_decide(*, event: HookEvent, mode: str = "") -> HookResult:
     candidates = file_candidates(project=project.name, rel_path=relative_path(path, project.root))
     if not candidates:
         return PASS
+    if mode == "adaptive":
+        mode = adaptive_mode(project=project.name, settings=settings).mode
+    names = tool_names(platform=event.platform, route=config.install_route_setting(settings))
     facts = file_facts(path, remote=remote, with_hash=True) or facts
     zone = clock.local_zone(settings)
     now = clock.now_local(zone)
@@ -134,7 +141,9 @@ def gate_decide(*, event: HookEvent, mode: str = "") -> HookResult:
     rows = candidates_rank(candidates, config.get_int("CLAUDE_MEM_READ_GATE_LIMIT", settings))
     timeline = _timeline(rows, zone)
     if mode == "context" or newest_changed:
-        intro = CHANGED_INTRO if newest_changed else CONTEXT_INTRO
+        intro = (CHANGED_INTRO if newest_changed else CONTEXT_INTRO).format(
+            get=names.get_observations
+        )
         text = f"Current: {clock.stamp(now)}\n{intro}\n{MARKS}\n\n{timeline}"
         session = session or session_ensure(event=event, project=project)
         ledger_record(
@@ -145,7 +154,7 @@ def gate_decide(*, event: HookEvent, mode: str = "") -> HookResult:
             shown=text,
         )
         return HookResult(gate=GateDecision(decision="allow", context=text))
-    reason = f"Current: {clock.stamp(now)}\n{CHOICES.format(path=json.dumps(raw_path))}\n{MARKS}\n\n{timeline}"
+    reason = f"Current: {clock.stamp(now)}\n{CHOICES.format(path=json.dumps(raw_path), get=names.get_observations, outline=names.smart_outline, unfold=names.smart_unfold)}\n{MARKS}\n\n{timeline}"
     return _deny(event, project, path, facts, reason, session, view)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from django.utils import timezone
 
 from memory import clock
-from memory.models import LedgerEntry, Session, estimate_tokens
+from memory.models import LedgerEntry, Prompt, Session, estimate_tokens
 
 
 def file_tokens(size: int) -> int:
@@ -151,8 +151,14 @@ def ledger_report(
             lines.append(per_session.setdefault(session_pk, LedgerLine(key=str(session_pk))))
         for line in lines:
             line.add(kind, shown, avoided, spent)
+    # A session is named by its first prompt (what the user asked), not a truncated id.
+    firsts = dict(
+        Prompt.objects.filter(session_id__in=list(per_session), number=1).values_list(
+            "session_id", "text"
+        )
+    )
     labels = {
-        pk: f"{proj} {sid[:8]}"
+        pk: f"{proj} · {_prompt_label(firsts[pk])}" if firsts.get(pk) else f"{proj} {sid[:8]}"
         for pk, proj, sid in Session.objects.filter(pk__in=list(per_session)).values_list(
             "pk", "project", "session_id"
         )
@@ -163,3 +169,8 @@ def ledger_report(
     report.by_project = sorted(per_project.values(), key=lambda line: -line.net)
     report.by_session = sorted(per_session.values(), key=lambda line: -line.net)
     return report
+
+
+def _prompt_label(text: str, limit: int = 60) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"

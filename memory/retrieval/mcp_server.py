@@ -35,6 +35,11 @@ START_TIMEOUT_S = 20.0
 REQUEST_TIMEOUT_S = 15.0
 
 mcp = FastMCP("cmem", instructions=WORKFLOW)
+# FastMCP takes no version; without this the handshake reports the `mcp` library's own.
+mcp._mcp_server.version = config.VERSION
+# Every tool is declared with structured_output=False: FastMCP otherwise wraps a `str` return
+# as structuredContent {"result": "..."}, and Claude Code hands that structured result to the
+# model, so each answer would reach it as escaped JSON instead of the text it was rendered as.
 
 
 # --- the worker --------------------------------------------------------------------------
@@ -70,10 +75,9 @@ class Worker:
     def _start(self) -> None:
         # `cmem start` is the lifecycle command (pid file, detaching, stale cleanup); until
         # it exists, a detached `cmem serve` does the same job.
-        commands = Path(__file__).with_name("management") / "commands"
-        verb = "start" if (commands / "start.py").exists() else "serve"
+        # `cmem start` detaches and writes the pid file `cmem status` reads.
         subprocess.Popen(
-            [sys.executable, "-m", "cmem_site.cli", verb],
+            [sys.executable, "-m", "cmem_site.cli", "start"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -205,14 +209,16 @@ def _local(path: str) -> Path:
 
 
 @mcp.tool(
+    structured_output=False,
     description=(
         "Step 1 of cmem's memory: search past work of this and other projects (observations, session "
         "summaries, prompts) and get an index: id, date, type, title and ~tokens to fetch each. "
         "Costs ~15 tokens a hit. Then call get_observations with the few ids worth reading; never fetch all. "
         'Query: plain words (all must match, else any), "a phrase", or word* for a prefix. Filters: project, '
         "type (bugfix,feature,refactor,change,discovery,decision), concept, file (path or file name), since/until "
-        "(ISO dates), kind (observation,summary,prompt)."
-    )
+        "(ISO dates), kind (observation,summary,prompt). mode: hybrid (default: words and meaning, fused), "
+        "keyword (words only) or semantic (meaning only: for questions worded unlike the notes)."
+    ),
 )
 def search(
     query: str = "",
@@ -224,9 +230,11 @@ def search(
     since: str | None = None,
     until: str | None = None,
     kind: str | None = None,
+    mode: str = "hybrid",
 ) -> str:
     params = {
         "q": query,
+        "mode": mode,
         "project": project,
         "limit": limit,
         "type": type,
@@ -243,12 +251,13 @@ def search(
 
 
 @mcp.tool(
+    structured_output=False,
     description=(
         "Step 1b: what happened around one moment, in order: the observations, prompts and session summaries "
         "before and after an anchor. anchor is an observation id from search (123), S<id> for a summary or "
         "P<id> for a prompt; or give query and the best hit is the anchor. Cheap (~20 tokens a line); "
         "use it to see the story around a hit, then get_observations for details."
-    )
+    ),
 )
 def timeline(
     anchor: str | None = None,
@@ -271,11 +280,12 @@ def timeline(
 
 
 @mcp.tool(
+    structured_output=False,
     description=(
         "Step 2: the full notes (narrative, facts, files, concepts) of the observations you picked from "
         "search or timeline, in the order given. ~300 tokens each, so pass only the ids that matter. "
         "Cheaper than re-reading the files they describe."
-    )
+    ),
 )
 def get_observations(ids: list[int]) -> str:
     if not ids:
@@ -288,11 +298,12 @@ def get_observations(ids: list[int]) -> str:
 
 
 @mcp.tool(
+    structured_output=False,
     description=(
         "Step 3: the structure of one source file: classes, functions and methods with signatures, "
         "a few words of doc and line ranges, typically 10x+ cheaper than reading it. Then smart_unfold the symbol you "
         "need instead of reading the file. Python, JS/TS/TSX, Go, Rust, Java, Ruby, C, C++, C#, PHP, Bash."
-    )
+    ),
 )
 def smart_outline(file_path: str) -> str:
     try:
@@ -302,11 +313,12 @@ def smart_outline(file_path: str) -> str:
 
 
 @mcp.tool(
+    structured_output=False,
     description=(
         "Step 3b: the exact source of one symbol (function, class or method) with line numbers, found by "
         "name; qualified names like Class.method or Type::method work. Use after smart_outline or "
         "smart_search instead of reading the whole file."
-    )
+    ),
 )
 def smart_unfold(file_path: str, symbol_name: str) -> str:
     try:
@@ -316,11 +328,12 @@ def smart_unfold(file_path: str, symbol_name: str) -> str:
 
 
 @mcp.tool(
+    structured_output=False,
     description=(
         "Step 3 across a folder: find functions, classes and methods whose names match the query's words "
         "(snake_case, camelCase and paths are split), respecting .gitignore. Returns path:lines and "
         "signatures; then smart_unfold the one you need. Much cheaper than grep plus reading files."
-    )
+    ),
 )
 def smart_search(query: str, path: str = ".", max_results: int = 20, file_pattern: str = "") -> str:
     root = _local(path)
@@ -333,11 +346,12 @@ def smart_search(query: str, path: str = ".", max_results: int = 20, file_patter
 
 
 @mcp.tool(
+    structured_output=False,
     description=(
         "Delete memories the user wants gone: observations by ids, by query, or by project and date range "
         "(criteria combine). dry_run=true (the default) only lists what would be deleted; show that to the "
         "user and call again with dry_run=false once they confirm. kinds can add summary and prompt."
-    )
+    ),
 )
 def forget(
     ids: list[int] | None = None,

@@ -15,7 +15,8 @@ from typing import Any
 from django.db.models import QuerySet
 
 from memory.models import Observation, Prompt, Summary
-from memory.retrieval.search.service import Kind, SearchQuery, search
+from memory.retrieval.search.query import Kind, SearchQuery
+from memory.retrieval.search.service import search
 
 MAX_DEPTH = 100
 _ANCHOR = re.compile(r"^#?([SsPpOo]?)(\d+)$")

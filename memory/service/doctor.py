@@ -14,6 +14,8 @@ from pathlib import Path
 
 from memory import config
 from memory.agents.install import claude_code as installer
+from memory.agents.install import mcp as mcp_install
+from memory.agents.install import routes
 from memory.capture import spool
 from memory.service import worker_state as worker
 
@@ -64,6 +66,51 @@ def _path_checks(settings_path: Path) -> list[Check]:
     return out
 
 
+def _resolves(command: str) -> bool:
+    return bool(shutil.which(command)) if "/" not in command else os.access(command, os.X_OK)
+
+
+def _reach_checks(settings_path: Path) -> list[Check]:
+    """Each installed command (hooks, MCP server) resolves and reaches this data dir."""
+    try:
+        hooks = installer.installed_events(settings_path)
+    except installer.InstallError:
+        return []
+    here = config.data_dir().expanduser().resolve()
+    default = Path("~/.claude-mem").expanduser().resolve()
+    out: list[Check] = []
+    elsewhere = set()
+    for hook in (h for group in hooks.values() for h in group):
+        args = [str(a) for a in hook.get("args") or []]
+        named = installer.hook_data_dir(args)
+        target = Path(named).expanduser().resolve() if named else default
+        if target != here:
+            elsewhere.add(str(target))
+    if elsewhere:
+        out.append(
+            Check(
+                "fail",
+                f"hooks write to {', '.join(sorted(elsewhere))}, but this cmem uses {here}",
+                "run `cmem install` from the shell (and CLAUDE_MEM_DATA_DIR) you use",
+            )
+        )
+    elif hooks:
+        out.append(Check("ok", f"hooks reach this data dir ({here})"))
+    entry = mcp_install.mcp_registered(home=Path.home())
+    if entry is not None:
+        command = str(entry.get("command") or "")
+        env = entry.get("env") if isinstance(entry.get("env"), dict) else {}
+        named = env.get("CLAUDE_MEM_DATA_DIR") if env else None
+        target = Path(named).expanduser().resolve() if named else default
+        if not _resolves(command):
+            out.append(Check("fail", f"the MCP server runs {command}, which does not resolve", "run `cmem install` again"))  # fmt: skip
+        elif target != here:
+            out.append(Check("fail", f"the MCP server reads {target}, but this cmem uses {here}", "run `cmem install` again"))  # fmt: skip
+        else:
+            out.append(Check("ok", f"MCP server: {command} mcp, data dir {here}"))
+    return out
+
+
 def _hook_checks(settings_path: Path) -> list[Check]:
     try:
         found = installer.installed_events(settings_path)
@@ -71,6 +118,17 @@ def _hook_checks(settings_path: Path) -> list[Check]:
         return [
             Check("fail", str(exc), f"fix {settings_path} by hand (a backup may be next to it)")
         ]
+    plugin = routes.plugin_installed(settings_path)
+    if plugin and found:
+        return [
+            Check(
+                "fail",
+                f"cmem is installed twice: the plugin {plugin} and hooks in {settings_path} (every event would be captured twice)",
+                f"keep one: `cmem uninstall` (the plugin stays) or `claude plugin uninstall {plugin}`",
+            )
+        ]
+    if plugin:
+        return [Check("ok", f"hooks and MCP server come from the Claude Code plugin {plugin}")]
     expected = {event for event, *_ in installer.HOOKS}
     missing = sorted(expected - set(found))
     if len(missing) == len(expected):
@@ -245,6 +303,7 @@ def doctor_checks(*, settings_path: Path | None = None) -> list[Check]:
         lambda: _path_checks(path),
         _settings_checks,
         lambda: _hook_checks(path),
+        lambda: _reach_checks(path),
         _worker_checks,
         _database_checks,
         _spool_checks,

@@ -72,7 +72,7 @@ def _server_command(address: Address) -> list[str]:
 
 
 def _consumer_command() -> list[str]:
-    return [sys.executable, "-m", "cmem_site.cli", "run_huey", "--quiet"]
+    return [sys.executable, "-m", "cmem_site.cli", "manage", "run_huey", "--quiet"]
 
 
 def _die_with_parent() -> None:

@@ -115,7 +115,10 @@ def claude_env(*, home: Path, api_url: str, worker: LiveWorker) -> dict[str, str
 
 def cmem_install(*, settings: Path, env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [CMEM, "install", "--settings", str(settings)], env=env, capture_output=True, timeout=60
+        [CMEM, "install", "--settings-file", str(settings)],
+        env=env,
+        capture_output=True,
+        timeout=60,
     )
 
 

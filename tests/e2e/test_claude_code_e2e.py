@@ -144,6 +144,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         ANTHROPIC_BASE_URL=api.url,
         ANTHROPIC_API_KEY="sk-ant-e2e-fake",
         CLAUDE_MEM_COMPRESSOR="api",
+        # Seed 000's refusing gate, pinned: the adaptive default has its own tests.
+        CLAUDE_MEM_READ_GATE="deny",
     )
     worker = LiveWorker(data_dir=data, port=port, env=worker_env)
     worker.start()

@@ -306,7 +306,9 @@ def test_ensure_admin_creates_a_local_login_once(data_dir, client) -> None:  # t
 
     again = io.StringIO()
     call_command("ensure_admin", stdout=again)
-    assert "password in" in again.getvalue() and "cmem changepassword admin" in again.getvalue()
+    assert (
+        "password in" in again.getvalue() and "cmem manage changepassword admin" in again.getvalue()
+    )
     assert password_file.read_text().strip() == password  # not reset behind the user's back
     assert get_user_model().objects.count() == 1
 
@@ -318,7 +320,7 @@ def test_ensure_admin_leaves_an_existing_superuser_alone(data_dir, admin_user) -
 
     out = io.StringIO()
     call_command("ensure_admin", stdout=out)
-    assert f"cmem changepassword {admin_user.username}" in out.getvalue()
+    assert f"cmem manage changepassword {admin_user.username}" in out.getvalue()
     assert not (data_dir / "admin-password").exists()
 
 

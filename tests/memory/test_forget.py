@@ -7,7 +7,8 @@ import pytest
 from django.core.management import call_command
 
 from memory.models import Observation, ObservationFile, Prompt, Summary
-from memory.retrieval.search.service import SearchQuery, search
+from memory.retrieval.search.query import SearchQuery
+from memory.retrieval.search.service import search
 from tests.memory.retrieval_seed import seed
 
 pytestmark = pytest.mark.django_db

@@ -9,7 +9,7 @@ import pytest
 import time_machine
 from django.core.management import call_command
 
-from memory.models import LedgerEntry, Session
+from memory.models import LedgerEntry, Prompt, Session
 from memory.recall.ledger import ledger_record_observer, ledger_report
 from tests.factories import SessionFactory
 from tests.memory.gate_helpers import (
@@ -92,6 +92,14 @@ def test_savings_per_session_project_and_local_day(client, tmp_path, monkeypatch
     assert [line.key for line in report.by_day] == ["2026-04-07", "2026-04-08"]
     assert {line.key: line.denials for line in report.by_project} == {"one": 2, "two": 0}
     assert {line.label.split()[0] for line in report.by_session} == {"one", "two"}
+    # Sessions with a prompt are named by it; the others keep their short id.
+    Prompt.objects.create(
+        session=Session.objects.get(session_id="a"), number=1, text="Fix   the\nlogin bug"
+    )
+    labels = {line.label for line in ledger_report(days=3650).by_session}
+    assert "one · Fix the login bug" in labels and any(
+        label.startswith("one c") for label in labels
+    )
     assert body["total"]["net"] == report.total.net and [d["key"] for d in body["by_day"]] == [
         "2026-04-07",
         "2026-04-08",

@@ -5,7 +5,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory.models import Observation
-from memory.retrieval.search.service import SearchQuery, fts_terms, search
+from memory.retrieval.search.query import SearchQuery, fts_terms
+from memory.retrieval.search.service import search
 from tests.memory.retrieval_seed import seed
 
 pytestmark = pytest.mark.django_db
@@ -309,8 +310,9 @@ def test_search_command_prints_the_index(ids) -> None:
     out = StringIO()
     call_command("search", "connection", "pool", "--project", "shop", stdout=out)
     lines = out.getvalue().splitlines()
-    assert lines[-1] == "3 result(s)."
-    assert lines[0].startswith(f"#{ids['observation'][1]} ") or lines[0].startswith(
+    assert lines[-1].startswith("3 result(s).")
+    assert lines[0].split()[:5] == ["id", "when", "type", "project", "tokens"]
+    assert lines[1].startswith(f"#{ids['observation'][1]} ") or lines[1].startswith(
         f"#{ids['observation'][0]} "
     )
-    assert "tokens)" in lines[0]
+    assert "~" in lines[1] and len(lines) == 5

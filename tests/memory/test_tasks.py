@@ -199,7 +199,7 @@ def test_consumer_killed_mid_batch_compresses_every_event_exactly_once(tmp_path:
     def start_consumer() -> subprocess.Popen[bytes]:
         with open(data / f"consumer{len(consumers)}.log", "wb") as log:
             proc = subprocess.Popen(
-                [CMEM, "run_huey", "--quiet"],
+                [CMEM, "manage", "run_huey", "--quiet"],
                 env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -216,6 +216,7 @@ def test_consumer_killed_mid_batch_compresses_every_event_exactly_once(tmp_path:
         (tmp_path / "payloads.json").write_text(json.dumps(payloads))
         _cmem(
             env,
+            "manage",
             "shell",
             "-c",
             "import json\n"
@@ -291,6 +292,7 @@ def test_two_consumer_processes_never_claim_the_same_event(tmp_path: Path) -> No
     _cmem(env, "migrate", "--verbosity", "0")
     _cmem(
         env,
+        "manage",
         "shell",
         "-c",
         "from memory.models import Session, Event\n"
@@ -304,6 +306,7 @@ def test_two_consumer_processes_never_claim_the_same_event(tmp_path: Path) -> No
         subprocess.Popen(
             [
                 CMEM,
+                "manage",
                 "shell",
                 "-c",
                 _CLAIM_LOOP.format(barrier=str(barrier), name=f"p{i}", session=session_pk),

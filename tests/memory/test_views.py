@@ -12,7 +12,8 @@ from django.utils import timezone
 from memory import config
 from memory.feed import FEED_PAGE_SIZE
 from memory.models import ContextCache, LedgerEntry, Observation, ObservationFile
-from memory.retrieval.search.service import SearchQuery, search
+from memory.retrieval.search.query import SearchQuery
+from memory.retrieval.search.service import search
 from tests.browser.seed import (
     XSS,
     make_observation,

@@ -10,7 +10,8 @@ from django.utils import timezone
 
 from memory.models import Observation, ObservationFile, Prompt, Session, Summary
 from memory.retrieval.search.postgres import tsquery_terms
-from memory.retrieval.search.service import HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, SearchQuery, search
+from memory.retrieval.search.query import HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, SearchQuery
+from memory.retrieval.search.service import search
 from tests.factories import SessionFactory
 
 pytestmark = [pytest.mark.django_db, pytest.mark.team, pytest.mark.usefixtures("pg_backend")]

@@ -51,7 +51,7 @@ def test_settings_switch_database_and_queue(team_env: dict[str, str]) -> None:
         "from django.db import connection; from huey.contrib.djhuey import HUEY; "
         "print(connection.vendor, connection.settings_dict['NAME'], type(HUEY).__name__, HUEY.name)"
     )
-    result = run_cmem(["shell", "-c", code], team_env)
+    result = run_cmem(["manage", "shell", "-c", code], team_env)
     assert result.returncode == 0, result.stderr
     vendor, name, huey_class, queue = result.stdout.strip().splitlines()[-1].split()
     assert (vendor, huey_class, queue) == (
@@ -179,7 +179,7 @@ def test_two_consumers_on_one_queue_compress_each_event_once(
     worker.start(timeout=60)
     with open(tmp_path / "consumer2.out", "ab") as log:
         second = subprocess.Popen(
-            [CMEM, "run_huey", "--workers", "2"],
+            [CMEM, "manage", "run_huey", "--workers", "2"],
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -71,14 +71,37 @@ def hook_command(path_env: str | None = None) -> str:
     return str(own)
 
 
-def hook_entries(*, command: str) -> dict[str, list[dict[str, Any]]]:
+def custom_data_dir() -> str | None:
+    """This cmem's data dir when it is not the default one, else None.
+
+    Hooks and the MCP server run in the agent's environment, which lacks a
+    CLAUDE_MEM_DATA_DIR set in this shell: installed commands carry it (`--data-dir` after
+    the hook's event, `env` for the MCP server) so they reach the data this cmem uses."""
+    here = config.data_dir().expanduser().resolve()
+    default = Path("~/.claude-mem").expanduser().resolve()
+    return None if here == default else str(here)
+
+
+def data_dir_args(data_dir: str | None) -> list[str]:
+    return ["--data-dir", data_dir] if data_dir else []
+
+
+def hook_data_dir(args: list[str]) -> str | None:
+    """The data dir an installed hook's args name (None: the default one)."""
+    for i, arg in enumerate(args[:-1]):
+        if arg == "--data-dir":
+            return args[i + 1]
+    return None
+
+
+def hook_entries(*, command: str, data_dir: str | None = None) -> dict[str, list[dict[str, Any]]]:
     """The matcher groups cmem adds, per Claude Code event (also used for the plugin folder)."""
     entries: dict[str, list[dict[str, Any]]] = {}
     for claude_event, matcher, event, timeout, is_async in HOOKS:
         hook: dict[str, Any] = {
             "type": "command",
             "command": command,
-            "args": ["hook", "claude-code", event],
+            "args": ["hook", "claude-code", event, *data_dir_args(data_dir)],
             "timeout": timeout,
         }
         if is_async:
@@ -215,10 +238,13 @@ def hooks_remove(*, path: Path, is_ours: Callable[[Any], bool]) -> InstallReport
     return InstallReport(path=path, changed=True, backup=settings_write(path, new, original))
 
 
-def settings_install(*, path: Path, command: str) -> InstallReport:
+def settings_install(*, path: Path, command: str, data_dir: str | None = None) -> InstallReport:
     """Add cmem's hooks to `path` (replacing any older cmem entries), keeping everything else."""
     return hooks_add(
-        path=path, entries=hook_entries(command=command), is_ours=is_cmem_hook, command=command
+        path=path,
+        entries=hook_entries(command=command, data_dir=data_dir),
+        is_ours=is_cmem_hook,
+        command=command,
     )
 
 

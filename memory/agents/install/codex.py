@@ -73,13 +73,14 @@ def codex_binary() -> str | None:
     return shutil.which("codex")
 
 
-def hook_entries(*, command: str) -> dict[str, list[dict[str, Any]]]:
+def hook_entries(*, command: str, data_dir: str | None = None) -> dict[str, list[dict[str, Any]]]:
     """The matcher groups cmem adds, per Codex event. Codex runs `command` with bash -c."""
     entries: dict[str, list[dict[str, Any]]] = {}
+    tail = f" --data-dir {shlex.quote(data_dir)}" if data_dir else ""
     for codex_event, matcher, event, timeout in HOOKS:
         hook = {
             "type": "command",
-            "command": f"{shlex.quote(command)} hook codex {event}",
+            "command": f"{shlex.quote(command)} hook codex {event}{tail}",
             "timeout": timeout,
         }
         group: dict[str, Any] = {"hooks": [hook]}
@@ -101,12 +102,17 @@ def _is_cmem_hook(hook: Any) -> bool:
     return isinstance(hook, dict) and is_cmem_command(hook.get("command"))
 
 
-def hooks_install(*, path: Path, command: str) -> installer.InstallReport:
+def hooks_install(
+    *, path: Path, command: str, data_dir: str | None = None
+) -> installer.InstallReport:
     """Add cmem's hooks to Codex's hooks.json (replacing older cmem entries), keeping the rest."""
     # Unlike ~/.claude, $CODEX_HOME may not exist yet on a machine that never ran Codex.
     path.parent.mkdir(parents=True, exist_ok=True)
     return installer.hooks_add(
-        path=path, entries=hook_entries(command=command), is_ours=_is_cmem_hook, command=command
+        path=path,
+        entries=hook_entries(command=command, data_dir=data_dir),
+        is_ours=_is_cmem_hook,
+        command=command,
     )
 
 

@@ -25,8 +25,9 @@ HOOK_TIMEOUTS = {
 }
 
 
-def _server_entry(command: str) -> dict[str, Any]:
-    return {"type": "stdio", "command": command, "args": ["mcp"], "env": {}}
+def _server_entry(command: str, data_dir: str | None = None) -> dict[str, Any]:
+    env = {"CLAUDE_MEM_DATA_DIR": data_dir} if data_dir else {}
+    return {"type": "stdio", "command": command, "args": ["mcp"], "env": env}
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -47,7 +48,15 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
     )
 
 
-def mcp_register(*, home: Path, command: str) -> str:
+def mcp_registered(*, home: Path) -> dict[str, Any] | None:
+    """cmem's MCP server entry in `~/.claude.json`, or None (for doctor)."""
+    data = _read_json(home / ".claude.json") or {}
+    servers = data.get("mcpServers")
+    entry = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
+    return entry if isinstance(entry, dict) else None
+
+
+def mcp_register(*, home: Path, command: str, data_dir: str | None = None) -> str:
     """Register `cmem mcp` at user scope; returns a one-line report."""
     path = home / ".claude.json"
     data = _read_json(path)
@@ -56,7 +65,7 @@ def mcp_register(*, home: Path, command: str) -> str:
     servers = data.get("mcpServers")
     if not isinstance(servers, dict):
         servers = {}
-    entry = _server_entry(command)
+    entry = _server_entry(command, data_dir)
     if servers.get(SERVER_NAME) == entry:
         return f"MCP server {SERVER_NAME!r} already registered in {path}"
     data["mcpServers"] = {**servers, SERVER_NAME: entry}

@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 # Each benchmark is a module memory/benchmarks/<name>.py with
 # `add_arguments(parser)` (optional) and `run(*, out, options) -> None`.
-BENCHMARKS = ["hooks", "compress", "gate", "search", "outline", "load", "scale"]
+BENCHMARKS = ["hooks", "compress", "gate", "search", "outline", "load", "scale", "recall"]
 
 
 class Command(BaseCommand):

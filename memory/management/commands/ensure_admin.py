@@ -37,4 +37,4 @@ class Command(BaseCommand):
             self.stdout.write(f"Admin login at {url}: user admin, password in {password_file}")
         else:
             self.stdout.write(f"Admin login at {url}: user {name}")
-        self.stdout.write(f"Forgot the password? `cmem changepassword {name}`")
+        self.stdout.write(f"Forgot the password? `cmem manage changepassword {name}`")

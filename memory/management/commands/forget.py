@@ -23,8 +23,11 @@ class Command(BaseCommand):
     help = "Delete observations by ids, query, project or date range. Shows what would go unless --yes."
 
     def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument("query", nargs="*", help="Observations matching this search.")
         parser.add_argument("--ids", default="", help="Observation ids, comma-separated.")
-        parser.add_argument("--query", default="", help="Observations matching this search.")
+        parser.add_argument(
+            "--query", dest="query_option", default="", help="The same as the positional QUERY."
+        )
         parser.add_argument("--project", default=None)
         parser.add_argument("--since", default=None, help="ISO date or datetime (inclusive).")
         parser.add_argument("--until", default=None, help="ISO date or datetime (inclusive).")
@@ -43,7 +46,7 @@ class Command(BaseCommand):
         except ValueError as exc:
             raise CommandError(f"--ids takes whole numbers separated by commas ({exc})") from exc
         request = ForgetRequest(
-            ids=ids, query=options["query"], project=options["project"], since=_when(options["since"]), until=_when(options["until"]),
+            ids=ids, query=" ".join([*options["query"], options["query_option"]]).strip(), project=options["project"], since=_when(options["since"]), until=_when(options["until"]),
             kinds=tuple(k.strip() for k in options["kinds"].split(",") if k.strip()), dry_run=not options["yes"],  # type: ignore[arg-type]
         )  # fmt: skip
         try:
@@ -51,6 +54,10 @@ class Command(BaseCommand):
         except ForgetError as exc:
             raise CommandError(str(exc)) from exc
         self.write_result(result)
+        found = {row["id"] for row in result.rows.get("observation", [])}
+        missing = [pk for pk in dict.fromkeys(ids) if pk not in found]
+        if missing:
+            self.stdout.write(f"No observation with id {', '.join(map(str, missing))}.")
 
     def write_result(self, result: ForgetResult) -> None:
         for kind, rows in result.rows.items():

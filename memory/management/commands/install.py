@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 from memory.agents.install import claude_code as installer
 from memory.agents.install import codex as codex_install
 from memory.agents.install import mcp as mcp_install
+from memory.agents.install import routes
 from memory.agents.install.agents import AGENTS, agent_install
 from memory.management.install_arguments import (
     add_agent_arguments,
@@ -58,9 +59,16 @@ class Command(BaseCommand):
             self._codex(options["codex_home"] or codex_install.codex_home())
             return
         path = options["claude_settings"] or installer.claude_settings_path()
+        plugin = routes.plugin_installed(path)
+        if plugin and not options["plugin_dir"]:
+            # One route at a time: hooks from both would capture twice and refuse twice.
+            routes.route_record("plugin")
+            self.stdout.write(f"cmem: {routes.plugin_active_note(plugin)}")
+            return
         command = installer.hook_command()
+        data_dir = installer.custom_data_dir()
         try:
-            report = installer.settings_install(path=path, command=command)
+            report = installer.settings_install(path=path, command=command, data_dir=data_dir)
         except installer.InstallError as exc:
             raise CommandError(str(exc)) from None
         if report.changed:
@@ -68,10 +76,15 @@ class Command(BaseCommand):
             self.stdout.write(f"cmem hooks installed in {path}{backup}")
         else:
             self.stdout.write(f"cmem hooks already installed in {path}")
+        routes.route_record("settings")
         if command != "cmem":
             self.stdout.write(f"`cmem` is not on the PATH hooks see, so hooks run {command}")
+        if data_dir:
+            self.stdout.write(f"hooks and the MCP server use the data dir {data_dir}")
         if not options["no_mcp"]:
-            self.stdout.write(mcp_install.mcp_register(home=Path.home(), command=command))
+            self.stdout.write(
+                mcp_install.mcp_register(home=Path.home(), command=command, data_dir=data_dir)
+            )
         if options["plugin_dir"]:
             self.stdout.write(
                 mcp_install.plugin_dir_write(directory=options["plugin_dir"], command=command)
@@ -81,7 +94,9 @@ class Command(BaseCommand):
         path = codex_install.hooks_path(home)
         command = installer.hook_command()
         try:
-            report = codex_install.hooks_install(path=path, command=command)
+            report = codex_install.hooks_install(
+                path=path, command=command, data_dir=installer.custom_data_dir()
+            )
         except installer.InstallError as exc:
             raise CommandError(str(exc)) from None
         backup = f" (backup: {report.backup})" if report.backup else ""

@@ -6,6 +6,7 @@ from typing import Any
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from memory.service import lifecycle
 from memory.service import worker_state as worker
 from memory.service.supervisor import Supervisor
 
@@ -20,11 +21,16 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         address = worker.worker_address()
-        running = worker.health(address)
+        state = lifecycle.worker_state()
+        running = state.health if state.running else worker.health(address)
         if running:
-            raise CommandError(
-                f"cmem {running.get('version')} is already running at {address.url}/ (pid {running.get('pid')})"
+            # Not an error: `make run` twice, or serve after start, finds what it wanted. The
+            # pid is the supervisor's (the pid file's), the one `cmem status` names.
+            pid = state.pid if state.running else running.get("pid")
+            self.stdout.write(
+                f"cmem {running.get('version')} is already running: {state.address.url if state.running else address.url}/ (pid {pid})"
             )
+            return
         if not worker.port_is_free(address):
             raise CommandError(
                 f"port {address.port} on {address.host} is held by another program, not cmem. "

@@ -16,7 +16,7 @@ from typing import Any
 
 from django.db import connection
 
-from memory.retrieval.search.service import (
+from memory.retrieval.search.query import (
     HIGHLIGHT_CLOSE,
     HIGHLIGHT_OPEN,
     Kind,
@@ -273,3 +273,60 @@ def search_postgres(query: SearchQuery) -> list[SearchHit]:
                 {(kind, pk): text for pk, text in _headlines(kind, ids, tsquery).items()}
             )
     return [replace(hit, snippet=snippets.get((hit.kind, hit.id), hit.snippet)) for hit in page]
+
+
+def hits_by_ids(page: list[tuple[float, Kind, int]], text: str) -> list[SearchHit]:
+    """Hits for rows found by vector (hybrid/semantic); headlines mark the query's words."""
+    terms = tsquery_terms(text)
+    tsquery = " | ".join(terms)
+    found: dict[tuple[Kind, int], SearchHit] = {}
+    with connection.cursor() as cursor:
+        for kind in KINDS:
+            ids = [pk for _, k, pk in page if k == kind]
+            if not ids:
+                continue
+            spec = KINDS[kind]
+            cursor.execute(
+                f"SELECT o.id, {spec.title}, {spec.project}, o.created, {spec.type}, {spec.tokens}, "
+                f"{spec.session}, {spec.files}, {spec.fallback_snippet} FROM {spec.table} {spec.join} "
+                "WHERE o.id = ANY(%s)",
+                [ids],
+            )
+            headlines = _headlines(kind, ids, tsquery) if tsquery else {}
+            for pk, title, project, created, type_, tokens, session, files, snippet in cursor:
+                found[(kind, pk)] = SearchHit(
+                    id=pk, kind=kind, title=title or "", project=project, created_at=created,
+                    type=type_, tokens=int(tokens), session=session, files=_paths(files),
+                    snippet=headlines.get(pk) or snippet or "",
+                )  # fmt: skip
+    return [
+        replace(found[(kind, pk)], score=score) for score, kind, pk in page if (kind, pk) in found
+    ]
+
+
+def allowed_ids(kind: Kind, query: SearchQuery, bound: int) -> set[int]:
+    """Ids of the newest `bound` rows of `kind` passing the query's filters."""
+    spec = KINDS[kind]
+    where, params = _filters(query, kind, spec)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT o.id FROM {spec.table} {spec.join} "
+            f"{'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY o.id DESC LIMIT %s",
+            [*params, bound],
+        )
+        return {row[0] for row in cursor.fetchall()}
+
+
+class PostgresBackend:
+    """The PostgreSQL side of `hybrid.search_mode`."""
+
+    keyword = staticmethod(search_postgres)
+
+    @staticmethod
+    def keyword_ranked(query: SearchQuery) -> tuple[list[tuple[float, Kind, int]], bool]:
+        # The page's headlines are made again for the fused page only; strictness is not
+        # reported by this backend, so its keyword list always weighs in full.
+        return [(h.score, h.kind, h.id) for h in search_postgres(query)], True
+
+    hits_by_ids = staticmethod(hits_by_ids)
+    allowed_ids = staticmethod(allowed_ids)

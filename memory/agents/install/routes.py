@@ -1,0 +1,59 @@
+"""Which way cmem reached Claude Code: its own hooks in settings.json, or the plugin.
+
+Both at once would capture every event twice and refuse every read twice, so `cmem setup`,
+`install` and `doctor` look for the other route. The route is recorded in the data dir
+(`install-route`) because it decides the MCP tool names the model is told about: a plugin's
+servers reach Claude Code as `mcp__plugin_<plugin>_<server>__<tool>`, `claude mcp`'s as
+`mcp__<server>__<tool>`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+from memory import config
+
+Route = Literal["settings", "plugin"]
+PLUGIN_NAME = "cmem"
+SERVER_NAME = "cmem"
+ROUTE_FILE = "install-route"
+
+
+def plugin_installed(settings: Path) -> str:
+    """The enabled cmem plugin's id (`cmem@<marketplace>`) in this settings file, or ""."""
+    try:
+        data = json.loads(settings.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    enabled = data.get("enabledPlugins") if isinstance(data, dict) else None
+    if not isinstance(enabled, dict):
+        return ""
+    for plugin_id, on in enabled.items():
+        if on is True and str(plugin_id).split("@", 1)[0] == PLUGIN_NAME:
+            return str(plugin_id)
+    return ""
+
+
+def plugin_active_note(plugin_id: str) -> str:
+    return (
+        f"the Claude Code plugin {plugin_id} is installed and provides cmem's hooks and MCP "
+        "server, so none are written to settings.json (to switch: "
+        f"`claude plugin uninstall {plugin_id}`, then `cmem install`)"
+    )
+
+
+def route_record(route: Route) -> None:
+    path = config.data_dir() / ROUTE_FILE
+    try:
+        if path.read_text().strip() == route:
+            return
+    except OSError:
+        pass
+    config.ensure_data_dir()
+    config.write_atomic(path, f"{route}\n".encode())
+
+
+def route_current() -> Route:
+    return "plugin" if config.install_route() == "plugin" else "settings"

@@ -1,0 +1,52 @@
+"""What the agent calls cmem's MCP tools: the name the model must write to call one.
+
+The gate's refusal and the SessionStart index tell the model which tool to call next; a
+bare `get_observations` is not a tool it has. Each agent qualifies MCP tools its own way,
+and Claude Code's naming also depends on how cmem was installed:
+
+- Claude Code, `cmem install` (server "cmem" in ~/.claude.json): `mcp__cmem__<tool>`,
+  deferred behind Claude Code's tool search, which finds it by that name;
+- Claude Code, through a plugin: `mcp__plugin_<plugin>_cmem__<tool>`;
+- Codex (`[mcp_servers.cmem]`): `mcp__cmem__<tool>` (codex-rs qualifies every MCP tool as
+  `mcp__<server>__<tool>`);
+- any other agent: the bare tool name.
+
+The install route comes from CLAUDE_MEM_INSTALL_ROUTE: `install` (the default) or
+`plugin:<plugin name>`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SERVER = "cmem"
+TOOLS = ("search", "timeline", "get_observations", "smart_outline", "smart_unfold", "smart_search")
+
+
+def mcp_tool_name(tool: str, *, platform: str, route: str = "") -> str:
+    """The name under which `platform` shows cmem's `tool` to its model."""
+    route = (route or "install").strip()
+    if platform == "claude-code":
+        if route.startswith("plugin:") and route[len("plugin:") :].strip():
+            plugin = route[len("plugin:") :].strip()
+            return f"mcp__plugin_{plugin}_{SERVER}__{tool}"
+        return f"mcp__{SERVER}__{tool}"
+    if platform == "codex":
+        return f"mcp__{SERVER}__{tool}"
+    return tool
+
+
+@dataclass(frozen=True)
+class ToolNames:
+    """cmem's tools as one agent sees them; attribute access by bare name."""
+
+    search: str = "search"
+    timeline: str = "timeline"
+    get_observations: str = "get_observations"
+    smart_outline: str = "smart_outline"
+    smart_unfold: str = "smart_unfold"
+    smart_search: str = "smart_search"
+
+
+def tool_names(*, platform: str, route: str = "") -> ToolNames:
+    return ToolNames(**{t: mcp_tool_name(t, platform=platform, route=route) for t in TOOLS})

@@ -1,0 +1,245 @@
+"""`cmem bench recall`: does search find what a later session means, and how fast?
+
+The labelled set ships in the package (`data/recall.json.gz`, frozen before the embedding
+model was chosen): 3,285 observations, 441 queries, each with its relevant observations.
+Observations are the non-merge commits of four public projects (pallets flask, werkzeug,
+click, jinja: subject, body, changed files) plus 85 written for the benchmark; queries are
+those projects' own changelog entries, labelled with the commits of the pull requests and
+issues each entry cites, plus 85 written questions. Groups: `file/symbol` (the query names
+a code symbol or a file), `keyword` (shares a content word with a target), `paraphrase`
+(shares none).
+
+In a child process on a temporary data dir (never yours):
+1. load the set, embed it through the consumer's own code (`embed_pending`): throughput;
+2. run every query in keyword, semantic and hybrid mode (no filters, top 10): R@5, R@10
+   (relevant found in the top k over min(relevant, k)) and MRR, per group and overall;
+3. pad the store to each size (default 10,000 and 100,000 observations; filler text from
+   the `bench search` vocabulary, filler vectors random unit vectors, since scan cost does
+   not depend on their values) and time hybrid searches: p50 and p99.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from memory import config
+from memory.benchmarks.harness import percentile
+from memory.retrieval.search.query import Mode
+
+DATA = Path(__file__).parent / "data" / "recall.json.gz"
+MODES: tuple[Mode, ...] = ("keyword", "semantic", "hybrid")
+GROUPS = ("keyword", "paraphrase", "file/symbol")
+
+
+def load_set() -> dict[str, Any]:
+    with gzip.open(DATA, "rt", encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _seed_set(data: dict[str, Any]) -> dict[str, int]:
+    from memory.models import Observation, Session
+
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    sessions = {
+        project: Session.objects.create(
+            session_id=f"bench-{project}", project=project, started=start
+        )
+        for project in sorted({o["project"] for o in data["observations"]})
+    }
+    rows = [
+        Observation(
+            session=sessions[o["project"]],
+            project=o["project"],
+            type=o["type"],
+            title=o["title"],
+            narrative=o["narrative"],
+            files_modified=o["files_modified"],
+            created=start + timedelta(minutes=i),
+        )  # fmt: skip
+        for i, o in enumerate(data["observations"])
+    ]
+    Observation.objects.bulk_create(rows, batch_size=2000)
+    return {o["key"]: row.pk for o, row in zip(data["observations"], rows, strict=True)}
+
+
+def score(ranked: list[int], relevant: set[int]) -> dict[str, float]:
+    """R@5, R@10 (hits over min(|relevant|, k)) and reciprocal rank of one query."""
+    out = {}
+    for k in (5, 10):
+        out[f"R@{k}"] = len(set(ranked[:k]) & relevant) / min(len(relevant), k)
+    out["MRR"] = next((1.0 / (i + 1) for i, pk in enumerate(ranked) if pk in relevant), 0.0)
+    return out
+
+
+def _quality(data: dict[str, Any], ids: dict[str, int]) -> dict[str, dict[str, dict[str, float]]]:
+    from memory.retrieval.search.query import SearchQuery
+    from memory.retrieval.search.service import search
+
+    table: dict[str, dict[str, dict[str, float]]] = {}
+    for mode in MODES:
+        sums: dict[str, dict[str, float]] = {}
+        for q in data["queries"]:
+            relevant = {ids[key] for key in q["relevant"]}
+            hits = search(SearchQuery(text=q["text"], mode=mode, kinds=("observation",), limit=10))
+            result = score([h.id for h in hits], relevant)
+            for group in (q["group"], "all"):
+                bucket = sums.setdefault(group, {"n": 0, "R@5": 0.0, "R@10": 0.0, "MRR": 0.0})
+                bucket["n"] += 1
+                for metric, value in result.items():
+                    bucket[metric] += value
+        table[mode] = {
+            g: {m: (v / b["n"] if m != "n" else v) for m, v in b.items()} for g, b in sums.items()
+        }
+    return table
+
+
+def _pad(total: int, dim: int, model: str) -> None:
+    """Filler observations (and random unit vectors for them) up to `total` observations."""
+    import numpy as np
+
+    from memory.benchmarks.search import _words
+    from memory.models import Embedding, Observation, Session
+
+    have = Observation.objects.count()
+    if have >= total:
+        return
+    rng = random.Random(18)
+    nrng = np.random.default_rng(18)
+    words, weights = _words(rng)
+    session = Session.objects.create(session_id=f"bench-filler-{total}", project="filler")
+    start = datetime(2024, 1, 1, tzinfo=UTC)
+    for begin in range(have, total, 5000):
+        count = min(5000, total - begin)
+        rows = Observation.objects.bulk_create(
+            [
+                Observation(
+                    session=session,
+                    project="filler",
+                    type="change",
+                    title=" ".join(rng.choices(words, cum_weights=weights, k=7)).capitalize(),
+                    narrative=" ".join(rng.choices(words, cum_weights=weights, k=60)),
+                    created=start + timedelta(seconds=begin + i),
+                )  # fmt: skip
+                for i in range(count)
+            ]
+        )
+        vectors = nrng.standard_normal((count, dim)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        Embedding.objects.bulk_create(
+            [
+                Embedding(
+                    kind="observation",
+                    object_id=row.pk,
+                    model=model,
+                    vector=vec.astype(np.float16).tobytes(),
+                )
+                for row, vec in zip(rows, vectors, strict=True)
+            ]  # fmt: skip
+        )
+
+
+def _latency(data: dict[str, Any], runs: int) -> dict[str, float]:
+    from memory.retrieval.search.query import SearchQuery
+    from memory.retrieval.search.service import search
+
+    texts = [q["text"] for q in data["queries"]][:: max(1, len(data["queries"]) // 60)]
+    out: dict[str, float] = {}
+    latency_modes: tuple[Mode, ...] = ("keyword", "hybrid")
+    for mode in latency_modes:
+        times: list[float] = []
+        cpu: list[float] = []
+        for text in texts:
+            search(SearchQuery(text=text, mode=mode))  # the page cache and the vector matrix
+            for _ in range(runs):
+                began, began_cpu = time.perf_counter(), time.thread_time()
+                search(SearchQuery(text=text, mode=mode))
+                times.append((time.perf_counter() - began) * 1000)
+                cpu.append((time.thread_time() - began_cpu) * 1000)
+        out[f"{mode} p50"] = percentile(times, 0.5)
+        out[f"{mode} p99"] = percentile(times, 0.99)
+        # CPU time of the searching thread: the cost without the queue for a core.
+        out[f"{mode} cpu p50"] = percentile(cpu, 0.5)
+    return out
+
+
+def _child(sizes: list[int], runs: int, out: Any) -> None:
+    from django.core.management import call_command
+
+    from memory.retrieval.embeddings.model import get_model
+    from memory.retrieval.embeddings.store import embed_pending
+
+    call_command("migrate", verbosity=0)
+    data = load_set()
+    ids = _seed_set(data)
+    model = get_model()
+    began = time.perf_counter()
+    embedded = embed_pending(("observation",))
+    rate = embedded / (time.perf_counter() - began)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    out.write(
+        f"{len(data['observations']):,} observations, {len(data['queries'])} queries; model {model.version}; "
+        f"load average {load:.1f} on {os.cpu_count()} CPUs"
+    )
+    out.write(f"embedding: {embedded:,} observations at {rate:,.0f} observations/s")
+    table = _quality(data, ids)
+    counts = {g: int(table["keyword"][g]["n"]) for g in (*GROUPS, "all")}
+    out.write("")
+    out.write("| mode | group | queries | R@5 | R@10 | MRR |")
+    out.write("|---|---|---:|---:|---:|---:|")
+    for mode in MODES:
+        for group in (*GROUPS, "all"):
+            row = table[mode][group]
+            out.write(
+                f"| {mode} | {group} | {counts[group]} | {row['R@5']:.3f} | {row['R@10']:.3f} | {row['MRR']:.3f} |"
+            )
+    out.write("")
+    out.write(
+        "| observations | keyword p50 | keyword p99 | hybrid p50 | hybrid p99 | keyword CPU p50 | hybrid CPU p50 |"
+    )
+    out.write("|---:|---:|---:|---:|---:|---:|---:|")
+    for size in sizes:
+        _pad(size, model.dim, model.version)
+        lat = _latency(data, runs)
+        out.write(
+            f"| {size:,} | {lat['keyword p50']:.2f} ms | {lat['keyword p99']:.2f} ms | "
+            f"{lat['hybrid p50']:.2f} ms | {lat['hybrid p99']:.2f} ms | "
+            f"{lat['keyword cpu p50']:.2f} ms | {lat['hybrid cpu p50']:.2f} ms |"
+        )
+
+
+def run(*, out: Any, options: dict[str, Any]) -> None:
+    sizes = (
+        [options["size"]]
+        if options.get("size")
+        else [10_000]
+        if options.get("quick")
+        else [10_000, 100_000]
+    )
+    runs = options.get("runs") or (3 if options.get("quick") else 5)
+    if os.environ.get("CMEM_BENCH_RECALL_CHILD") == "1":
+        _child(sizes, runs, out)
+        return
+    folder = tempfile.mkdtemp(prefix="cmem-bench-recall-")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE_MEM_", "CMEM_"))}
+    env.update(CLAUDE_MEM_DATA_DIR=folder, CMEM_BENCH_RECALL_CHILD="1")
+    command = [sys.executable, "-m", "cmem_site.cli", "bench", "recall", "--runs", str(runs)]
+    if options.get("size"):
+        command += ["--size", str(options["size"])]
+    elif options.get("quick"):
+        command.append("--quick")
+    try:
+        subprocess.run(command, env=env, check=True, timeout=3600)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    _ = config  # the child reads its data dir through config

@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+import shutil
+from argparse import ArgumentParser
+from pathlib import Path
+from typing import Any
+
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+
+from memory.agents.install import claude_code as installer
+from memory.agents.install import codex as codex_install
+from memory.agents.install import routes
+from memory.agents.install.agents import agents_detected
+from memory.management.install_arguments import (
+    add_claude_settings_argument,
+    add_codex_home_argument,
+)
+from memory.service import lifecycle
+from memory.service import worker_state as worker
+
+
+def claude_code_found(settings: Path) -> bool:
+    return bool(shutil.which("claude")) or settings.parent.is_dir()
+
+
+def codex_found(home: Path) -> bool:
+    return bool(codex_install.codex_binary()) or home.is_dir()
+
+
+AGENT_LABELS = {"gemini": "Gemini CLI", "copilot": "Copilot CLI", "opencode": "OpenCode"}
+
+
+class Command(BaseCommand):
+    help = (
+        "The whole first run in one command, safe to repeat: create the database, start the "
+        "worker, install the hooks and MCP server for the agents found (Claude Code, Codex, Gemini CLI, Copilot CLI, OpenCode), "
+        "check everything, and say where the dashboard is."
+    )
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        add_claude_settings_argument(parser)
+        add_codex_home_argument(parser)
+        parser.add_argument("--no-start", action="store_true", help="Do not start the worker.")
+        parser.add_argument("--timeout", type=float, default=60.0, help="Seconds to wait for it.")
+
+    def step(self, text: str) -> None:
+        self.stdout.write(f"\n== {text}")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        settings = options["claude_settings"] or installer.claude_settings_path()
+        codex_home = options["codex_home"] or codex_install.codex_home()
+        self.step("database")
+        call_command("migrate", interactive=False, verbosity=0)
+        call_command("ensure_admin", stdout=self.stdout)
+        url = f"{worker.worker_address().url}/"
+        if not options["no_start"]:
+            self.step("worker")
+            try:
+                result = lifecycle.worker_start(timeout=options["timeout"])
+            except worker.WorkerError as exc:
+                raise CommandError(str(exc)) from None
+            url = f"{result.state.address.url}/"
+            verb = "already running" if result.already_running else "started"
+            self.stdout.write(f"cmem {verb}: {url} (pid {result.state.pid})")
+        agents = []
+        if claude_code_found(settings):
+            self.step("Claude Code")
+            plugin = routes.plugin_installed(settings)
+            if plugin:
+                self.stdout.write(routes.plugin_active_note(plugin))
+                routes.route_record("plugin")
+            else:
+                call_command("install", claude_settings=settings, stdout=self.stdout)
+            agents.append("Claude Code")
+        if codex_found(codex_home):
+            self.step("Codex")
+            call_command("install", codex=True, codex_home=codex_home, stdout=self.stdout)
+            agents.append("Codex")
+        for name in agents_detected():
+            label = AGENT_LABELS.get(name, name)
+            self.step(label)
+            call_command("install", agent=name, stdout=self.stdout)
+            agents.append(label)
+        if not agents:
+            self.stdout.write(
+                "\nNo agent found (no claude, codex, gemini, copilot or opencode on PATH, nor their config folders): "
+                "install one, then run `cmem setup` again."
+            )
+        self.step("doctor")
+        try:
+            call_command("doctor", claude_settings=settings, stdout=self.stdout)
+            healthy = True
+        except CommandError as exc:
+            self.stdout.write(f"doctor: {exc}; the fixes are listed above.")
+            healthy = False
+        self.stdout.write(f"\nDashboard: {url}  (`cmem open` opens it)")
+        self.stdout.write("Next: start a session in " + (" or ".join(agents) or "your agent"))
+        self.stdout.write(
+            "      and watch it arrive on the dashboard; `cmem demo` loads a demo history."
+        )
+        if not healthy:
+            raise CommandError("setup finished, but `cmem doctor` found problems (listed above)")

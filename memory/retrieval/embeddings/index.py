@@ -1,0 +1,137 @@
+"""Nearest rows by vector: a process-wide matrix per kind, scanned with one matrix product.
+
+SQLite's default build here cannot load extensions (this machine's pyenv Python has no
+`enable_load_extension`), so the portable path is the default: float16 blobs in
+`memory_embedding`, held in memory as one float32 matrix per kind and refreshed when the
+table changes. A refresh costs one `count(*)`/`max(id)` read per search; new rows are
+appended, anything else (a delete, a re-embed) reloads the kind. The same code serves
+PostgreSQL without pgvector.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from django.db import connection
+
+from memory.retrieval.embeddings import Kind
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+@dataclass
+class _Matrix:
+    model: str
+    count: int
+    max_id: int
+    generation: int
+    ids: np.ndarray  # int64 object ids
+    vectors: np.ndarray  # float32 (n, dim)
+
+
+_lock = threading.Lock()
+_cache: dict[tuple[str, str, Kind], _Matrix] = {}
+
+
+def stored_count(kind: Kind) -> int:
+    """Vectors of any model stored for `kind` (0: skip embedding the query at all)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM memory_embedding WHERE kind = %s LIMIT 1", [kind])
+        return 1 if cursor.fetchone() else 0
+
+
+def _generation() -> int:
+    """Bumped by a trigger on every insert or delete of a vector (migration 0006)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT n FROM memory_embedding_generation WHERE id = 1")
+        row = cursor.fetchone()
+    return int(row[0]) if row else -1
+
+
+def _signature(kind: Kind, model: str) -> tuple[int, int]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*), coalesce(max(id), 0) FROM memory_embedding WHERE kind = %s AND model = %s",
+            [kind, model],
+        )
+        count, max_id = cursor.fetchone()
+    return int(count), int(max_id)
+
+
+def _load(kind: Kind, model: str, after: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    import numpy as np
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT object_id, vector FROM memory_embedding WHERE kind = %s AND model = %s AND id > %s",
+            [kind, model, after],
+        )
+        rows = cursor.fetchall()
+    if not rows:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32)
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    blob = b"".join(bytes(r[1]) for r in rows)
+    vectors = np.frombuffer(blob, dtype=np.float16).reshape(len(rows), dim).astype(np.float32)
+    return ids, vectors
+
+
+def matrix(kind: Kind, model: str, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, vectors) of every stored vector of `kind` made by `model`, current as of now."""
+    import numpy as np
+
+    key = (connection.alias + ":" + str(connection.settings_dict.get("NAME")), model, kind)
+    generation = _generation()
+    cached = _cache.get(key)
+    if cached and cached.generation == generation:
+        return cached.ids, cached.vectors
+    count, max_id = _signature(kind, model)
+    with _lock:
+        cached = _cache.get(key)
+        if cached and (cached.count, cached.max_id) == (count, max_id):
+            cached.generation = generation
+            return cached.ids, cached.vectors
+        if cached and max_id > cached.max_id:
+            ids, vectors = _load(kind, model, cached.max_id, dim)
+            if cached.count + len(ids) == count:
+                cached.ids = np.concatenate([cached.ids, ids])
+                cached.vectors = np.concatenate([cached.vectors, vectors])
+                cached.count, cached.max_id, cached.generation = count, max_id, generation
+                return cached.ids, cached.vectors
+        ids, vectors = _load(kind, model, 0, dim)
+        _cache[key] = _Matrix(model, len(ids), max_id, generation, ids, vectors)
+        return ids, vectors
+
+
+def nearest(
+    kind: Kind,
+    model: str,
+    query: np.ndarray,
+    *,
+    k: int,
+    allowed: set[int] | None = None,
+    min_score: float = 0.0,
+) -> list[tuple[float, int]]:
+    """The `k` rows most similar to `query` (a unit vector), best first, as (cosine, id);
+    `allowed` restricts the scan to those ids (the filtered rows)."""
+    import numpy as np
+
+    ids, vectors = matrix(kind, model, int(query.shape[0]))
+    if not len(ids) or k <= 0:
+        return []
+    if allowed is not None:
+        mask = np.isin(ids, np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
+        ids, vectors = ids[mask], vectors[mask]
+        if not len(ids):
+            return []
+    scores = vectors @ query
+    top = np.argpartition(-scores, k - 1)[:k] if len(scores) > k else np.arange(len(scores))
+    top = top[np.argsort(-scores[top], kind="stable")]
+    return [(float(scores[i]), int(ids[i])) for i in top if scores[i] > min_score]
+
+
+def clear() -> None:
+    with _lock:
+        _cache.clear()

@@ -1,0 +1,158 @@
+"""The embedding model: a static (token-table) model that ships inside a wheel.
+
+The default is WordLlama's `l2_supercat` 256-dimension table, bundled in the `wordllama`
+wheel with its tokenizer (16 MB of weights). WordLlama's own loader looks for the
+tokenizer in a folder the wheel does not have and then tries Hugging Face, so the files are
+opened here directly: nothing is ever downloaded. A text's vector is the mean of its
+tokens' rows, L2-normalised, so a dot product is the cosine similarity.
+
+`CLAUDE_MEM_EMBEDDINGS_MODEL` may name a local folder with another static model in the
+model2vec layout (`tokenizer.json`, `model.safetensors`); when it is missing or unreadable
+cmem logs why and keeps the default.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memory import config
+
+if TYPE_CHECKING:
+    import numpy as np
+
+log = logging.getLogger(__name__)
+
+# Longer texts are cut: the mean over the first 512 tokens already says what a row is about.
+MAX_TOKENS = 512
+DEFAULT_NAME = "wordllama/l2_supercat-256"
+
+
+@dataclass(frozen=True)
+class EmbeddingModel:
+    """A token table and its tokenizer. `version` is stored with every vector."""
+
+    version: str
+    table: Any  # np.ndarray (vocab, dim) float32
+    tokenizer: Any  # tokenizers.Tokenizer
+
+    @property
+    def dim(self) -> int:
+        return int(self.table.shape[1])
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """(len(texts), dim) float32 unit vectors; an empty text gets a zero vector."""
+        import numpy as np
+
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        encodings = self.tokenizer.encode_batch(texts, add_special_tokens=False)
+        lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(texts))
+        nonempty = np.flatnonzero(lengths)
+        if not len(nonempty):
+            return out
+        ids = np.concatenate([np.asarray(encodings[i].ids, dtype=np.int64) for i in nonempty])
+        np.clip(ids, 0, self.table.shape[0] - 1, out=ids)
+        starts = np.concatenate(([0], np.cumsum(lengths[nonempty])[:-1]))
+        # Sum of each text's token rows in one pass, no padding.
+        sums = np.add.reduceat(self.table[ids], starts, axis=0)
+        norms = np.linalg.norm(sums, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        out[nonempty] = sums / norms
+        return out
+
+
+def _tokenizer(path: Path) -> Any:
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(path))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(MAX_TOKENS)
+    return tokenizer
+
+
+def _table(path: Path, keys: tuple[str, ...]) -> Any:
+    import numpy as np
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="np") as f:
+        key = next((k for k in keys if k in f.keys()), None)  # noqa: SIM118 - safe_open is not a dict
+        if key is None:
+            raise ValueError(f"{path}: none of the tensors {keys}")
+        return np.ascontiguousarray(f.get_tensor(key).astype(np.float32))
+
+
+def _bundled() -> EmbeddingModel:
+    from importlib.metadata import version
+
+    import wordllama
+
+    root = Path(wordllama.__file__).parent
+    return EmbeddingModel(
+        version=f"{DEFAULT_NAME}@{version('wordllama')}",
+        table=_table(root / "weights" / "l2_supercat_256.safetensors", ("embedding.weight",)),
+        tokenizer=_tokenizer(root / "tokenizers" / "l2_supercat_tokenizer_config.json"),
+    )
+
+
+def _local(folder: Path) -> EmbeddingModel:
+    weights, tokenizer = folder / "model.safetensors", folder / "tokenizer.json"
+    digest = hashlib.sha256(weights.read_bytes()).hexdigest()[:12]
+    return EmbeddingModel(
+        version=f"local/{folder.name}@{digest}",
+        table=_table(weights, ("embeddings", "embedding.weight")),
+        tokenizer=_tokenizer(tokenizer),
+    )
+
+
+_lock = threading.Lock()
+_loaded: dict[str, EmbeddingModel] = {}
+
+
+def configured_name() -> str:
+    return config.get("CLAUDE_MEM_EMBEDDINGS_MODEL").strip()
+
+
+def get_model() -> EmbeddingModel:
+    """The configured model, loaded once per process (about a second; the table is 32 MB)."""
+    name = configured_name()
+    model = _loaded.get(name)
+    if model is not None:
+        return model
+    with _lock:
+        if name not in _loaded:
+            if name:
+                try:
+                    _loaded[name] = _local(Path(name).expanduser())
+                except Exception as exc:  # noqa: BLE001 - any unreadable model means: use the default
+                    log.warning(
+                        "CLAUDE_MEM_EMBEDDINGS_MODEL=%s cannot be loaded (%s); using the bundled %s",
+                        name,
+                        exc,
+                        DEFAULT_NAME,
+                    )
+                    _loaded[name] = _loaded.get("") or _bundled()
+            else:
+                _loaded[name] = _bundled()
+        return _loaded[name]
+
+
+def embed(texts: list[str]) -> np.ndarray:
+    return get_model().embed(texts)
+
+
+def warm_in_background() -> None:
+    """Load the model off the request path (the server calls this once at start)."""
+    threading.Thread(target=_warm, name="cmem-embeddings-warm", daemon=True).start()
+
+
+def _warm() -> None:
+    try:
+        get_model()
+    except Exception:
+        log.exception("embedding model warm-up failed")

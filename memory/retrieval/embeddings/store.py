@@ -1,0 +1,150 @@
+"""Embedding rows: which rows need a vector, making and storing vectors in batches.
+
+Called by the consumer after it stores observations and summaries (never on a hook's
+path), by the periodic sweep (prompts, imports, and rows whose vector came from another
+model), and by `cmem embeddings backfill`. Every batch is its own transaction, so a run
+killed at any point resumes where it stopped: what still lacks a current vector is simply
+what the next run finds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from django.db import connection, transaction
+
+from memory.models import Embedding, Observation, Prompt, Summary
+from memory.retrieval.embeddings import KINDS, Kind
+from memory.retrieval.embeddings.model import get_model
+
+BATCH = 256
+_TABLES: dict[Kind, str] = {
+    "observation": "memory_observation",
+    "summary": "memory_summary",
+    "prompt": "memory_prompt",
+}
+# The most of a row's text that is embedded (the model reads 512 tokens at most anyway).
+_TEXT_CAP = 4000
+
+
+def _join(*parts: Any) -> str:
+    out: list[str] = []
+    for part in parts:
+        if isinstance(part, str) and part.startswith("[") and part.endswith("]"):
+            with contextlib.suppress(ValueError):
+                part = json.loads(part)
+        if isinstance(part, list):
+            part = "; ".join(str(p) for p in part)
+        if part:
+            out.append(str(part))
+    return "\n".join(out)[:_TEXT_CAP]
+
+
+def texts(kind: Kind, ids: list[int]) -> dict[int, str]:
+    """The text embedded for each row: what a later question would be about."""
+    rows: Any
+    if kind == "observation":
+        rows = Observation.objects.filter(pk__in=ids).values_list(
+            "pk", "title", "subtitle", "narrative", "facts", "concepts"
+        )
+    elif kind == "summary":
+        rows = Summary.objects.filter(pk__in=ids).values_list(
+            "pk", "request", "investigated", "learned", "completed", "next_steps", "notes"
+        )
+    else:
+        rows = Prompt.objects.filter(pk__in=ids).values_list("pk", "text")
+    return {row[0]: _join(*row[1:]) for row in rows}
+
+
+def pending_ids(kind: Kind, model_version: str, *, limit: int, after: int = 0) -> list[int]:
+    """Rows of `kind` with no vector of `model_version`, oldest first."""
+    table = _TABLES[kind]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT t.id FROM {table} t LEFT JOIN memory_embedding e "
+            "ON e.kind = %s AND e.object_id = t.id AND e.model = %s "
+            "WHERE e.id IS NULL AND t.id > %s ORDER BY t.id LIMIT %s",
+            [kind, model_version, after, limit],
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+def pending_count(kind: Kind, model_version: str) -> int:
+    table = _TABLES[kind]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT count(*) FROM {table} t LEFT JOIN memory_embedding e "
+            "ON e.kind = %s AND e.object_id = t.id AND e.model = %s WHERE e.id IS NULL",
+            [kind, model_version],
+        )
+        return int(cursor.fetchone()[0])
+
+
+def embed_rows(kind: Kind, ids: list[int]) -> int:
+    """Embed and store these rows (replacing any older vector); returns how many."""
+    import numpy as np
+
+    if not ids:
+        return 0
+    model = get_model()
+    found = texts(kind, ids)
+    order = list(found)
+    vectors = model.embed([found[pk] for pk in order]).astype(np.float16)
+    with transaction.atomic():
+        # Delete + insert rather than update: a new row id tells the vector index cache that
+        # this kind changed (see index.py).
+        Embedding.objects.filter(kind=kind, object_id__in=order).delete()
+        Embedding.objects.bulk_create(
+            [
+                Embedding(kind=kind, object_id=pk, model=model.version, vector=vec.tobytes())
+                for pk, vec in zip(order, vectors, strict=True)
+            ]
+        )
+    return len(order)
+
+
+def embed_pending(
+    kinds: Iterable[Kind] = KINDS,
+    *,
+    limit: int | None = None,
+    progress: Callable[[Kind, int], None] | None = None,
+) -> int:
+    """Embed rows lacking a current vector, batch by batch; `limit` bounds one call."""
+    model = get_model()
+    done = 0
+    for kind in kinds:
+        after = 0
+        while limit is None or done < limit:
+            size = BATCH if limit is None else min(BATCH, limit - done)
+            ids = pending_ids(kind, model.version, limit=size, after=after)
+            if not ids:
+                break
+            count = embed_rows(kind, ids)
+            after = ids[-1]
+            done += count
+            if progress:
+                progress(kind, count)
+    return done
+
+
+def embed_session(session_pk: int) -> int:
+    """The consumer's step after storing a session's observations and summaries."""
+    model = get_model()
+    done = 0
+    for kind, qs in (
+        ("observation", Observation.objects.filter(session_id=session_pk)),
+        ("summary", Summary.objects.filter(session_id=session_pk)),
+        ("prompt", Prompt.objects.filter(session_id=session_pk)),
+    ):
+        have = set(
+            Embedding.objects.filter(
+                kind=kind, model=model.version, object_id__in=qs.values("pk")
+            ).values_list("object_id", flat=True)
+        )
+        ids = [pk for pk in qs.values_list("pk", flat=True) if pk not in have]
+        for start in range(0, len(ids), BATCH):
+            done += embed_rows(kind, ids[start : start + BATCH])  # type: ignore[arg-type]
+    return done

@@ -1,0 +1,325 @@
+"""SQLite FTS5 keyword search (the default backend).
+
+The external-content FTS5 tables of migrations 0002/0005, ranked by bm25; only the page
+returned is read and highlighted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from memory.retrieval.search.query import (
+    KINDS,
+    STOPWORDS,
+    Kind,
+    SearchHit,
+    SearchQuery,
+    as_datetime,
+    file_match_params,
+    fts_terms,
+    highlight,
+    hit_files,
+    query_words,
+)
+
+# Per FTS column (migration 0005): title subtitle narrative facts concepts files_read
+# files_modified project type; the filter-only columns weigh nothing.
+_OBS_WEIGHTS = "5.0, 2.0, 1.0, 1.0, 2.0, 1.0, 1.5, 0.0, 0.0"
+_SUMMARY_WEIGHTS = (
+    "3.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0"  # request investigated learned completed next notes project
+)
+# Ranking reads the newest RANK_WINDOW matches of a kind, not all of them: a word found in
+# 30,000 rows would cost ~100 ms to rank in full, and when a word is everywhere the recent
+# rows are the better answer. Words rarer than the window are ranked over every match.
+RANK_WINDOW = 1000
+
+
+@dataclass
+class _Sql:
+    where: list[str] = field(default_factory=list)
+    params: list[Any] = field(default_factory=list)
+
+    def add(self, clause: str, *params: Any) -> None:
+        self.where.append(clause)
+        self.params.extend(params)
+
+    @property
+    def sql(self) -> str:
+        return "".join(f" AND {clause}" for clause in self.where)
+
+
+def _common_filters(query: SearchQuery, *, project_col: str | None, created_col: str) -> _Sql:
+    """Row-level filters; project_col None when the FTS tag already filters the project."""
+    from django.db import connection
+
+    sql = _Sql()
+    if query.project and project_col:
+        sql.add(f"{project_col} = %s", query.project)
+    if query.since:
+        sql.add(f"{created_col} >= %s", connection.ops.adapt_datetimefield_value(query.since))
+    if query.until:
+        sql.add(f"{created_col} <= %s", connection.ops.adapt_datetimefield_value(query.until))
+    return sql
+
+
+def _observation_filters(query: SearchQuery, *, in_fts: bool) -> _Sql:
+    sql = _common_filters(
+        query, project_col=None if in_fts else "o.project", created_col="o.created"
+    )
+    if query.types and not in_fts:
+        sql.add(f"o.type IN ({', '.join(['%s'] * len(query.types))})", *query.types)
+    if query.concept:
+        sql.add(
+            "EXISTS (SELECT 1 FROM json_each(o.concepts) c WHERE lower(c.value) = lower(%s))",
+            query.concept.strip(),
+        )
+    if query.file:
+        # A stored path matches when it is the path asked, ends with it (`models.py`), or
+        # is the project-relative tail of an absolute path asked.
+        match = "({v} = %s OR {v} LIKE %s ESCAPE '\\' OR substr(%s, -length({v}) - 1) = '/' || {v})"
+        sql.add(
+            "(EXISTS (SELECT 1 FROM memory_observationfile f WHERE f.observation_id = o.id AND "
+            + match.format(v="f.path")
+            + ") OR EXISTS (SELECT 1 FROM json_each(o.files_modified) m WHERE "
+            + match.format(v="m.value")
+            + ") OR EXISTS (SELECT 1 FROM json_each(o.files_read) r WHERE "
+            + match.format(v="r.value")
+            + "))",
+            *file_match_params(query.file),
+        )
+    return sql
+
+
+_OBS_COLUMNS = (
+    "o.id, o.title, o.project, o.created, o.type, o.session_id, o.files_modified, o.files_read, "
+    "(length(o.title) + length(o.subtitle) + length(o.narrative) + length(o.facts) + 3) / 4 + 20"
+)
+_SUMMARY_TITLE = (
+    "substr(coalesce(nullif(s.request, ''), nullif(s.completed, ''), s.learned), 1, 160)"
+)
+_SUMMARY_COLUMNS = (
+    f"s.id, {_SUMMARY_TITLE}, s.project, s.created, 'summary', s.session_id, '[]', '[]', "
+    "(length(s.request) + length(s.investigated) + length(s.learned) + length(s.completed) "
+    "+ length(s.next_steps) + length(s.notes) + 3) / 4 + 20"
+)
+_PROMPT_COLUMNS = "p.id, substr(p.text, 1, 160), ss.project, p.created, 'prompt', p.session_id, '[]', '[]', (length(p.text) + 3) / 4 + 10"
+
+
+@dataclass(frozen=True)
+class _KindSql:
+    table: str
+    fts: str
+    alias: str
+    columns: str
+    weights: str
+    join: str
+    fallback_snippet: str
+    # The text a highlighted snippet is cut from (title first: it is already shown).
+    snippet_source: str
+
+
+_KIND_SQL: dict[Kind, _KindSql] = {
+    "observation": _KindSql(
+        "memory_observation",
+        "memory_observation_fts",
+        "o",
+        _OBS_COLUMNS,
+        _OBS_WEIGHTS,
+        "",
+        "substr(coalesce(nullif(o.subtitle, ''), o.narrative), 1, 200)",
+        "o.subtitle || char(10) || o.narrative || char(10) || o.facts || char(10) || o.concepts || char(10) || o.files_modified || char(10) || o.files_read",
+    ),
+    "summary": _KindSql(
+        "memory_summary",
+        "memory_summary_fts",
+        "s",
+        _SUMMARY_COLUMNS,
+        _SUMMARY_WEIGHTS,
+        "",
+        "substr(coalesce(nullif(s.completed, ''), s.learned), 1, 200)",
+        "s.request || char(10) || s.investigated || char(10) || s.learned || char(10) || s.completed || char(10) || s.next_steps || char(10) || s.notes",
+    ),
+    "prompt": _KindSql(
+        "memory_prompt",
+        "memory_prompt_fts",
+        "p",
+        _PROMPT_COLUMNS,
+        "1.0",
+        " JOIN memory_session ss ON ss.id = p.session_id",
+        "substr(p.text, 1, 200)",
+        "p.text",
+    ),
+}
+
+
+def _filters(kind: Kind, query: SearchQuery, *, in_fts: bool = False) -> _Sql:
+    """Row-level filters. `in_fts`: project and type are left out, because the FTS query
+    already filters them through the tags of migration 0005 (prompts have no tag)."""
+    if kind == "observation":
+        return _observation_filters(query, in_fts=in_fts)
+    if kind == "summary":
+        return _common_filters(
+            query, project_col=None if in_fts else "s.project", created_col="s.created"
+        )
+    return _common_filters(query, project_col="ss.project", created_col="p.created")
+
+
+def _hit(kind: Kind, row: tuple[Any, ...], score: float, snippet: str) -> SearchHit:
+    return SearchHit(
+        id=row[0], kind=kind, title=row[1] or "", project=row[2], created_at=as_datetime(row[3]), type=row[4],
+        session=row[5], files=hit_files(row[6], row[7]), tokens=int(row[8]), score=score, snippet=snippet or "",
+    )  # fmt: skip
+
+
+def _recent(kind: Kind, query: SearchQuery) -> list[SearchHit]:
+    """No text: the newest rows that pass the filters."""
+    from django.db import connection
+
+    k, filters = _KIND_SQL[kind], _filters(kind, query)
+    sql = (
+        f"SELECT {k.columns}, {k.fallback_snippet} FROM {k.table} {k.alias}{k.join} WHERE 1 = 1{filters.sql} "
+        f"ORDER BY {k.alias}.created DESC, {k.alias}.id DESC LIMIT %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*filters.params, query.limit + query.offset])
+        return [_hit(kind, row[:9], 0.0, row[9]) for row in cursor.fetchall()]
+
+
+def fts_tag(prefix: str, value: str) -> str:
+    """The token migration 0005 indexes for a project (`zp`) or type (`zt`): hex of the UTF-8."""
+    return f'"{prefix}{value.encode("utf-8").hex()}"'
+
+
+def _fts_filters(kind: Kind, query: SearchQuery) -> str:
+    """Project and type as FTS5 tag lookups: one more doclist to intersect, inside the index."""
+    parts = []
+    if query.project and kind != "prompt":
+        parts.append(f"project : {fts_tag('zp', query.project)}")
+    if query.types and kind == "observation":
+        parts.append("type : (" + " OR ".join(fts_tag("zt", t) for t in query.types) + ")")
+    return "".join(f" AND {part}" for part in parts)
+
+
+def _ranked(kind: Kind, query: SearchQuery, terms: str) -> list[tuple[float, Kind, int]]:
+    """(score, kind, id) of the best matches among the newest RANK_WINDOW of this kind,
+    ranked by bm25 alone: the doclists carry all it needs, no row is read."""
+    from django.db import connection
+
+    k, filters = _KIND_SQL[kind], _filters(kind, query, in_fts=True)
+    # CROSS JOIN keeps the FTS table as the outer loop, so rowid order comes from the index.
+    join = (
+        f" CROSS JOIN {k.table} {k.alias} ON {k.alias}.id = {k.fts}.rowid{k.join}"
+        if filters.where
+        else ""
+    )
+    rank_sql = (
+        f"SELECT rowid, score FROM (SELECT {k.fts}.rowid AS rowid, -bm25({k.fts}, {k.weights}) AS score "
+        f"FROM {k.fts}{join} WHERE {k.fts} MATCH %s{filters.sql} ORDER BY {k.fts}.rowid DESC LIMIT {RANK_WINDOW}) "
+        f"ORDER BY score DESC LIMIT %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            rank_sql,
+            [f"({terms}){_fts_filters(kind, query)}", *filters.params, query.limit + query.offset],
+        )
+        return [(float(score), kind, int(pk)) for pk, score in cursor.fetchall()]
+
+
+def _hydrate(page: list[tuple[float, Kind, int]], terms: str) -> list[SearchHit]:
+    """Columns for the page returned (one primary-key read per kind) and a snippet each.
+
+    Not FTS5's snippet(): it needs the MATCH again, and re-running a prefix query per row
+    cost 70 ms at 100k rows; highlighting the page in Python costs well under one.
+    """
+    from django.db import connection
+
+    words = query_words(terms)
+    found: dict[tuple[Kind, int], SearchHit] = {}
+    with connection.cursor() as cursor:
+        for kind in KINDS:
+            scores = {pk: score for score, k_, pk in page if k_ == kind}
+            if not scores:
+                continue
+            k = _KIND_SQL[kind]
+            ids = ", ".join(str(pk) for pk in scores)
+            cursor.execute(
+                f"SELECT {k.columns}, {k.snippet_source} FROM {k.table} {k.alias}{k.join} WHERE {k.alias}.id IN ({ids})"
+            )
+            for row in cursor.fetchall():
+                found[(kind, row[0])] = _hit(
+                    kind, row[:9], scores[row[0]], highlight(row[9] or "", words)
+                )
+    # A row deleted between the two reads simply drops out.
+    return [found[(kind, pk)] for _, kind, pk in page if (kind, pk) in found]
+
+
+def keyword_ranked(query: SearchQuery) -> tuple[list[tuple[float, Kind, int]], str, bool]:
+    """(score, kind, id) best first for the first `offset + limit` rows, the FTS match used,
+    and whether every term matched (False: the any-word fallback answered)."""
+    kinds = [kind for kind in KINDS if query.wants(kind)]
+    terms = fts_terms(query.text)
+    if not terms:
+        return [], "", True
+    match = " ".join(terms)
+    ranked = [row for kind in kinds for row in _ranked(kind, query, match)]
+    strict = True
+    if not ranked and len(terms) > 1:
+        # Natural-language questions rarely have every word in one row: widen to any word
+        # but the filler ones (which match everything); bm25 ranks rows holding more, and
+        # rarer, words first.
+        words = [term for term in terms if term.strip('"*').lower() not in STOPWORDS] or terms
+        match = " OR ".join(words)
+        ranked = [row for kind in kinds for row in _ranked(kind, query, match)]
+        strict = False
+    # Equal scores: the newer row (higher id) first.
+    ranked.sort(key=lambda row: (row[0], row[2]), reverse=True)
+    return ranked, match, strict
+
+
+def search_sqlite(query: SearchQuery) -> list[SearchHit]:
+    """FTS5 search: all terms must match; when nothing does, any term may (ranked by bm25).
+    Each kind is ranked on its own, the results merged by score, and only the page returned
+    is read and highlighted."""
+    if query.text.strip() and not fts_terms(query.text):
+        return []  # only punctuation: nothing that could match
+    if not query.text.strip():
+        kinds = [kind for kind in KINDS if query.wants(kind)]
+        hits = [hit for kind in kinds for hit in _recent(kind, query)]
+        hits.sort(key=lambda hit: (hit.created_at, hit.id), reverse=True)
+        return hits[query.offset : query.offset + query.limit]
+    ranked, match, _ = keyword_ranked(query)
+    return _hydrate(ranked[query.offset : query.offset + query.limit], match)
+
+
+def hits_by_ids(page: list[tuple[float, Kind, int]], text: str) -> list[SearchHit]:
+    """Hits for rows found by vector (hybrid/semantic), highlighted with the query's words."""
+    return _hydrate(page, " ".join(fts_terms(text)))
+
+
+def allowed_ids(kind: Kind, query: SearchQuery, bound: int) -> set[int]:
+    """Ids of the newest `bound` rows of `kind` passing the query's filters."""
+    from django.db import connection
+
+    k, filters = _KIND_SQL[kind], _filters(kind, query)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {k.alias}.id FROM {k.table} {k.alias}{k.join} WHERE 1 = 1{filters.sql} "
+            f"ORDER BY {k.alias}.id DESC LIMIT %s",
+            [*filters.params, bound],
+        )
+        return {row[0] for row in cursor.fetchall()}
+
+
+class SqliteBackend:
+    """The SQLite side of `hybrid.search_mode`."""
+
+    keyword = staticmethod(search_sqlite)
+
+    @staticmethod
+    def keyword_ranked(query: SearchQuery) -> tuple[list[tuple[float, Kind, int]], bool]:
+        ranked, _, strict = keyword_ranked(query)
+        return ranked, strict
+
+    hits_by_ids = staticmethod(hits_by_ids)
+    allowed_ids = staticmethod(allowed_ids)

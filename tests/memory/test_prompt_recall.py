@@ -1,0 +1,121 @@
+"""Prompt-time recall (CLAUDE_MEM_SEMANTIC_INJECT) through the real UserPromptSubmit hook."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from memory.models import Observation, Session
+from memory.recall.prompt_recall import HEADER, TOKEN_BUDGET
+from memory.retrieval.embeddings import store
+from tests.support.paths import CLAUDE_FIXTURES
+
+pytestmark = pytest.mark.django_db
+
+PROMPT = "why did money given back to buyers disagree with what they paid at purchase"
+
+
+@pytest.fixture
+def earlier(tmp_path: Path) -> dict[str, Any]:
+    cwd = tmp_path / "demo"
+    cwd.mkdir()
+    old = Session.objects.create(
+        session_id="earlier", project="demo", started=timezone.now() - timedelta(days=3)
+    )
+    now = timezone.now()
+
+    def obs(title: str, narrative: str, days: float) -> int:
+        return Observation.objects.create(
+            session=old, project="demo", type="bugfix", title=title, narrative=narrative,
+            created=now - timedelta(days=days),
+        ).pk  # fmt: skip
+
+    ids = {
+        "refunds": obs("Refunds reuse compute_total() so partial refunds match checkout",
+                       "Refund amounts had their own rounding; the refund path calls compute_total().", 2),
+        "refund_tax": obs("Refund receipts show the tax withheld on partial refunds",
+                          "Receipts list the VAT share of a refund so the returned amount is explained.", 2.5),
+        "redis": obs("Redis connection pool exhausted under load", "A shared pool fixed the spikes.", 1),
+        "backup": obs("Nightly Postgres backups moved to WAL archiving", "pg_dump locked tables.", 0.5),
+    }  # fmt: skip
+    store.embed_pending()
+    return {"cwd": cwd, "ids": ids}
+
+
+def _prompt(client: Client, cwd: Path, text: str = PROMPT, sid: str = "now-1") -> dict[str, Any]:
+    payload = json.loads((CLAUDE_FIXTURES / "UserPromptSubmit.json").read_text())
+    payload.update(prompt=text, cwd=str(cwd), session_id=sid)
+    resp = Client().post(
+        "/api/hooks/claude-code/session-init",
+        data=json.dumps(payload),
+        content_type="application/json",
+    )
+    assert resp.status_code == 200, resp.content
+    return resp.json()
+
+
+def test_off_by_default(earlier: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAUDE_MEM_CONTEXT_OBSERVATIONS", "0")
+    assert _prompt(Client(), earlier["cwd"]) == {}
+
+
+def test_related_notes_from_earlier_sessions_are_added(
+    earlier: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLAUDE_MEM_SEMANTIC_INJECT", "true")
+    # The SessionStart index showed the two newest observations: never repeated.
+    monkeypatch.setenv("CLAUDE_MEM_CONTEXT_OBSERVATIONS", "2")
+    out = _prompt(Client(), earlier["cwd"])
+    spec = out["hookSpecificOutput"]
+    assert spec["hookEventName"] == "UserPromptSubmit"
+    context = spec["additionalContext"]
+    assert context.startswith(HEADER)
+    ids = earlier["ids"]
+    assert f"#{ids['refunds']} " in context
+    assert f"#{ids['redis']} " not in context and f"#{ids['backup']} " not in context
+    assert len(context) // 4 <= TOKEN_BUDGET
+
+
+def test_what_the_session_start_index_showed_is_not_repeated(
+    earlier: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLAUDE_MEM_SEMANTIC_INJECT", "true")
+    monkeypatch.setenv("CLAUDE_MEM_CONTEXT_OBSERVATIONS", "50")  # the index showed all four
+    assert _prompt(Client(), earlier["cwd"]) == {}
+
+
+def test_the_limit_and_this_sessions_own_notes(
+    earlier: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLAUDE_MEM_SEMANTIC_INJECT", "true")
+    monkeypatch.setenv("CLAUDE_MEM_CONTEXT_OBSERVATIONS", "0")
+    monkeypatch.setenv("CLAUDE_MEM_SEMANTIC_INJECT_LIMIT", "1")
+    context = _prompt(Client(), earlier["cwd"])["hookSpecificOutput"]["additionalContext"]
+    assert len(context.splitlines()) == 2  # the header and one note
+    # Notes recorded in the current session are not "earlier sessions".
+    session = Session.objects.get(session_id="now-1")
+    Observation.objects.filter(pk__in=earlier["ids"].values()).update(session=session)
+    assert _prompt(Client(), earlier["cwd"], text=PROMPT + " again") == {}
+
+
+def test_the_hook_stays_fast_with_recall_on(
+    earlier: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLAUDE_MEM_SEMANTIC_INJECT", "true")
+    monkeypatch.setenv("CLAUDE_MEM_CONTEXT_OBSERVATIONS", "0")
+    _prompt(Client(), earlier["cwd"], sid="warm")  # the model and the vector matrix load once
+    times = []
+    for n in range(5):
+        began = time.perf_counter()
+        out = _prompt(Client(), earlier["cwd"], text=f"{PROMPT} {n}", sid="timed")
+        times.append(time.perf_counter() - began)
+        assert "additionalContext" in out["hookSpecificOutput"]
+    # Generous for a shared CI machine; `cmem bench recall` reports the figure itself.
+    assert sorted(times)[2] < 0.25

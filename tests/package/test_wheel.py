@@ -1,0 +1,205 @@
+"""The package as a user gets it: a wheel built from this checkout, installed into a fresh
+venv outside it, started from an empty folder with a data dir of its own.
+
+The wheel is built once per run (module fixture). Its dependencies are installed by pip into
+the fresh venv (pip's cache and the configured index; no other network). Everything below
+runs the installed `cmem`, never the checkout's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.support.paths import REPO
+from tests.support.worker import free_port, make_worker_env
+
+pytestmark = [pytest.mark.package, pytest.mark.slow]
+
+PAGES = ["/", "/live/", "/search/?q=checkout", "/settings/", "/stats/", "/work/", "/admin/login/", "/api/docs", "/api/health"]  # fmt: skip
+
+
+@dataclass
+class Installed:
+    venv: Path
+    cmem: Path
+    folder: Path  # an empty working folder, outside the checkout
+    env: dict[str, str]
+    url: str
+
+
+def _run(installed: Installed, *args: str, stdin: str = "", timeout: float = 180) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    return subprocess.run(
+        [str(installed.cmem), *args], input=stdin, cwd=installed.folder, env=installed.env,
+        capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+
+
+def _get(url: str) -> tuple[int, str, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return response.status, response.headers.get("Content-Type", ""), response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers.get("Content-Type", ""), exc.read()
+
+
+@pytest.fixture(scope="module")
+def installed() -> Iterator[Installed]:
+    outside = Path(tempfile.mkdtemp(prefix="cmem-wheel-"))
+    assert not outside.is_relative_to(REPO)
+    dist = outside / "dist"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(REPO)],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    (wheel,) = dist.glob("cmem-*.whl")
+    venv = outside / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    folder = outside / "empty"
+    folder.mkdir()
+    data = outside / "data"
+    port = free_port()
+    env = make_worker_env(data, port, HOME=str(outside / "home"))
+    env["PATH"] = f"{venv / 'bin'}:/usr/bin:/bin"
+    env.pop("PYTHONPATH", None)
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    it = Installed(
+        venv=venv,
+        cmem=venv / "bin" / "cmem",
+        folder=folder,
+        env=env,
+        url=f"http://127.0.0.1:{port}",
+    )
+    started = _run(it, "start")
+    assert started.returncode == 0, started.stdout + started.stderr
+    try:
+        yield it
+    finally:
+        _run(it, "stop")
+
+
+def test_the_installed_package_is_not_the_checkout(installed: Installed) -> None:
+    code = "import cmem_site, memory; print(cmem_site.__file__); print(memory.__file__)"
+    done = subprocess.run(
+        [str(installed.venv / "bin" / "python"), "-c", code],
+        cwd=installed.folder, env=installed.env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    for line in done.stdout.split():
+        assert str(installed.venv) in line and str(REPO) not in line
+    version = _run(installed, "--version")
+    assert version.returncode == 0 and version.stdout.startswith("cmem ")
+
+
+def test_every_page_and_static_file_answers_200(installed: Installed) -> None:
+    demo = _run(installed, "demo")
+    assert demo.returncode == 0, demo.stderr
+    status, _, body = _get(f"{installed.url}/api/search?q=checkout&limit=1")
+    assert status == 200
+    first = json.loads(body)["results"][0]
+    pages = [*PAGES, f"/observations/{first['id']}/", f"/sessions/{first['session']}/"]
+    assets: set[str] = set()
+    for page in pages:
+        status, kind, body = _get(installed.url + page)
+        assert status == 200, f"{page}: {status} {body[:300]!r}"
+        if "html" in kind:
+            assets |= set(re.findall(r'(?:src|href)="(/static/[^"?#]+)', body.decode()))
+    # Every file the wheel carries in cmem_site/static, whether a page names it or not.
+    site = next(installed.venv.glob("lib/python3*/site-packages"))
+    shipped = {f"/static/{p.relative_to(site / 'cmem_site' / 'static')}" for p in (site / "cmem_site" / "static").rglob("*") if p.is_file()}  # fmt: skip
+    assert {"/static/css/cmem.css", "/static/js/cmem.js"} <= shipped
+    for asset in sorted(assets | shipped):
+        status, _, body = _get(installed.url + asset)
+        assert status == 200 and body, asset
+
+
+def test_a_hook_is_captured(installed: Installed) -> None:
+    payload = {
+        "session_id": "wheel-s1", "transcript_path": "", "cwd": str(installed.folder),
+        "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": "toolu_wheel_1",
+        "tool_input": {"command": "ls", "description": "list"},
+        "tool_response": {"stdout": "a\nb\n", "stderr": "", "interrupted": False, "isImage": False, "noOutputExpected": False},
+    }  # fmt: skip
+    done = _run(installed, "hook", "claude-code", "observation", stdin=json.dumps(payload))
+    assert done.returncode == 0 and done.stdout.strip() in {"", "{}"}, done.stderr
+    db = Path(installed.env["CLAUDE_MEM_DATA_DIR"]) / "cmem.sqlite3"
+    with sqlite3.connect(db) as conn:
+        (count,) = conn.execute(
+            "select count(*) from memory_event where tool_use_id = 'toolu_wheel_1'"
+        ).fetchone()
+    assert count == 1
+
+
+def test_the_mcp_server_lists_its_tools_under_cmems_name(installed: Installed) -> None:
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        [str(installed.cmem), "mcp"], cwd=installed.folder, env=installed.env,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdin and proc.stdout
+    replies = {}
+    try:
+        for message in messages:
+            proc.stdin.write(json.dumps(message) + "\n")
+            proc.stdin.flush()
+            if "id" in message:
+                reply = json.loads(proc.stdout.readline())
+                replies[reply["id"]] = reply
+    finally:
+        proc.kill()
+        proc.wait(10)
+    server = replies[1]["result"]["serverInfo"]
+    from memory import config
+
+    assert server == {"name": "cmem", "version": config.VERSION} or (
+        server["name"] == "cmem" and server["version"] == config.VERSION
+    )
+    names = {tool["name"] for tool in replies[2]["result"]["tools"]}
+    assert {"search", "timeline", "get_observations", "smart_outline", "smart_unfold"} <= names
+
+
+def test_bench_compress_runs_without_the_test_tree(installed: Installed) -> None:
+    env = {**installed.env}
+    env["CLAUDE_MEM_DATA_DIR"] = str(installed.folder.parent / "bench-data")
+    done = subprocess.run(
+        [str(installed.cmem), "bench", "compress", "--quick"], cwd=installed.folder, env=env,
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "== bench compress ==" in done.stdout and "Traceback" not in done.stderr
+
+
+def test_unknown_api_paths_answer_json_and_pages_a_styled_404(installed: Installed) -> None:
+    status, kind, body = _get(f"{installed.url}/api/no-such-thing")
+    assert status == 404 and kind.startswith("application/json")
+    assert "detail" in json.loads(body)
+    status, kind, body = _get(f"{installed.url}/no-such-page/")
+    assert status == 404 and "html" in kind and b"/static/css/cmem.css" in body
+
+
+def test_starting_twice_reports_the_running_worker(installed: Installed) -> None:
+    again = _run(installed, "start")
+    assert again.returncode == 0 and "already running" in again.stdout
+    served = _run(installed, "serve")
+    assert served.returncode == 0 and "already running" in served.stdout
+    status = _run(installed, "status", "--json")
+    pid = json.loads(status.stdout)["pid"]
+    assert f"(pid {pid})" in again.stdout and f"(pid {pid})" in served.stdout

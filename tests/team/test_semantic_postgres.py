@@ -1,0 +1,68 @@
+"""Search by meaning on PostgreSQL (team mode): vectors in `memory_embedding` (bytea, no
+pgvector on this server), the same scan, the same fusion, and the delete triggers."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from memory.models import Embedding, Observation, Session
+from memory.retrieval.embeddings import store
+from memory.retrieval.search.query import HIGHLIGHT_OPEN, SearchQuery
+from memory.retrieval.search.service import search
+
+pytestmark = [pytest.mark.django_db, pytest.mark.team, pytest.mark.usefixtures("pg_backend")]
+
+PARAPHRASE = "why did money given back to buyers disagree with what they paid at purchase"
+
+
+@pytest.fixture
+def rows() -> dict[str, int]:
+    shop = Session.objects.create(session_id="s-shop", project="shop")
+    infra = Session.objects.create(session_id="s-infra", project="infra")
+    ids = {
+        "refunds": Observation.objects.create(
+            session=shop, project="shop", type="bugfix",
+            title="Refunds reuse compute_total() so partial refunds match checkout",
+            narrative="Refund amounts were computed with their own rounding; the refund path now calls compute_total().",
+        ).pk,
+        "webhooks": Observation.objects.create(
+            session=shop, project="shop", type="bugfix", title="Stripe webhook retries created duplicate orders",
+            narrative="Idempotency key stored per event id.",
+        ).pk,
+        "redis": Observation.objects.create(
+            session=infra, project="infra", type="bugfix", title="Redis connection pool exhausted under load",
+            narrative="A shared pool with max 50 connections fixed the spikes.",
+        ).pk,
+    }  # fmt: skip
+    store.embed_pending()
+    return ids
+
+
+def _ids(**kwargs: object) -> list[int]:
+    return [h.id for h in search(SearchQuery(kinds=("observation",), **kwargs))]  # type: ignore[arg-type]
+
+
+def test_each_mode_on_postgres(rows: dict[str, int]) -> None:
+    assert connection.vendor == "postgresql"
+    assert Embedding.objects.count() == 3
+    assert _ids(text=PARAPHRASE, mode="semantic")[0] == rows["refunds"]
+    assert rows["refunds"] in _ids(text=PARAPHRASE, mode="hybrid")[:2]
+    assert _ids(text="webhook idempotency", mode="hybrid")[0] == rows["webhooks"]
+    hit = search(SearchQuery(text="refund rounding", mode="hybrid"))[0]
+    assert hit.id == rows["refunds"] and HIGHLIGHT_OPEN in hit.snippet
+
+
+def test_filters_hold_on_postgres(rows: dict[str, int]) -> None:
+    for mode in ("semantic", "hybrid"):
+        assert rows["refunds"] not in _ids(text=PARAPHRASE, mode=mode, project="infra")
+        assert _ids(text=PARAPHRASE, mode=mode, project="shop")[0] == rows["refunds"]
+
+
+def test_vectors_follow_rows_on_postgres(rows: dict[str, int]) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM memory_observation WHERE id = %s", [rows["redis"]])
+    assert not Embedding.objects.filter(object_id=rows["redis"]).exists()
+    Session.objects.filter(project="shop").delete()
+    assert not Embedding.objects.exists()
+    assert _ids(text=PARAPHRASE, mode="semantic") == []
