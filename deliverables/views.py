@@ -19,6 +19,7 @@ from deliverables.services import (
 )
 from deliverables.work import work_page
 from memory import feed, services
+from memory.models import Observation
 
 # Previews are rendered by the browser, so the stored file must not be able to run script
 # or reach anything: `sandbox` makes it an opaque origin even when opened directly.
@@ -33,12 +34,14 @@ def my_work(request: HttpRequest) -> HttpResponse:
         project=data.get("project") or "",
         date_from=data.get("date_from"),
         date_to=data.get("date_to"),
+        obs_type=data.get("type") or "",
         page=request.GET.get("page", 1),
     )
     ctx = {
         "form": form,
         "work": work,
         "projects": services.projects_list(),
+        "types": Observation.Type.choices,
         "live_poll_ms": feed.LIVE_POLL_MS,
         "cursor": feed.feed_cursor(),
     }

@@ -9,7 +9,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Max
+from django.db.models import Exists, Max, OuterRef
 from django.utils import timezone
 
 from deliverables.models import Deliverable
@@ -101,6 +101,7 @@ def work_page(
     project: str = "",
     date_from: date | None = None,
     date_to: date | None = None,
+    obs_type: str = "",
     page: int | str = 1,
 ) -> WorkPage:
     """My Work: one card per prompt with what it produced, grouped by day and project.
@@ -112,15 +113,29 @@ def work_page(
     if project:
         prompts = prompts.filter(session__project=project)
     prompts = date_filter(prompts, date_from=date_from, date_to=date_to)
+    if obs_type:
+        # Only the requests that produced an observation of this type, showing just those.
+        prompts = prompts.filter(
+            Exists(
+                Observation.objects.filter(
+                    session_id=OuterRef("session_id"),
+                    prompt_number=OuterRef("number"),
+                    type=obs_type,
+                )
+            )
+        )
     page_obj = Paginator(prompts, WORK_PAGE_SIZE).get_page(page)
     page_prompts: list[Prompt] = list(page_obj.object_list)
     session_ids = {p.session_id for p in page_prompts}
     numbers = {p.number for p in page_prompts}
 
     obs_by: dict[tuple[int, int], list[Observation]] = defaultdict(list)
-    for obs in Observation.objects.filter(
+    observations_of_page = Observation.objects.filter(
         session_id__in=session_ids, prompt_number__in=numbers
-    ).order_by("created", "pk"):
+    )
+    if obs_type:
+        observations_of_page = observations_of_page.filter(type=obs_type)
+    for obs in observations_of_page.order_by("created", "pk"):
         obs_by[(obs.session_id, obs.prompt_number or 0)].append(obs)
     summary_by: dict[tuple[int, int], Summary] = {}
     for found in Summary.objects.filter(

@@ -7,18 +7,22 @@ old memory is pruned with the "Prune…" action. Excluded projects are the one e
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django import forms
 from django.contrib import admin
 from django.contrib.admin import helpers
 from django.core.exceptions import PermissionDenied
+from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.defaultfilters import truncatechars
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
 from memory import config
 from memory.housekeeping.observations_prune import observations_prune
@@ -36,14 +40,50 @@ from memory.models import (
 )
 
 PREVIEW_CHARS = 80
+JSON_SUFFIX = "_json"
+
+# The admin speaks cmem: its name in the header, the tab and the index page.
+admin.site.site_header = "cmem admin"
+admin.site.site_title = "cmem"
+admin.site.index_title = "Everything cmem stored"
+admin.site.site_url = "/"
 
 
 def preview(text: object, chars: int = PREVIEW_CHARS) -> str:
     return truncatechars(" ".join(str(text or "").split()), chars)
 
 
+def json_pretty(value: object) -> SafeString:
+    """A JSON field's value indented in a <pre> (Django shows it as one compact line)."""
+    text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+    return format_html('<pre class="cmem-json">{}</pre>', text)
+
+
 class ReadOnlyAdmin(admin.ModelAdmin):
-    """Viewable and deletable, never added or edited by hand."""
+    """Viewable and deletable, never added or edited by hand. JSON fields are shown indented:
+    on the view page each `name` is swapped for a `name_json` display built on the fly."""
+
+    def _json_names(self) -> set[str]:
+        return {f.name for f in self.model._meta.get_fields() if isinstance(f, models.JSONField)}
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Sequence[Any]:
+        fields = super().get_fields(request, obj)
+        if obj is None:
+            return fields
+        json_names = self._json_names()
+        return [f"{f}{JSON_SUFFIX}" if f in json_names else f for f in fields]
+
+    def __getattr__(self, name: str) -> Callable[[Any], SafeString]:
+        # Only reached for attributes ModelAdmin lacks: the `name_json` displays above.
+        if name.endswith(JSON_SUFFIX) and name[: -len(JSON_SUFFIX)] in self._json_names():
+            field = name[: -len(JSON_SUFFIX)]
+
+            def display(obj: Any) -> SafeString:
+                return json_pretty(getattr(obj, field))
+
+            display.short_description = field.replace("_", " ")  # type: ignore[attr-defined]
+            return display
+        raise AttributeError(name)
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

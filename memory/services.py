@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-from django.db.models import Max
+from django.db.models import Exists, Max, OuterRef, Q
 
 from memory import config, extensions
 from memory.capture.spool import spool_backlog
@@ -15,8 +15,24 @@ from memory.recall.gate_policy import project_gate_mode
 
 
 def projects_list() -> list[str]:
-    """Every project that has a session, most recently active first."""
-    rows = Session.objects.values("project").annotate(last=Max("started")).order_by("-last")
+    """Every project where something was captured, most recently active first.
+
+    SessionStart creates its Session row (the ledger books the injection against it), so a
+    session opened in a folder that is not a project (`/tmp`) exists with nothing in it: such
+    a session names no project until a prompt or a tool use is stored there."""
+    # Observations and summaries count too: importers store them without prompts or events.
+    captured = (
+        Q(prompt_counter__gt=0)
+        | Q(Exists(Event.objects.filter(session=OuterRef("pk"))))
+        | Q(Exists(Observation.objects.filter(session=OuterRef("pk"))))
+        | Q(Exists(Summary.objects.filter(session=OuterRef("pk"))))
+    )
+    rows = (
+        Session.objects.filter(captured)
+        .values("project")
+        .annotate(last=Max("started"))
+        .order_by("-last")
+    )
     return [r["project"] for r in rows]
 
 

@@ -47,7 +47,11 @@ class SearchHitOut(Schema):
     created_at: datetime
     type: str
     score: float
-    snippet: str = Field(description="The matching passage, matches between « and ».")
+    snippet: str = Field(description="The matching passage, plain text (no markup).")
+    highlights: list[list[int]] = Field(
+        default_factory=list,
+        description="The matches in `snippet`: [start, end) character (code point) offsets.",
+    )
     tokens: int = Field(description="Roughly what fetching the full row costs.")
     session: int | None
     files: list[str]

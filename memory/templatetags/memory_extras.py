@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
 from django import template
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
 
 register = template.Library()
 
@@ -99,3 +102,17 @@ def query_with(context: template.Context, **changes: Any) -> str:
             params[key] = value
     encoded = params.urlencode()
     return f"?{encoded}" if encoded else "?"
+
+
+@register.simple_tag
+def marked(text: str, spans: Iterable[tuple[int, int]]) -> SafeString:
+    """`text` escaped, with each [start, end) span of it in <mark> (search matches)."""
+    out: list[str] = []
+    at = 0
+    for start, end in sorted(spans):
+        if start < at or end > len(text):
+            continue  # overlapping or out of range: never cut the text wrongly
+        out += [escape(text[at:start]), "<mark>", escape(text[start:end]), "</mark>"]
+        at = end
+    out.append(escape(text[at:]))
+    return mark_safe("".join(out))

@@ -144,9 +144,13 @@ def test_timeline_filter_detail_my_work_download_and_live(
     page.context.close()
 
 
-@pytest.mark.parametrize("width", [1280, 390])
+DOC_SHOTS = REPO / "docs" / "screenshots"
+DOC_WIDTHS = (1400, 420)  # the README's screenshots (docs/screenshots/) are taken at these
+
+
+@pytest.mark.parametrize("width", [1280, 390, *DOC_WIDTHS])
 def test_pages_fit_the_screen(live_worker: LiveWorker, browser: Any, width: int) -> None:
-    _seed(live_worker, "demo")
+    ids = _seed(live_worker, "demo")
     page = _page(browser, live_worker, width=width, height=844)
     for path, name in (
         ("/", "timeline"),
@@ -154,12 +158,17 @@ def test_pages_fit_the_screen(live_worker: LiveWorker, browser: Any, width: int)
         ("/settings/", "settings"),
         ("/stats/", "stats"),
         ("/search/?q=rounding", "search"),
+        (f"/observations/{ids['observations'][0]}/", "observation"),
+        (f"/sessions/{ids['sessions'][0]}/", "session"),
     ):
         page.goto(live_worker.url + path)
         page.locator("main h1").first.wait_for()
         scroll_width = page.evaluate("document.documentElement.scrollWidth")
         assert scroll_width <= width, f"{path} is {scroll_width}px wide at a {width}px viewport"
         _shot(page, f"{name}-{width}.png")
+        if width in DOC_WIDTHS:
+            DOC_SHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(DOC_SHOTS / f"{name}-{width}.png"), full_page=True)
     page.context.close()
 
 
@@ -276,4 +285,105 @@ def test_acceptance_prompt_edit_write_stop(
         card.get_by_role("link", name="Download release-notes.md").click()
     assert Path(info.value.path()).read_bytes() == written
     _shot(page, "acceptance-my-work.png")
+    page.context.close()
+
+
+def test_search_highlights_marks_in_page_and_offsets_in_api(
+    live_worker: LiveWorker, browser: Any
+) -> None:
+    _seed(live_worker, "demo")
+    page = _page(browser, live_worker)
+    page.goto(live_worker.url + "/search/?q=rounding")
+    marks = page.locator(".snippet mark")
+    marks.first.wait_for()
+    texts = [t.lower() for t in marks.all_inner_texts()]
+    assert texts and all(t.startswith("round") for t in texts), texts
+    snippet_text = page.locator(".snippet").first.inner_text()
+    assert "«" not in snippet_text and "»" not in snippet_text
+    _shot(page, "search-highlights-1280.png")
+    page.context.close()
+
+    data = json.loads(owner_open(live_worker.data_dir, live_worker.url + "/api/search?q=rounding"))
+    hits = [h for h in data["results"] if h["snippet"]]
+    assert hits
+    for hit in hits:
+        assert "«" not in hit["snippet"] and "<mark" not in hit["snippet"]
+        assert "\ue000" not in hit["snippet"]
+    spans = [(h["snippet"], s) for h in hits for s in h["highlights"]]
+    assert spans, hits
+    for snippet, (start, end) in spans:
+        assert snippet[start:end].lower().startswith("round"), (snippet, start, end)
+
+
+def test_theme_toggle_light_dark_system_is_remembered(
+    live_worker: LiveWorker, browser: Any
+) -> None:
+    """The system says dark; the toggle overrides it, survives a reload, and "System" hands
+    back to the system. All under the strict CSP (no inline script or style)."""
+    from memory.service.credentials import owner_login_url
+
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="dark")
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    page.goto(owner_login_url(live_worker.url, "/", data_dir=live_worker.data_dir))
+    csp: list[str] = []
+    page.on(
+        "console",
+        lambda msg: csp.append(msg.text) if "Content Security Policy" in msg.text else None,
+    )
+
+    def background() -> str:
+        return page.evaluate("getComputedStyle(document.body).backgroundColor")
+
+    page.goto(live_worker.url + "/")
+    select = page.locator("#theme-select")
+    select.wait_for()
+    assert select.input_value() == "system"
+    assert background() == "rgb(17, 18, 20)"  # the dark palette, from the system
+    select.select_option("light")
+    assert page.evaluate("document.documentElement.dataset.theme") == "light"
+    assert background() == "rgb(247, 247, 248)"
+    page.reload()
+    page.locator("#theme-select").wait_for()
+    assert page.locator("#theme-select").input_value() == "light"
+    assert background() == "rgb(247, 247, 248)"
+    assert page.evaluate("localStorage.getItem('cmem-theme')") == "light"
+    page.goto(live_worker.url + "/search/")
+    assert background() == "rgb(247, 247, 248)"  # every page, not just the one it was set on
+    page.locator("#theme-select").select_option("dark")
+    assert background() == "rgb(17, 18, 20)"
+    page.locator("#theme-select").select_option("system")
+    assert page.evaluate("document.documentElement.hasAttribute('data-theme')") is False
+    assert page.evaluate("localStorage.getItem('cmem-theme')") is None
+    assert background() == "rgb(17, 18, 20)"
+    assert csp == []
+    context.close()
+
+
+def test_my_work_type_filter_and_badge_legend(live_worker: LiveWorker, browser: Any) -> None:
+    ids = _seed(live_worker, "demo")
+    page = _page(browser, live_worker)
+    page.goto(live_worker.url + "/work/")
+    legend = page.locator("#type-legend")
+    legend.wait_for()
+    for label in ("Bug Fix", "Feature", "Discovery", "Decision", "Security Alert"):
+        assert legend.get_by_text(label, exact=True).is_visible(), label
+    web_card = page.locator(f"#request-{ids['prompts'][0]}")
+    api_card = page.locator(f"#request-{ids['prompts'][1]}")
+    assert web_card.is_visible() and api_card.is_visible()
+
+    page.get_by_label("Type").select_option("discovery")
+    page.get_by_role("button", name="Filter").click()
+    page.wait_for_url("**/work/?*type=discovery*")
+    api_card.get_by_role("link", name="Login hashes the password twice").wait_for()
+    assert web_card.count() == 0
+
+    page.get_by_label("Type").select_option("bugfix")
+    page.get_by_role("button", name="Filter").click()
+    page.wait_for_url("**/work/?*type=bugfix*")
+    web_card.get_by_role("link", name="Checkout total rounded before tax").wait_for()
+    # Within the card only the chosen type's observations remain.
+    assert web_card.get_by_role("link", name="Added a regression test for rounding").count() == 0
+    assert api_card.count() == 0
+    _shot(page, "my-work-type-filter-1280.png")
     page.context.close()

@@ -4,6 +4,7 @@ from datetime import timedelta
 
 import pytest
 from django.contrib import admin
+from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
@@ -321,3 +322,28 @@ def test_ensure_admin_leaves_an_existing_superuser_alone(data_dir, admin_user) -
     call_command("ensure_admin", stdout=out)
     assert f"cmem manage changepassword {admin_user.username}" in out.getvalue()
     assert not (data_dir / "admin-password").exists()
+
+
+def test_admin_is_branded_cmem_and_shows_json_fields_indented(admin_client: Client) -> None:
+    from memory.models import Event
+
+    session = SessionFactory(project="webshop")
+    event = Event.objects.create(
+        session=session,
+        kind=Event.Kind.OBSERVATION,
+        tool_name="Edit",
+        payload={"tool_input": {"file_path": "shop/checkout.py", "old": "<b>x</b>"}},
+    )
+    index = admin_client.get("/admin/").content.decode()
+    assert "<title>Everything cmem stored | cmem</title>" in index
+    assert "cmem admin" in index and "Django administration" not in index
+    assert "css/cmem-admin.css" in index
+    page = admin_client.get(f"/admin/memory/event/{event.pk}/change/")
+    assert page.status_code == 200
+    body = page.content.decode()
+    # Indented JSON in a <pre>, its markup escaped, not one compact line.
+    assert (
+        '<pre class="cmem-json">{\n  &quot;tool_input&quot;: {\n    &quot;file_path&quot;' in body
+    )
+    assert "&lt;b&gt;x&lt;/b&gt;" in body
+    assert '{"tool_input": {"file_path"' not in body

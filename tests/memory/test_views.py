@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.test import Client
@@ -21,6 +22,7 @@ from tests.browser.seed import (
     seed_demo,
 )
 from tests.factories import SessionFactory
+from tests.support import CLAUDE_FIXTURES
 
 pytestmark = pytest.mark.django_db
 
@@ -365,3 +367,31 @@ def test_the_dashboard_says_which_provider_and_why(
         "Observer: anthropic (auto: Anthropic API key from ANTHROPIC_API_KEY (environment))" in body
     )
     assert "sk-ant-dashboard" not in body
+
+
+def test_session_start_outside_a_project_creates_no_project_until_capture(
+    tmp_path: Path,
+) -> None:
+    """A SessionStart from a scratch folder (like /tmp) lists no project; its first prompt does."""
+    hooks = Client(enforce_csrf_checks=True)
+    scratch = tmp_path / "scratchpad-folder"
+    scratch.mkdir()
+    start = json.loads((CLAUDE_FIXTURES / "SessionStart.json").read_text())
+    start.update(cwd=str(scratch), session_id="phantom-1", source="startup")
+    resp = hooks.post(
+        "/api/hooks/claude-code/context", data=json.dumps(start), content_type="application/json"
+    )
+    assert resp.status_code == 200
+    page = Client()
+    for url in ("/search/", "/settings/", "/work/"):
+        body = page.get(url).content.decode()
+        assert "scratchpad-folder" not in body, url
+    prompt = json.loads((CLAUDE_FIXTURES / "UserPromptSubmit.json").read_text())
+    prompt.update(cwd=str(scratch), session_id="phantom-1", prompt="now something is captured")
+    resp = hooks.post(
+        "/api/hooks/claude-code/session-init",
+        data=json.dumps(prompt),
+        content_type="application/json",
+    )
+    assert resp.status_code == 200
+    assert '<option value="scratchpad-folder"' in page.get("/search/").content.decode()

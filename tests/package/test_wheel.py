@@ -45,9 +45,23 @@ def _run(installed: Installed, *args: str, stdin: str = "", timeout: float = 180
     )  # fmt: skip
 
 
+# Pages and the API answer the owner only: the tests sign in as a user does, through the
+# one-time link `cmem open` prints; the opener keeps the session cookie it sets.
+_OWNER = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
+
+
+def _sign_in(installed: Installed) -> None:
+    link = _run(installed, "open", "--print")
+    assert link.returncode == 0, link.stdout + link.stderr
+    url = link.stdout.strip().splitlines()[-1]
+    assert "/auth/?token=" in url
+    status, _, _ = _get(url)
+    assert status == 200
+
+
 def _get(url: str) -> tuple[int, str, bytes]:
     try:
-        with urllib.request.urlopen(url, timeout=30) as response:
+        with _OWNER.open(url, timeout=30) as response:
             return response.status, response.headers.get("Content-Type", ""), response.read()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.headers.get("Content-Type", ""), exc.read()
@@ -106,6 +120,9 @@ def test_the_installed_package_is_not_the_checkout(installed: Installed) -> None
 
 
 def test_every_page_and_static_file_answers_200(installed: Installed) -> None:
+    status, _, _ = _get(f"{installed.url}/api/search?q=checkout&limit=1")
+    assert status == 401  # before signing in, nothing
+    _sign_in(installed)
     demo = _run(installed, "demo")
     assert demo.returncode == 0, demo.stderr
     status, _, body = _get(f"{installed.url}/api/search?q=checkout&limit=1")

@@ -37,7 +37,7 @@ _RANK = f"ts_rank('{RANK_WEIGHTS}', o.search_vector, q.q)"
 # Broad queries rank their newest matches only (see _select): recent work is what an agent
 # asks about, and it keeps a common word at 1M rows in tens of milliseconds.
 RANK_WINDOW = 2000
-HEADLINE_OPTIONS = f'StartSel={HIGHLIGHT_OPEN}, StopSel={HIGHLIGHT_CLOSE}, MaxWords=24, MinWords=8, MaxFragments=2, FragmentDelimiter=" … "'
+HEADLINE_OPTIONS = f'StartSel="{HIGHLIGHT_OPEN}", StopSel="{HIGHLIGHT_CLOSE}", MaxWords=24, MinWords=8, MaxFragments=2, FragmentDelimiter=" … "'
 
 
 @dataclass(frozen=True)

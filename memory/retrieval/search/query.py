@@ -19,9 +19,31 @@ KINDS: tuple[Kind, ...] = ("observation", "summary", "prompt")
 Mode = Literal["keyword", "semantic", "hybrid"]
 MODES: tuple[Mode, ...] = ("hybrid", "keyword", "semantic")
 
-# snippet() wraps matches in these; plain text markers survive JSON, markdown and terminals.
-HIGHLIGHT_OPEN = "«"
-HIGHLIGHT_CLOSE = "»"
+# highlight() and ts_headline wrap matches in these private-use characters (never in real
+# text); SearchHit turns them into character offsets, so no marker reaches JSON, MCP text or
+# HTML (the page renders the offsets as <mark>).
+HIGHLIGHT_OPEN = "\ue000"
+HIGHLIGHT_CLOSE = "\ue001"
+
+
+def marks_split(marked: str) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """`a \ue000b\ue001 c` -> ("a b c", ((2, 3),)): the plain text and its [start, end)
+    match offsets, in characters (Unicode code points) of the plain text."""
+    plain: list[str] = []
+    spans: list[tuple[int, int]] = []
+    length = 0
+    start: int | None = None
+    for char in marked:
+        if char == HIGHLIGHT_OPEN:
+            start = length
+        elif char == HIGHLIGHT_CLOSE:
+            if start is not None and length > start:
+                spans.append((start, length))
+            start = None
+        else:
+            plain.append(char)
+            length += 1
+    return "".join(plain), tuple(spans)
 
 
 @dataclass(frozen=True)
@@ -71,12 +93,22 @@ class SearchHit:
     type: str
     # Higher is better, comparable across kinds of one search only.
     score: float = 0.0
-    # The matching passage with matches between HIGHLIGHT_OPEN and HIGHLIGHT_CLOSE.
+    # The matching passage, plain text (built with HIGHLIGHT_OPEN/CLOSE around the matches;
+    # __post_init__ moves them into `highlights`).
     snippet: str = ""
     # Roughly what fetching the full row costs the agent.
     tokens: int = 0
     session: int | None = None
     files: list[str] = field(default_factory=list)
+
+    # [start, end) character offsets of the matches in `snippet`.
+    highlights: tuple[tuple[int, int], ...] = ()
+
+    def __post_init__(self) -> None:
+        if HIGHLIGHT_OPEN in self.snippet or HIGHLIGHT_CLOSE in self.snippet:
+            plain, spans = marks_split(self.snippet)
+            object.__setattr__(self, "snippet", plain)
+            object.__setattr__(self, "highlights", spans)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -88,6 +120,7 @@ class SearchHit:
             "type": self.type,
             "score": round(self.score, 4),
             "snippet": self.snippet,
+            "highlights": [list(span) for span in self.highlights],
             "tokens": self.tokens,
             "session": self.session,
             "files": self.files,
@@ -222,7 +255,7 @@ def query_words(terms: str) -> list[str]:
 
 
 def highlight(text: str, words: list[str], *, width: int = SNIPPET_TOKENS) -> str:
-    """About `width` words of `text` around its densest run of matches, matches in « »."""
+    """About `width` words of `text` around its densest run of matches, matches between HIGHLIGHT_OPEN and HIGHLIGHT_CLOSE."""
     tokens = text.replace('", "', " · ").replace('["', "").replace('"]', "").split()
     if not tokens or not words:
         return " ".join(tokens[:width])
