@@ -12,6 +12,7 @@ import pytest
 from cmem_site import frontend
 from cmem_site.verbs import GROUPS, VERBS
 from tests.factories import SessionFactory
+from tests.support import free_port
 from tests.support.paths import CMEM
 
 DJANGO_ONLY = ("flush", "dbshell", "startproject", "runserver", "squashmigrations", "run_huey")
@@ -170,11 +171,16 @@ def test_open_hands_the_url_to_the_browser(tmp_path: Path) -> None:
     browser.write_text(f'#!/bin/sh\necho "$1" > {seen}\n')
     browser.chmod(0o755)
     env = {**os.environ, "CLAUDE_MEM_DATA_DIR": str(tmp_path / "data"), "BROWSER": str(browser)}
-    env["CLAUDE_MEM_WORKER_PORT"] = "37999"
+    port = free_port()
+    env["CLAUDE_MEM_WORKER_PORT"] = str(port)
+    link = f"http://127.0.0.1:{port}/auth/?token="  # the one-time login link (SECURITY.md §1)
     done = _cmem("open", env=env)
-    assert done.returncode == 0 and "http://127.0.0.1:37999/" in done.stdout
-    assert seen.read_text().strip() == "http://127.0.0.1:37999/"
-    env["BROWSER"] = "/nonexistent-browser"
-    env["PATH"] = str(Path(CMEM).parent)  # no xdg-open, no browser at all: the URL is printed
-    done = _cmem("open", env=env)
-    assert done.returncode == 0 and "http://127.0.0.1:37999/" in done.stdout
+    try:
+        assert done.returncode == 0 and link in done.stdout, done.stdout + done.stderr
+        assert seen.read_text().strip().startswith(link)
+        env["BROWSER"] = "/nonexistent-browser"
+        env["PATH"] = str(Path(CMEM).parent)  # no xdg-open, no browser at all: the URL is printed
+        done = _cmem("open", env=env)
+        assert done.returncode == 0 and link in done.stdout
+    finally:
+        _cmem("stop", env=env)  # `cmem open` starts the worker when it is not running

@@ -59,8 +59,10 @@ def test_the_cached_csp_header_is_the_one_django_csp_builds() -> None:
 def test_the_isolated_hook_entry_posts_to_the_worker_and_exits_0(tmp_path: Path) -> None:
     data = tmp_path / "data"
     data.mkdir()
-    server = socket.create_server(("127.0.0.1", 0))
-    (data / "worker.port").write_text(f"127.0.0.1 {server.getsockname()[1]}\n")
+    # The hook talks to the owner's worker over its Unix socket only (SECURITY.md §1).
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(data / "worker.sock"))
+    server.listen(1)
     requests: list[bytes] = []
 
     def answer() -> None:

@@ -59,7 +59,7 @@ def test_gemini_install_keeps_the_users_settings_and_is_idempotent(tmp_path: Pat
     removed = cmem("uninstall", "--gemini", home=tmp_path)
     assert removed.returncode == 0, removed.stderr
     assert json.loads(settings.read_text()) == mine
-    assert "Gemini" not in cmem("doctor", home=tmp_path).stdout
+    assert "Gemini CLI hooks" not in cmem("doctor", home=tmp_path).stdout
 
 
 def test_gemini_install_refuses_a_broken_settings_file_untouched(tmp_path: Path) -> None:

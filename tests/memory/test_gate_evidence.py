@@ -14,7 +14,7 @@ from django.core.management import call_command
 
 from memory.benchmarks.fake_api import FakeAnthropic, Reply
 from memory.models import Observation, ObservationFile
-from memory.recall.gate import UNKNOWN_MARK
+from memory.recall.gate import UNKNOWN_HASH, UNKNOWN_MARK
 from memory.tasks import events_sweep
 from tests.factories import SessionFactory
 from tests.fakes import add_event, bash_payload
@@ -82,7 +82,7 @@ def test_imported_claude_mem_files_gate_the_first_read_labelled_unknown(
     root = make_project(tmp_path, "shop-api")
     target = write_file(root, "checkout/total.py")
     imported = ObservationFile.objects.filter(path="checkout/total.py").order_by("created").first()
-    assert imported is not None and imported.content_hash == ""  # claude-mem kept no hash
+    assert imported is not None and imported.content_hash == UNKNOWN_HASH  # claude-mem kept no hash
     old = imported.created - timedelta(days=1)
     os.utime(target, (old.timestamp(), old.timestamp()))
     out = post_gate(client, root, target, session_id="fresh")

@@ -288,7 +288,12 @@ def test_provider_urls_and_keys_cannot_be_changed_or_read_from_the_form(client: 
         CLAUDE_MEM_CLAUDE_PATH="/tmp/evil",
         CLAUDE_MEM_PROVIDER="openai-compatible",
     )
-    assert client.post(reverse("memory-settings"), hostile).status_code == 302
+    # Refused server-side: the form answers with its errors and saves nothing of it.
+    assert client.post(reverse("memory-settings"), hostile).status_code == 200
+    saved = json.loads(config.settings_path().read_text())
+    assert "CLAUDE_MEM_PROVIDER" not in saved
+    chosen = _settings_post(CLAUDE_MEM_PROVIDER="openai-compatible")
+    assert client.post(reverse("memory-settings"), chosen).status_code == 302
     saved = json.loads(config.settings_path().read_text())
     assert saved["CLAUDE_MEM_OPENAI_BASE_URL"] == "http://127.0.0.1:11434/v1"
     assert saved["CLAUDE_MEM_OPENROUTER_API_KEY"] == "sk-or-v1-never-shown-on-a-page-123"
