@@ -8,7 +8,7 @@ old memory is pruned with the "Prune…" action. Excluded projects are the one e
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from django import forms
@@ -66,7 +66,9 @@ class ReadOnlyAdmin(admin.ModelAdmin):
     def _json_names(self) -> set[str]:
         return {f.name for f in self.model._meta.get_fields() if isinstance(f, models.JSONField)}
 
-    def get_fields(self, request: HttpRequest, obj: Any = None) -> Sequence[Any]:
+    def get_fields(
+        self, request: HttpRequest, obj: Any = None
+    ) -> Any:  # django-stubs spells a long union
         fields = super().get_fields(request, obj)
         if obj is None:
             return fields
