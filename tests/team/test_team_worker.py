@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import threading
 import time
@@ -31,7 +32,8 @@ def test_cmem_migrate_builds_the_configured_postgres_database(
     pg_server: str, pg_template: str, tmp_path: Path
 ) -> None:
     # The template every team test clones was made by `cmem migrate` with only the URL set.
-    assert "memory.0003_postgres_search... OK" in MIGRATE_OUTPUT[pg_template]
+    # `cmem migrate` writes each migration's "OK" as its own write: a line break may separate them.
+    assert re.search(r"memory\.0003_postgres_search\.\.\.\s*OK", MIGRATE_OUTPUT[pg_template])
     url = f"{pg_server}/{pg_template}"
     columns = pg_query(
         url,
@@ -46,7 +48,7 @@ def test_cmem_migrate_builds_the_configured_postgres_database(
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE_MEM_", "CMEM_"))}
     env.update(CLAUDE_MEM_DATA_DIR=str(tmp_path / "d"), CLAUDE_MEM_DATABASE_URL=url)
-    shown = run_cmem(["showmigrations", "memory", "deliverables"], env)
+    shown = run_cmem(["manage", "showmigrations", "memory", "deliverables"], env)
     assert shown.returncode == 0, shown.stderr
     assert "[X] 0003_postgres_search" in shown.stdout and "[ ]" not in shown.stdout
     # Nothing went to SQLite: the data dir has no database file.
