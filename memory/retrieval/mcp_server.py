@@ -22,6 +22,7 @@ from mcp.server.fastmcp.exceptions import ToolError
 from memory import config
 from memory.retrieval.outline import outline, roots, symbols, unfold
 from memory.retrieval.outline.model import OutlineError
+from memory.retrieval.render import observation_body
 
 WORKFLOW = """cmem remembers past sessions of this project: what was read, changed, decided and fixed.
 Fetch the cheapest thing that answers the question, in this order:
@@ -192,20 +193,7 @@ def render_observation(obs: dict[str, Any]) -> str:
         f"## #{obs['id']} [{obs['type']}] {obs['title']}",
         f"{obs['project']} · {obs['created_at'][:16]} · session {obs['session']}",
     ]
-    if obs.get("subtitle"):
-        lines.append(obs["subtitle"])
-    if obs.get("narrative"):
-        lines += ["", obs["narrative"]]
-    if obs.get("facts"):
-        lines += ["", *[f"- {fact}" for fact in obs["facts"]]]
-    for label, key in (
-        ("Read", "files_read"),
-        ("Modified", "files_modified"),
-        ("Concepts", "concepts"),
-    ):
-        if obs.get(key):
-            lines.append(f"{label}: {', '.join(map(str, obs[key]))}")
-    return "\n".join(lines)
+    return "\n".join([*lines, *observation_body(obs, capitalise=True)])
 
 
 _roots_cache: tuple[float, list[str]] = (0.0, [])

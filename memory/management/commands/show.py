@@ -7,6 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from memory.models import Observation
+from memory.retrieval.render import observation_body
 
 
 def observation_text(obs: dict[str, Any]) -> str:
@@ -16,20 +17,7 @@ def observation_text(obs: dict[str, Any]) -> str:
         f"project {obs['project']} · {obs['created_at'][:16].replace('T', ' ')} · session {obs['session']}"
         + (f" · {obs['tool_name']}" if obs.get("tool_name") else ""),
     ]
-    if obs.get("subtitle"):
-        lines.append(obs["subtitle"])
-    if obs.get("narrative"):
-        lines += ["", obs["narrative"]]
-    if obs.get("facts"):
-        lines += ["", *[f"- {fact}" for fact in obs["facts"]]]
-    for label, key in (
-        ("read", "files_read"),
-        ("modified", "files_modified"),
-        ("concepts", "concepts"),
-    ):
-        if obs.get(key):
-            lines.append(f"{label}: {', '.join(map(str, obs[key]))}")
-    return "\n".join(lines)
+    return "\n".join([*lines, *observation_body(obs)])
 
 
 class Command(BaseCommand):
