@@ -429,6 +429,7 @@ def team_worker(tmp_path: Path) -> Iterator[tuple[LiveWorker, str]]:
         subprocess.run(
             [
                 CMEM,
+                "manage",
                 "shell",
                 "-c",
                 "from django.contrib.auth.models import User; User.objects.create_user('alice')",
