@@ -263,3 +263,31 @@ def installed_events(path: Path) -> dict[str, list[dict[str, Any]]]:
                 if is_cmem_hook(hook):
                     found.setdefault(event, []).append(hook)
     return found
+
+
+def server_entry_set(
+    path: Path,
+    *,
+    key: str,
+    name: str,
+    entry: dict[str, Any] | None,
+    new_file: dict[str, Any] | None = None,
+) -> tuple[str, Path | None]:
+    """Set (or, with None, remove) one MCP server `name` under `key` of a JSON config file,
+    keeping the others: what the agents that list MCP servers in a file share. Returns
+    ("set" | "removed" | "unchanged" | "absent", backup); `new_file` fields lead a file made
+    from nothing (e.g. a `$schema`)."""
+    data, original = settings_read(path)
+    raw = data.get(key)
+    servers: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    if entry is None:
+        if name not in servers:
+            return "absent", None
+        new = {**data, key: {k: v for k, v in servers.items() if k != name}}
+        return "removed", settings_write(path, new, original)
+    if servers.get(name) == entry:
+        return "unchanged", None
+    new = {**data, key: {**servers, name: entry}}
+    if original is None and new_file:
+        new = {**new_file, **new}
+    return "set", settings_write(path, new, original)

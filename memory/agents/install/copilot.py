@@ -94,19 +94,15 @@ def install(*, command: str, home: Path | None = None, mcp: bool = True) -> list
 
 def _mcp_set(path: Path, entry: dict[str, Any] | None) -> str:
     """Set (or, with None, remove) cmem's server in mcp-config.json, keeping the others."""
-    data, original = installer.settings_read(path)
-    raw_servers = data.get("mcpServers")
-    servers: dict[str, Any] = raw_servers if isinstance(raw_servers, dict) else {}
-    if entry is None:
-        if MCP_SERVER not in servers:
-            return ""
-        new = {**data, "mcpServers": {k: v for k, v in servers.items() if k != MCP_SERVER}}
-        installer.settings_write(path, new, original)
+    state, _ = installer.server_entry_set(path, key="mcpServers", name=MCP_SERVER, entry=entry)
+    if state == "absent":
+        return ""
+    if state == "removed":
         return f"MCP server {MCP_SERVER!r} removed from {path}"
-    if servers.get(MCP_SERVER) == entry:
+    if state == "unchanged":
         return f"MCP server {MCP_SERVER!r} already registered in {path}"
-    installer.settings_write(path, {**data, "mcpServers": {**servers, MCP_SERVER: entry}}, original)
-    return f"MCP server {MCP_SERVER!r} registered in {path} ({entry['command']} mcp)"
+    command = entry["command"] if entry else ""  # "set" only happens with an entry
+    return f"MCP server {MCP_SERVER!r} registered in {path} ({command} mcp)"
 
 
 def uninstall(*, home: Path | None = None, keep_mcp: bool = False) -> list[str]:

@@ -68,21 +68,19 @@ def _mcp_entry(command: str) -> dict[str, Any]:
 def _mcp_set(path: Path, entry: dict[str, Any] | None) -> str:
     if not path.exists() and path.with_suffix(".jsonc").exists():
         return f"MCP server not registered: {path.with_suffix('.jsonc')} is JSONC; add mcp.cmem by hand"
-    data, original = installer.settings_read(path)
-    raw_servers = data.get("mcp")
-    servers: dict[str, Any] = raw_servers if isinstance(raw_servers, dict) else {}
-    if entry is None:
-        if MCP_SERVER not in servers:
-            return ""
-        new = {**data, "mcp": {k: v for k, v in servers.items() if k != MCP_SERVER}}
-        backup = installer.settings_write(path, new, original)
+    state, backup = installer.server_entry_set(
+        path,
+        key="mcp",
+        name=MCP_SERVER,
+        entry=entry,
+        new_file={"$schema": "https://opencode.ai/config.json"},
+    )
+    if state == "absent":
+        return ""
+    if state == "removed":
         return f"MCP server {MCP_SERVER!r} removed from {path} (backup: {backup})"
-    if servers.get(MCP_SERVER) == entry:
+    if state == "unchanged":
         return f"MCP server {MCP_SERVER!r} already registered in {path}"
-    new = {**data, "mcp": {**servers, MCP_SERVER: entry}}
-    if original is None:
-        new = {"$schema": "https://opencode.ai/config.json", **new}
-    backup = installer.settings_write(path, new, original)
     note = f" (backup: {backup})" if backup else ""
     return f"MCP server {MCP_SERVER!r} registered in {path}{note}"
 
