@@ -32,6 +32,8 @@ def application(environ: dict[str, Any], start_response: Callable[..., Any]) -> 
 
 # The embedding model loads in the background (about a second), so the first search by
 # meaning or prompt-time recall does not pay for it.
+from memory.retrieval.embeddings import available as embeddings_available  # noqa: E402
 from memory.retrieval.embeddings.model import warm_in_background  # noqa: E402
 
-warm_in_background()
+if embeddings_available():
+    warm_in_background()

@@ -13,7 +13,7 @@ from memory.forms import FeedFilterForm, SearchForm, SettingsForm, StatsForm
 from memory.housekeeping.forget import ForgetRequest, observations_forget
 from memory.models import Observation, Prompt, Session
 from memory.retrieval.search.query import KINDS, SearchQuery
-from memory.retrieval.search.service import search
+from memory.retrieval.search.service import mode_note, search
 
 
 def _int_param(request: HttpRequest, name: str) -> int:
@@ -117,6 +117,7 @@ def session_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def search_page(request: HttpRequest) -> HttpResponse:
     form = SearchForm(request.GET or None)
     hits = []
+    note = ""
     data = form.cleaned_data if form.is_valid() else {}
     if data.get("q"):
         kind = data.get("kind")
@@ -129,11 +130,13 @@ def search_page(request: HttpRequest) -> HttpResponse:
             mode=data.get("mode") or "hybrid",
         )
         hits = search(query)
+        note = mode_note(query.mode)
     ctx = {
         "form": form,
         "hits": hits,
         "projects": services.projects_list(),
         "searched": bool(data.get("q")),
+        "mode_note": note,
     }
     return render(request, "memory/search.html", ctx)
 

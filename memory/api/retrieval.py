@@ -24,7 +24,7 @@ from memory.retrieval.outline.roots import code_path, recorded_roots
 from memory.retrieval.outline.symbols import render_search, smart_search
 from memory.retrieval.outline.unfold import smart_unfold
 from memory.retrieval.search.query import KINDS, Kind, SearchQuery
-from memory.retrieval.search.service import search
+from memory.retrieval.search.service import effective_mode, mode_note, search
 from memory.retrieval.timeline import TimelineError, TimelineNotFound, timeline_build
 
 router = Router(tags=["retrieval"])
@@ -59,6 +59,10 @@ class SearchHitOut(Schema):
 
 class SearchOut(Schema):
     query: str
+    mode: Literal["hybrid", "keyword", "semantic"] = Field(
+        description="The mode the search ran in: keyword when search by meaning is not installed."
+    )
+    note: str = Field("", description="Why the search ran in another mode than asked, or empty.")
     results: list[SearchHitOut]
 
 
@@ -106,7 +110,9 @@ def search_endpoint(request: HttpRequest, filters: Query[SearchFilters]) -> Stat
         file=filters.file or None, since=filters.since, until=filters.until, limit=filters.limit, offset=filters.offset,
         mode=filters.mode,
     )  # fmt: skip
-    return Status(200, {"query": filters.q, "results": [hit.as_dict() for hit in search(query)]})
+    hits = [hit.as_dict() for hit in search(query)]
+    out = {"query": filters.q, "mode": effective_mode(filters.mode), "note": mode_note(filters.mode)}
+    return Status(200, {**out, "results": hits})
 
 
 class TimelineItemOut(Schema):

@@ -271,7 +271,9 @@ def search(
     data = worker.request(
         "GET", "/api/search", params={k: v for k, v in params.items() if v not in (None, "")}
     )
-    return render_search(query, data["results"])
+    text = render_search(query, data["results"])
+    # Said to the model too: a keyword-only answer to a question by meaning may miss notes.
+    return f"note: {data['note']}\n{text}" if data.get("note") else text
 
 
 @mcp.tool(

@@ -125,7 +125,7 @@ def _hook_checks(settings_path: Path) -> list[Check]:
             Check(
                 "fail",
                 f"cmem is installed twice: the plugin {plugin} and hooks in {settings_path} (every event would be captured twice)",
-                f"keep one: `cmem uninstall` (the plugin stays) or `claude plugin uninstall {plugin}`",
+                f"keep one: `cmem uninstall --keep-plugin` (the plugin stays) or `claude plugin uninstall {plugin}`",
             )
         ]
     if plugin:
@@ -303,6 +303,22 @@ def _provider_checks() -> list[Check]:
     ]
 
 
+def _search_checks() -> list[Check]:
+    """Search by meaning needs the embeddings extra; without it search is keyword-only."""
+    from memory.retrieval import embeddings
+
+    if embeddings.available():
+        return [Check("ok", "search: hybrid (words and meaning; the embeddings extra is installed)")]
+    return [
+        Check(
+            "warn",
+            f"search: keyword only, search by meaning is off ({', '.join(embeddings.missing())} "
+            "not installed)",
+            embeddings.INSTALL_HINT,
+        )
+    ]
+
+
 def _access_checks() -> list[Check]:
     """The data dir (0700), the worker's credential (0600) and its socket: who can reach memory."""
     fixes = {
@@ -339,6 +355,7 @@ def doctor_checks(*, settings_path: Path | None = None) -> list[Check]:
         _database_checks,
         _spool_checks,
         _provider_checks,
+        _search_checks,
         _agent_checks,
     ):
         checks.extend(group())

@@ -12,6 +12,7 @@ import json
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,7 +26,7 @@ from tests.e2e.harness import (
     wait_for,
     wait_until_compressed,
 )
-from tests.support.paths import REPO
+from tests.support.paths import CMEM, REPO
 from tests.support.worker import LiveWorker, free_port, make_worker_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -127,3 +128,23 @@ def test_the_index_names_the_plugins_tools_and_the_gate_refuses(ran: PluginWorld
     refused = tool_results(ran.sent[RUN2][-1])[0]
     assert refused.get("is_error") is True and "Current:" in str(refused["content"])
     assert "mcp__plugin_cmem_cmem__smart_outline(" in str(refused["content"])
+
+
+def test_cmem_uninstall_removes_the_plugin_through_the_real_cli(ran: PluginWorld) -> None:
+    """Last in this module: it takes the plugin away. `cmem uninstall` finds the plugin route
+    and runs the real `claude plugin uninstall` (on the hooks' PATH here), which removes it from
+    Claude Code's settings; the recorded route goes with it."""
+    env = {**ran.claude.env, "PATH": f"{ran.claude.binary.parent}:{ran.claude.env['PATH']}"}
+    env.pop("CLAUDE_MEM_WORKER_PORT", None)  # uninstall never needs the worker
+    done = subprocess.run(
+        [CMEM, "uninstall"], env=env, cwd=Path(env["HOME"]), capture_output=True, text=True, timeout=180
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Claude Code plugin cmem@cmem removed (`claude plugin uninstall`)" in done.stdout
+    settings = json.loads(ran.claude.settings.read_text())
+    assert "cmem@cmem" not in (settings.get("enabledPlugins") or {}) and "hooks" not in settings
+    assert not (ran.worker.data_dir / "install-route").exists()
+    listed = subprocess.run(
+        [str(ran.claude.binary), "plugin", "list"], env=env, capture_output=True, text=True, timeout=120
+    )  # fmt: skip
+    assert "cmem@cmem" not in listed.stdout, listed.stdout

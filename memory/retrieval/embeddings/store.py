@@ -17,7 +17,7 @@ from typing import Any
 from django.db import connection, transaction
 
 from memory.models import Embedding, Observation, Prompt, Summary
-from memory.retrieval.embeddings import KINDS, Kind
+from memory.retrieval.embeddings import KINDS, Kind, available
 from memory.retrieval.embeddings.model import get_model
 
 BATCH = 256
@@ -112,7 +112,10 @@ def embed_pending(
     limit: int | None = None,
     progress: Callable[[Kind, int], None] | None = None,
 ) -> int:
-    """Embed rows lacking a current vector, batch by batch; `limit` bounds one call."""
+    """Embed rows lacking a current vector, batch by batch; `limit` bounds one call. Nothing
+    without the embeddings extra (the sweep then has nothing to do)."""
+    if not available():
+        return 0
     model = get_model()
     done = 0
     for kind in kinds:
@@ -131,7 +134,10 @@ def embed_pending(
 
 
 def embed_session(session_pk: int) -> int:
-    """The consumer's step after storing a session's observations and summaries."""
+    """The consumer's step after storing a session's observations and summaries (a no-op
+    without the embeddings extra: search answers by keyword then)."""
+    if not available():
+        return 0
     model = get_model()
     done = 0
     for kind, qs in (

@@ -9,8 +9,11 @@ hybrid (both, fused by rank: `hybrid.py`). Every path returns the same `SearchHi
 
 from __future__ import annotations
 
-from memory.retrieval.search.hybrid import search_mode
+from memory.retrieval.search.hybrid import effective_mode, mode_note, search_mode
 from memory.retrieval.search.query import SearchHit, SearchQuery
+
+
+__all__ = ["effective_mode", "mode_note", "search"]
 
 
 def search(query: SearchQuery) -> list[SearchHit]:
