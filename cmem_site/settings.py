@@ -6,10 +6,13 @@ Everything a user sets lives in `<data dir>/settings.json` or `CLAUDE_MEM_*` env
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import secrets
 from pathlib import Path
 from urllib.parse import unquote, urlparse
+
+from django.core.exceptions import ImproperlyConfigured
 
 from memory import config
 
@@ -126,9 +129,21 @@ TEMPLATES = [
 ]
 
 
+def _team_extra(setting: str, module: str) -> None:
+    """Team mode's drivers are the `team` extra: say so in one line instead of Django's
+    "Error loading psycopg2 or psycopg module" traceback."""
+    if importlib.util.find_spec(module) is None:
+        raise ImproperlyConfigured(
+            f"{setting} names a team-mode server, but {module} is not installed: install the "
+            "team extra into cmem's environment (`pipx install 'cmem[team]'`, "
+            "`uv tool install 'cmem[team]'`, or from a checkout `make run EXTRAS=team`)"
+        )
+
+
 def _database() -> dict[str, object]:
     url = CMEM.get("CLAUDE_MEM_DATABASE_URL", "")
     if url.startswith(("postgres://", "postgresql://")):
+        _team_extra("CLAUDE_MEM_DATABASE_URL", "psycopg")
         parts = urlparse(url)
         return {
             "ENGINE": "django.db.backends.postgresql",
@@ -200,6 +215,7 @@ HUEY: dict[str, object] = {
     "consumer": {"workers": 2, "worker_type": "thread", "periodic": True},
 }
 if _queue_url.startswith("redis"):
+    _team_extra("CLAUDE_MEM_QUEUE_URL", "redis")
     HUEY.update({"huey_class": "huey.PriorityRedisHuey", "url": _queue_url})
 else:
     HUEY.update({"huey_class": "huey.SqliteHuey", "filename": str(DATA_DIR / "huey.sqlite3")})

@@ -158,7 +158,7 @@ def test_uninstall_leaves_a_plugin_alone_when_the_settings_file_is_not_claudes(
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     claude = bin_dir / "claude"
-    claude.write_text("#!/bin/sh\necho ran >> \"$HOME/claude-ran\"\n")
+    claude.write_text('#!/bin/sh\necho ran >> "$HOME/claude-ran"\n')
     claude.chmod(0o755)
     other = tmp_path / "project-settings.json"
     other.write_text(settings.read_text())

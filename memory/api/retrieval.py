@@ -111,7 +111,11 @@ def search_endpoint(request: HttpRequest, filters: Query[SearchFilters]) -> Stat
         mode=filters.mode,
     )  # fmt: skip
     hits = [hit.as_dict() for hit in search(query)]
-    out = {"query": filters.q, "mode": effective_mode(filters.mode), "note": mode_note(filters.mode)}
+    out = {
+        "query": filters.q,
+        "mode": effective_mode(filters.mode),
+        "note": mode_note(filters.mode),
+    }
     return Status(200, {**out, "results": hits})
 
 

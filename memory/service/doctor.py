@@ -308,7 +308,9 @@ def _search_checks() -> list[Check]:
     from memory.retrieval import embeddings
 
     if embeddings.available():
-        return [Check("ok", "search: hybrid (words and meaning; the embeddings extra is installed)")]
+        return [
+            Check("ok", "search: hybrid (words and meaning; the embeddings extra is installed)")
+        ]
     return [
         Check(
             "warn",

@@ -97,11 +97,16 @@ def plugin_remove(plugin_id: str, *, settings: Path, default_settings: Path) -> 
             stdin=subprocess.DEVNULL,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return PluginRemoval(False, f"`claude plugin uninstall {plugin_id}` failed ({exc}); {manual}")
+        return PluginRemoval(
+            False, f"`claude plugin uninstall {plugin_id}` failed ({exc}); {manual}"
+        )
     # Judged by the settings file, not the exit code: the plugin is gone when it is not enabled.
     if plugin_installed(settings) != plugin_id:
-        return PluginRemoval(True, f"Claude Code plugin {plugin_id} removed (`claude plugin uninstall`)")
+        return PluginRemoval(
+            True, f"Claude Code plugin {plugin_id} removed (`claude plugin uninstall`)"
+        )
     said = " ".join((done.stderr or done.stdout).split())[:200]
     return PluginRemoval(
-        False, f"`claude plugin uninstall {plugin_id}` left it enabled ({said or done.returncode}); {manual}"
+        False,
+        f"`claude plugin uninstall {plugin_id}` left it enabled ({said or done.returncode}); {manual}",
     )

@@ -12,7 +12,6 @@ from __future__ import annotations
 from memory.retrieval.search.hybrid import effective_mode, mode_note, search_mode
 from memory.retrieval.search.query import SearchHit, SearchQuery
 
-
 __all__ = ["effective_mode", "mode_note", "search"]
 
 
