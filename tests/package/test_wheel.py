@@ -26,7 +26,9 @@ import pytest
 from tests.support.paths import REPO
 from tests.support.worker import free_port, make_worker_env
 
-pytestmark = [pytest.mark.package, pytest.mark.slow]
+# pip resolving and installing the runtime set into a fresh venv is most of the module's
+# time (minutes on a loaded 2-core machine): above pytest's default 300 s per test.
+pytestmark = [pytest.mark.package, pytest.mark.slow, pytest.mark.timeout(900)]
 
 PAGES = ["/", "/live/", "/search/?q=checkout", "/settings/", "/stats/", "/work/", "/admin/login/", "/api/docs", "/api/health"]  # fmt: skip
 

@@ -88,11 +88,16 @@ def _table(path: Path, keys: tuple[str, ...]) -> Any:
 
 
 def _bundled() -> EmbeddingModel:
+    import importlib.util
     from importlib.metadata import version
 
-    import wordllama
-
-    root = Path(wordllama.__file__).parent
+    # The package's folder, found without importing it: wordllama's __init__ pulls requests,
+    # pydantic and its own loader, none of which reading two files needs. huggingface_hub
+    # (a dependency of tokenizers) is never imported either: Tokenizer.from_file is local.
+    spec = importlib.util.find_spec("wordllama")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("wordllama is not installed (the embeddings extra)")
+    root = Path(next(iter(spec.submodule_search_locations)))
     return EmbeddingModel(
         version=f"{DEFAULT_NAME}@{version('wordllama')}",
         table=_table(root / "weights" / "l2_supercat_256.safetensors", ("embedding.weight",)),
