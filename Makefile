@@ -48,11 +48,10 @@ $(DEV_STAMP): pyproject.toml
 runtime: $(RUNTIME_STAMP)
 setup: $(DEV_STAMP)
 
-# When a worker already runs, `cmem serve` says where and exits 0.
+# When a worker already runs, `cmem serve` says where and exits 0. Otherwise it migrates,
+# creates the local admin login on first run, then starts: one Django start, not three.
 run: runtime
-	$(VENV)/bin/cmem migrate -v 0
-	$(VENV)/bin/cmem manage ensure_admin
-	$(VENV)/bin/cmem serve --no-migrate
+	$(VENV)/bin/cmem serve --ensure-admin
 
 # Team mode (issue 9): the backend-sensitive suites run a second time on PostgreSQL + Redis.
 TEAM_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/cmem
