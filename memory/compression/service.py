@@ -30,6 +30,7 @@ from memory.compression.observer import (  # noqa: F401 - re-exported: tasks, be
     compressor_mode,
     observer_attempt,
 )
+from memory.compression.hash_evidence import hash_change_observations, prior_hashes
 from memory.compression.parse import ParsedObservation, parse_observations
 from memory.compression.providers import OFFLINE
 from memory.compression.queue import (  # noqa: F401 - re-exported
@@ -128,7 +129,8 @@ def observations_compress(*, session: Session, events: list[Event], stamp: Any) 
     uses = [
         ToolUse.from_event(event, n=i + 1, root=root(session)) for i, event in enumerate(events)
     ]
-    hash_changes(uses)
+    prior = prior_hashes(session, uses)
+    unexplained = hash_changes(uses, prior)
     prompt_texts = _prompt_texts(session, {u.prompt_number for u in uses})
     mode, _why = compressor_mode()
     parsed: list[ParsedObservation] | None = None
@@ -145,6 +147,8 @@ def observations_compress(*, session: Session, events: list[Event], stamp: Any) 
         parsed = offline.observations_for_batch(
             uses, prompts=prompt_texts, failed_before=_failed_before(session, events[0])
         )
+    # What the hashes prove is added whichever compressor ran: evidence, not a model's word.
+    parsed = parsed + hash_change_observations(session, uses, unexplained, root=root(session))
     stored = store_observations(
         session=session,
         events=events,
