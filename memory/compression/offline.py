@@ -92,7 +92,11 @@ def _edit_gist(added: list[str], removed: list[str]) -> tuple[str, str, list[str
             # The comment the edit added, quoted as written: it is the code's own words.
             return "line", _short(match.group(1).rstrip(".:"), 70), symbols
     if symbols:
-        return "changed", t("gist_changed", symbols=", ".join(f"{s}()" for s in symbols[:3])), symbols
+        return (
+            "changed",
+            t("gist_changed", symbols=", ".join(f"{s}()" for s in symbols[:3])),
+            symbols,
+        )
     first = next((line.strip() for line in added if line.strip()), "")
     if first:
         return "line", _short(first, 70), symbols
@@ -143,7 +147,11 @@ def _edit_observation(use: ToolUse, *, prompt: str, earlier_failure: bool) -> Pa
         title = t("created" if use.created_file else "wrote", path=path) + (
             f": {t('defines', symbols=', '.join(f'{x}()' for x in symbols[:4]))}"
             if symbols
-            else (f": {first}" if (first := _short(next((x for x in lines if x.strip()), ""), 70)) else "")
+            else (
+                f": {first}"
+                if (first := _short(next((x for x in lines if x.strip()), ""), 70))
+                else ""
+            )
         )
         facts.append(
             f"{path}: {len(lines)} lines written{' (new file)' if use.created_file else ''}."

@@ -22,6 +22,7 @@ from django.db import OperationalError
 
 from memory import config
 from memory.compression import llm, offline, prompts
+from memory.compression.hash_evidence import hash_change_observations, prior_hashes
 from memory.compression.observer import (  # noqa: F401 - re-exported: tasks, benchmarks, tests
     MAX_API_ATTEMPTS,
     MalformedReply,
@@ -30,7 +31,6 @@ from memory.compression.observer import (  # noqa: F401 - re-exported: tasks, be
     compressor_mode,
     observer_attempt,
 )
-from memory.compression.hash_evidence import hash_change_observations, prior_hashes
 from memory.compression.parse import ParsedObservation, parse_observations
 from memory.compression.providers import OFFLINE
 from memory.compression.queue import (  # noqa: F401 - re-exported

@@ -441,9 +441,9 @@ def hash_changes(
     shell_since: dict[str, ToolUse | None] = {}
     unexplained: list[tuple[ToolUse, str, datetime | None]] = []
     for use in uses:
-        reads = {
-            str(f.get("path") or use.rel(str(f.get("abs", "")))) for f in use.files
-        } - set(use.modified_paths)
+        reads = {str(f.get("path") or use.rel(str(f.get("abs", "")))) for f in use.files} - set(
+            use.modified_paths
+        )
         for path, digest in use.file_hashes().items():
             before = last.get(path)
             culprit = shell_since.get(path)

@@ -26,8 +26,8 @@ from tests.e2e.harness import (
     wait_for,
     wait_until_compressed,
 )
-from tests.support.paths import REPO
 from tests.support.e2e_record import e2e_record
+from tests.support.paths import REPO
 from tests.support.worker import LiveWorker, free_port, make_worker_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

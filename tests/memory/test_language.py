@@ -148,7 +148,9 @@ def test_zh_offline_edit_gists_golden(
     add_event(session, edit_payload(gate, project, "def gate_rows", "def rank_rows"))
     add_event(
         session,
-        edit_payload(gate, project, '"-created")\n', '"-created")\n\n\ndef gate_menu():\n    pass\n'),
+        edit_payload(
+            gate, project, '"-created")\n', '"-created")\n\n\ndef gate_menu():\n    pass\n'
+        ),
     )
     add_event(session, edit_payload(gate, project, "    pass\n", "    return MENU\n"))
     add_event(session, edit_payload(gate, project, '    return rows.order_by("-created")\n', ""))
@@ -176,7 +178,7 @@ def test_zh_offline_edit_gists_golden(
         "编辑了 memory/gate.py：将 gate_rows() 重命名为 rank_rows()",
         "编辑了 memory/gate.py：新增了 gate_menu()",
         "编辑了 memory/gate.py：return MENU",
-        "编辑了 memory/gate.py：删除了 `return rows.order_by(\"-created\")`",
+        '编辑了 memory/gate.py：删除了 `return rows.order_by("-created")`',
         "新建了 memory/menu.py: MENU = []",
         "新建了 memory/rank.py: 定义了 score()",
         "编辑了 memory/gate.py：GATE_MENU",
