@@ -11,7 +11,9 @@ The same two-session replay runs through the real `claude` CLI (the pinned 2.1.3
   `follows`  the cheapest path the refusal offers: smart_outline for one file, get_observations
              for the next (loading the tools through Claude Code's tool search first);
   `rereads`  reads the file again (the second Read always passes);
-  `mixed`    follows for even files, reads again for odd ones.
+  `mixed`    follows for even files, reads again for odd ones;
+  `index`    follows the SessionStart index's advice before any refusal: a file the index
+             lists is never read, its outline or observations are fetched instead.
 
 Reported per run, from the requests the fake server received for session 2 (it sees every
 request the CLI sends): the conversation at the end (the last request's messages: prompts,
@@ -42,7 +44,7 @@ from memory.benchmarks.harness import child_env, free_port, owner_headers, wait_
 
 REPO = Path(__file__).resolve().parents[2]
 PINNED = "2.1.332"
-POLICIES = ("follows", "rereads", "mixed")
+POLICIES = ("follows", "rereads", "mixed", "index")
 SESSION_1, SESSION_2 = "ECONOMY-SESSION-ONE", "ECONOMY-SESSION-TWO"
 FILES = 8
 TARGETS = {"follows": {"conversation": 0.30, "input": 0.40}, "rereads": {"input": 1.20}}
@@ -104,12 +106,21 @@ def _history(body: dict[str, Any]) -> list[Step]:
                 text = (
                     inner
                     if isinstance(inner, str)
-                    else "\n".join(
-                        b.get("text", "") for b in inner or [] if isinstance(b, dict)
-                    )
+                    else "\n".join(b.get("text", "") for b in inner or [] if isinstance(b, dict))
                 )
                 results[block.get("tool_use_id", "")] = (bool(block.get("is_error")), text)
     return [Step(n, i, *results.get(tid, (False, ""))) for tid, n, i in calls]
+
+
+def _text(value: Any) -> str:
+    """Every text a messages structure holds, joined (hook context, results, prompts)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(_text(v) for v in value)
+    if isinstance(value, dict):
+        return _text(value.get("text") or value.get("content") or "")
+    return ""
 
 
 def _marker(body: dict[str, Any]) -> str:
@@ -155,6 +166,8 @@ class ScriptedModel:
         if not body.get("tools") or not _marker(body):
             return Reply(text="ok")  # a side request (titles, quota): not the conversation
         steps = _history(body)
+        if self.policy == "index" and _marker(body) == SESSION_2:
+            return self._from_index(body, steps)
         if not steps:
             return self._tool("Read", {"file_path": self.files[0]})
         last = steps[-1]
@@ -174,6 +187,27 @@ class ScriptedModel:
             return self._tool("Read", {"file_path": self.files[following]})
         return Reply(text=f"Reviewed {len(self.files)} files.")
 
+    def _from_index(self, body: dict[str, Any], steps: list[Step]) -> Reply:
+        """Each file the index names through a memory tool, in order; others by Read."""
+        said = _text(body.get("messages", []))
+        done = sum(1 for s in steps if s.name not in {"ToolSearch"} and not s.error)
+        if done >= len(self.files):
+            return Reply(text=f"Reviewed {len(self.files)} files.")
+        path = self.files[done]
+        if f"src/{Path(path).name}" not in said:
+            return self._tool("Read", {"file_path": path})
+        ids = [
+            int(i)
+            for i in re.findall(rf"(?m)^(\d+) .{{0,12}}src/{re.escape(Path(path).name)}", said)
+        ][:1]
+        names = {t.get("name") for t in body.get("tools", [])}
+        outline, get = self.tool_prefix + "smart_outline", self.tool_prefix + "get_observations"
+        if outline not in names and not any(s.name == "ToolSearch" for s in steps):
+            return self._tool("ToolSearch", {"query": f"select:{outline},{get}"})
+        if done % 2 == 1 and ids:
+            return self._tool(get, {"ids": ids})
+        return self._tool(outline, {"file_path": path})
+
     def _refusal_text(self, steps: list[Step]) -> str:
         for step in reversed(steps):
             if step.name == "Read" and step.error:
@@ -191,7 +225,7 @@ class ScriptedModel:
         if outline not in names and "ToolSearch" in names and not searched:
             return self._tool("ToolSearch", {"query": f"select:{outline},{get}"})
         path = self.files[index]
-        ids = [int(i) for i in re.findall(r"(?m)^(\d+) \d\d:\d\d ", refusal)][:3]
+        ids = [int(i) for i in re.findall(r"(?m)^(\d+) \d{1,2}:\d\d", refusal)][:3]
         if index % 2 == 1 and ids:
             return self._tool(get, {"ids": ids})
         return self._tool(outline, {"file_path": path})
@@ -333,7 +367,9 @@ def run_once(
                     start_new_session=True,
                 )
                 if not wait_health(f"http://127.0.0.1:{port}", 60):
-                    raise RuntimeError(f"worker did not start: {(data / 'serve.out').read_text()[-1500:]}")
+                    raise RuntimeError(
+                        f"worker did not start: {(data / 'serve.out').read_text()[-1500:]}"
+                    )
                 subprocess.run(
                     [cmem, "install", "--settings-file", str(settings)],
                     env=worker_env,
@@ -412,7 +448,9 @@ def report(results: list[RunResult]) -> list[str]:
         for key, limit in target.items():
             got = ratio(getattr(r.sizes, key), getattr(base, key))
             verdict = "met" if got <= limit else "MISSED"
-            lines.append(f"target {r.policy} {key} <= {limit:.0%} of memory off: {got:.0%} ({verdict})")
+            lines.append(
+                f"target {r.policy} {key} <= {limit:.0%} of memory off: {got:.0%} ({verdict})"
+            )
     for r in results:
         if r.memory:
             gate = r.ledger.get("gate") or [{}]

@@ -4,30 +4,53 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memory', '0007_ledger_observer_usage'),
+        ("memory", "0007_ledger_observer_usage"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='ledgerentry',
-            name='detail',
+            model_name="ledgerentry",
+            name="detail",
             field=models.CharField(blank=True, max_length=32),
         ),
         migrations.AddField(
-            model_name='ledgerentry',
-            name='outcome',
-            field=models.CharField(blank=True, choices=[('', 'nothing'), ('read_again', 'read again'), ('get_observations', 'get_observations'), ('smart_outline', 'smart_outline'), ('smart_unfold', 'smart_unfold')], max_length=32),
+            model_name="ledgerentry",
+            name="outcome",
+            field=models.CharField(
+                blank=True,
+                choices=[
+                    ("", "nothing"),
+                    ("read_again", "read again"),
+                    ("get_observations", "get_observations"),
+                    ("smart_outline", "smart_outline"),
+                    ("smart_unfold", "smart_unfold"),
+                ],
+                max_length=32,
+            ),
         ),
         migrations.AddField(
-            model_name='session',
-            name='model',
-            field=models.CharField(blank=True, help_text="The agent's main model, as its transcript names it (blank: not known).", max_length=120),
+            model_name="session",
+            name="model",
+            field=models.CharField(
+                blank=True,
+                help_text="The agent's main model, as its transcript names it (blank: not known).",
+                max_length=120,
+            ),
         ),
         migrations.AlterField(
-            model_name='ledgerentry',
-            name='kind',
-            field=models.CharField(choices=[('gate_deny', 'Gate Deny'), ('gate_context', 'Gate Context'), ('gate_retry', 'Gate Retry'), ('injection', 'Injection'), ('observer', 'Observer'), ('memory_tool', 'Memory Tool')], max_length=32),
+            model_name="ledgerentry",
+            name="kind",
+            field=models.CharField(
+                choices=[
+                    ("gate_deny", "Gate Deny"),
+                    ("gate_context", "Gate Context"),
+                    ("gate_retry", "Gate Retry"),
+                    ("injection", "Injection"),
+                    ("observer", "Observer"),
+                    ("memory_tool", "Memory Tool"),
+                ],
+                max_length=32,
+            ),
         ),
     ]

@@ -67,9 +67,9 @@ def adaptive_mode(*, project: str, settings: dict[str, str] | None = None) -> Ga
     refusals = list(
         ledger.filter(kind=LedgerEntry.Kind.GATE_DENY)
         .order_by("-created", "-pk")
-        .values_list(
-            "session_id", "path", "created", "tokens_shown", "tokens_avoided", "outcome"
-        )[:window]
+        .values_list("session_id", "path", "created", "tokens_shown", "tokens_avoided", "outcome")[
+            :window
+        ]
     )
     if len(refusals) < MIN_EVIDENCE:
         return GateMode(

@@ -13,7 +13,7 @@ from memory.models import LedgerEntry, Session
 from memory.projects import relative_path
 from memory.recall.ledger import session_model
 
-OUTCOME_LABELS = {
+OUTCOME_LABELS: dict[str, str] = {
     LedgerEntry.Outcome.NOTHING: "nothing more (the timeline was enough)",
     LedgerEntry.Outcome.READ_AGAIN: "read again: the refusal was overhead",
     LedgerEntry.Outcome.GET_OBSERVATIONS: "get_observations instead",
@@ -96,7 +96,9 @@ def session_ledger(*, session: Session) -> SessionLedger:
     rows = (
         session.ledger.exclude(kind=LedgerEntry.Kind.OBSERVER)
         .order_by("created", "pk")
-        .values_list("created", "kind", "detail", "path", "tokens_shown", "tokens_avoided", "outcome")
+        .values_list(
+            "created", "kind", "detail", "path", "tokens_shown", "tokens_avoided", "outcome"
+        )
     )
     for created, kind, detail, path, shown, avoided, outcome in rows:
         out.lines.append(

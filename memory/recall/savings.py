@@ -114,7 +114,11 @@ def savings(*, project: str | None = None, days: int = 30) -> Savings:
     label = "API-equivalent cost" if billing == "subscription" else "API prices"
     billing_line = (
         f"Money shown as {label}: {why}."
-        + (" A subscription pays a flat fee, not these amounts." if billing == "subscription" else "")
+        + (
+            " A subscription pays a flat fee, not these amounts."
+            if billing == "subscription"
+            else ""
+        )
         + (
             f" Sessions whose transcript named no model are priced as {report.default_model}"
             " (CLAUDE_MEM_SESSION_MODEL)."

@@ -35,7 +35,11 @@ class Command(BaseCommand):
         found = savings(project=options["project"], days=max(1, options["days"]))
         report = found.report
         if options["json"]:
-            data = {**report.as_dict(), "billing": found.billing, "net_usd": round(found.net_usd, 6)}
+            data = {
+                **report.as_dict(),
+                "billing": found.billing,
+                "net_usd": round(found.net_usd, 6),
+            }
             self.stdout.write(json.dumps(data, indent=2))
             return
         self.write_report(found, by=options["by"], sessions=options["sessions"])
