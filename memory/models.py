@@ -36,9 +36,12 @@ class Session(models.Model):
     )
     cwd = models.TextField(blank=True)
     transcript_path = models.TextField(blank=True)
+    # db_default too: rows written by raw SQL (benchmarks, older tools) need no value.
     model = models.CharField(
         max_length=120,
         blank=True,
+        default="",
+        db_default="",
         help_text="The agent's main model, as its transcript names it (blank: not known).",
     )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
@@ -365,8 +368,10 @@ class LedgerEntry(models.Model):
     # GATE_DENY: `reread` for a refused re-read of a file the session holds; blank for a
     # first read refused with the timeline. INJECTION: `session_start` or `prompt_recall`.
     # MEMORY_TOOL: the tool's bare name.
-    detail = models.CharField(max_length=32, blank=True)
-    outcome = models.CharField(max_length=32, blank=True, choices=Outcome.choices)
+    detail = models.CharField(max_length=32, blank=True, default="", db_default="")
+    outcome = models.CharField(
+        max_length=32, blank=True, choices=Outcome.choices, default="", db_default=""
+    )
     # Observer rows: which provider and model, the request's usage split, and its cost.
     provider = models.CharField(max_length=40, blank=True)
     model = models.CharField(max_length=120, blank=True)
