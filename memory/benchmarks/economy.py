@@ -275,6 +275,7 @@ class RunResult:
     sizes: Sizes
     seconds: float
     ledger: dict[str, Any] = field(default_factory=dict)
+    model: str = ""  # the model Claude Code asked the fake server for
 
 
 def _claude(
@@ -312,9 +313,12 @@ def _ledger(data_dir: Path) -> dict[str, Any]:
             "SELECT kind, detail, outcome, COUNT(*) FROM memory_ledgerentry "
             "WHERE kind != 'observer' GROUP BY kind, detail, outcome ORDER BY kind"
         ).fetchall()
+        models = [m for (m,) in db.execute("SELECT model FROM memory_session ORDER BY id")]
     finally:
         db.close()
-    return {"/".join(x for x in (k, d, o) if x): n for k, d, o, n in rows}
+    out: dict[str, Any] = {"/".join(x for x in (k, d, o) if x): n for k, d, o, n in rows}
+    out["session_models"] = models  # read from each session's transcript at Stop
+    return out
 
 
 def run_once(
@@ -416,7 +420,8 @@ def run_once(
                 except subprocess.TimeoutExpired:
                     os.killpg(worker.pid, signal.SIGKILL)
                     worker.wait()
-    return RunResult(policy, memory, sizes_of(bodies), time.monotonic() - started, ledger)
+    model = str(bodies[-1].get("model", "")) if bodies else ""
+    return RunResult(policy, memory, sizes_of(bodies), time.monotonic() - started, ledger, model)
 
 
 # -- the command -------------------------------------------------------------------------------
@@ -455,7 +460,7 @@ def report(results: list[RunResult]) -> list[str]:
         if r.memory:
             gate = r.ledger.get("gate") or [{}]
             lines.append(
-                f"{r.policy}: ledger {json.dumps({k: v for k, v in r.ledger.items() if k != 'gate'})};"
+                f"{r.policy}: ledger {json.dumps({k: v for k, v in r.ledger.items() if k not in ('gate', 'session_models')})};"
                 f" gate at the end: {gate[0].get('mode')} ({gate[0].get('why')})"
             )
     return lines

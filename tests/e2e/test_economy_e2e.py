@@ -38,6 +38,8 @@ def test_following_the_advice_shrinks_the_conversation_and_the_input(runs) -> No
     answered = sum(n for key, n in ledger.items() if key.startswith("gate_deny/"))
     assert answered == 3 and "gate_deny/read_again" not in ledger
     assert ledger["gate"][0]["mode"] == "deny"
+    # Both sessions' model was read from their Claude Code transcripts at Stop.
+    assert runs["follows"].model and ledger["session_models"] == [runs["follows"].model] * 2
 
 
 def test_the_adaptive_gate_stops_refusing_a_model_that_reads_again(runs) -> None:
