@@ -420,8 +420,8 @@ def run_once(
                 except subprocess.TimeoutExpired:
                     os.killpg(worker.pid, signal.SIGKILL)
                     worker.wait()
-    model = str(bodies[-1].get("model", "")) if bodies else ""
-    return RunResult(policy, memory, sizes_of(bodies), time.monotonic() - started, ledger, model)
+    asked = str(bodies[-1].get("model", "")) if bodies else ""
+    return RunResult(policy, memory, sizes_of(bodies), time.monotonic() - started, ledger, asked)
 
 
 # -- the command -------------------------------------------------------------------------------
