@@ -190,7 +190,7 @@ class SettingsForm(forms.Form):
     def sections(self) -> list[tuple[str, str, list[SettingRow]]]:
         """(title, what it affects, rows) in page order; built after validation so a failed
         submission can mark the values it changed."""
-        edited = set(self.changed_data) if self.is_bound else set()
+        edited = self._edited_keys()
         grouped: dict[str, list[SettingRow]] = {title: [] for title in SECTION_ORDER}
         for key, (default, help_text) in config.SETTINGS.items():
             value = str(self._current.get(key, default)).strip()
@@ -209,13 +209,31 @@ class SettingsForm(forms.Form):
             grouped[section_for(key)].append(row)
         return [(title, SECTION_HELP[title], rows) for title, rows in grouped.items() if rows]
 
+    def _edited_keys(self) -> set[str]:
+        """Keys whose submitted value differs from the one the page was served with, by
+        their text (Field.has_changed calls "2500" and 2500 different)."""
+        if not self.is_bound:
+            return set()
+        out = set()
+        for key, fld in self.fields.items():
+            if fld.disabled or key in SECRETS and not self.data.get(key):
+                continue
+            initial = self.initial.get(key)
+            if isinstance(fld, forms.BooleanField):
+                posted = fld.widget.value_from_datadict(self.data, self.files, self.add_prefix(key))
+                changed = bool(posted) != bool(initial)
+            else:
+                changed = str(self.data.get(key, "")).strip() != str(initial or "").strip()
+            if changed:
+                out.add(key)
+        return out
+
     def error_list(self) -> list[tuple[str, str, str]]:
         """(field id or "", label, message) for the summary at the top of the page."""
         out: list[tuple[str, str, str]] = [("", "", str(e)) for e in self.non_field_errors()]
-        for key, errors in self.errors.items():
-            if key == "__all__":
-                continue
-            for message in errors:
+        page_order = [row.key for _, _, rows in self.sections for row in rows]
+        for key in page_order:
+            for message in self.errors.get(key, []):
                 out.append((self[key].id_for_label, setting_label(key), str(message)))
         return out
 

@@ -53,6 +53,27 @@ def make_observation(
     )
 
 
+def make_file_rows(obs: Any, hashes: dict[str, str] | None = None) -> None:
+    """The gate's by-file rows for an observation, as memory.compression.store writes them."""
+    from memory.models import ObservationFile
+
+    hashes = hashes or {}
+    modified = list(obs.files_modified or [])
+    rows = [("modified", p) for p in modified]
+    rows += [("read", p) for p in obs.files_read or [] if p not in modified]
+    ObservationFile.objects.bulk_create(
+        ObservationFile(
+            observation=obs,
+            project=obs.project,
+            path=path,
+            role=role,
+            content_hash=hashes.get(path, ""),
+            created=obs.created,
+        )
+        for role, path in rows
+    )
+
+
 def make_summary(
     session: Any, *, prompt_number: int | None = None, minutes_ago: float = 0, **fields: Any
 ) -> Any:
@@ -144,6 +165,8 @@ def seed_demo() -> dict[str, Any]:
         files_read=["auth/views.py"],
         tool_name="Read",
     )
+    for obs in (o1, o2, o3):
+        make_file_rows(obs)
     return {
         "prompts": [p1.pk, p2.pk],
         "observations": [o1.pk, o2.pk, o3.pk],
