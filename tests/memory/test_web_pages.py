@@ -65,13 +65,7 @@ def test_file_page_shows_the_gate_timeline_with_labels_by_hash(
     # The gate's rank: the observation that modified the file first, then the read.
     assert gate.index("Cart total fixed") < gate.index("Cart read first")
     assert f'<span class="id">#{new.pk}</span>' in gate
-    rows = {
-        title: label
-        for title, label in (
-            ("Cart total fixed", "unchanged"),
-            ("Cart read first", "changed"),
-        )
-    }
+    rows = {"Cart total fixed": "unchanged", "Cart read first": "changed"}
     for title, label in rows.items():
         line = next(li for li in gate.split("<li") if title in li)
         assert f'data-label="{label}"' in line, line
@@ -162,7 +156,7 @@ def test_live_items_say_where_they_belong_and_the_queue_is_counted(client: Clien
     a, b = data["items"]
     assert a["session"] == session.pk and a["day"] == first.created.date().isoformat()
     assert a["sort"] < b["sort"]
-    assert 'data-session="%d"' % session.pk in a["block_html"]
+    assert f'data-session="{session.pk}"' in a["block_html"]
     assert f'data-day="{a["day"]}"' in a["day_html"]
     assert f'data-sort="{a["sort"]}"' in a["html"]
     # The page renders the same keys, so the script can slot rows among them.
@@ -183,7 +177,10 @@ def test_settings_human_labels_raw_keys_and_changed_markers(client: Client) -> N
     assert "What the agent sees at session start" in body
     assert "Observations in the index" in body
     assert '<code class="setting-key">CLAUDE_MEM_CONTEXT_OBSERVATIONS</code>' in body
-    assert "is-changed" in body[body.index('id="setting-CLAUDE_MEM_CONTEXT_OBSERVATIONS"') - 80 :][:200]
+    assert (
+        "is-changed"
+        in body[body.index('id="setting-CLAUDE_MEM_CONTEXT_OBSERVATIONS"') - 80 :][:200]
+    )
     other = body[body.index('id="setting-CLAUDE_MEM_CONTEXT_TOKENS"') - 80 :][:200]
     assert "is-changed" not in other
 
@@ -201,7 +198,9 @@ def test_failed_save_shows_a_summary_linking_to_the_fields(client: Client) -> No
     resp = client.post(reverse("memory-settings"), data)
     assert resp.status_code == 200
     body = resp.content.decode()
-    summary = body[body.index('id="error-summary"') : body.index("</div>", body.index('id="error-summary"'))]
+    summary = body[
+        body.index('id="error-summary"') : body.index("</div>", body.index('id="error-summary"'))
+    ]
     assert "2 problems to fix" in summary
     assert 'href="#id_CLAUDE_MEM_CONTEXT_OBSERVATIONS"' in summary
     assert 'href="#id_CLAUDE_MEM_CONTEXT_SESSION_COUNT"' in summary
@@ -248,7 +247,9 @@ def test_search_folds_near_identical_rows_and_the_api_keeps_them(client: Client)
             files_modified=["src/parser.py"],
             minutes_ago=10 - i,
         )
-    make_observation(session, "Parser cache invalidated", type="bugfix", files_modified=["src/parser.py"])
+    make_observation(
+        session, "Parser cache invalidated", type="bugfix", files_modified=["src/parser.py"]
+    )
     body = client.get(reverse("memory-search"), {"q": "parser"}).content.decode()
     assert "4 results, 2 after folding" in body
     assert "+2 similar" in body
