@@ -150,8 +150,10 @@ def file_page(request: HttpRequest, project: str) -> HttpResponse:
     history = file_history(project=project[:200], path=raw)
     if not history.path:
         raise Http404("Name a file: ?path=")
-    ctx = {"history": history, "known_project": project in services.projects_list()}
-    return render(request, "memory/file.html", ctx, status=200 if history.known else 404)
+    # Unknown files still get the page (it says so), with a 404 status.
+    return render(
+        request, "memory/file.html", {"history": history}, status=200 if history.known else 404
+    )
 
 
 @require_GET

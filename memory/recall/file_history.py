@@ -22,7 +22,7 @@ from datetime import datetime
 
 from memory import clock, config
 from memory.capture.secret_locations import is_secret_location
-from memory.models import FileView, Observation, ObservationFile, Session
+from memory.models import FileView, Observation, ObservationFile, Prompt, Session
 from memory.netpolicy import is_loopback
 from memory.recall.file_views import FileFacts, file_facts
 from memory.recall.gate import Candidate, candidate_unchanged, candidates_rank, file_candidates
@@ -55,6 +55,7 @@ class TouchedSession:
     modified: bool = False
     read_seen: datetime | None = None  # the newest read the gate recorded in it
     denied: bool = False
+    first_prompt: str = ""  # what the session is called on the page
 
 
 @dataclass
@@ -162,8 +163,15 @@ def _sessions(observations: list[Observation], views: list[FileView]) -> list[To
         if entry.read_seen is None or view.seen > entry.read_seen:
             entry.read_seen = view.seen
         entry.denied = entry.denied or view.denied
-    out = sorted(touched.values(), key=lambda t: t.session.started, reverse=True)
-    return out[:SESSIONS_MAX]
+    out = sorted(touched.values(), key=lambda t: t.session.started, reverse=True)[:SESSIONS_MAX]
+    firsts = dict(
+        Prompt.objects.filter(session_id__in=[t.session.pk for t in out])
+        .order_by("session_id", "-number")
+        .values_list("session_id", "text")
+    )  # the last value per session wins: the lowest number, its first prompt
+    for entry in out:
+        entry.first_prompt = firsts.get(entry.session.pk, "")
+    return out
 
 
 def file_history(*, project: str, path: str) -> FileHistory:
