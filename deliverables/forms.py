@@ -19,5 +19,5 @@ class WorkFilterForm(forms.Form):
     kind = forms.ChoiceField(
         required=False,
         choices=[("", "Any (or none)"), *DELIVERABLE_KINDS],
-        label="Deliverables",
+        label="Deliverable kind",
     )

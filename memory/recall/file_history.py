@@ -113,8 +113,15 @@ def _disk_file(rel: str, roots: list[str]) -> tuple[str, str]:
         return "", "A shared worker does not read files on its own disk."
     if os.path.isabs(rel):
         return "", "Outside the project: its state on disk is not checked."
-    if ".." in rel.split("/"):
+    if ".." in rel.split("/") or "\x00" in rel:
         return "", "Not a path inside the project."
+    try:
+        return _disk_file_in(rel, roots)
+    except (OSError, ValueError):  # a name the OS cannot take (too long, odd bytes)
+        return "", "Not a path this machine can open."
+
+
+def _disk_file_in(rel: str, roots: list[str]) -> tuple[str, str]:
     for root in roots:
         candidate = os.path.normpath(os.path.join(root, rel))
         if not _inside(candidate, os.path.normpath(root)):

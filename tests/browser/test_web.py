@@ -389,6 +389,25 @@ def test_my_work_type_filter_and_badge_legend(live_worker: LiveWorker, browser: 
     assert web_card.get_by_role("link", name="Added a regression test for rounding").count() == 0
     assert api_card.count() == 0
     _shot(page, "my-work-type-filter-1280.png")
+
+    # Deliverables by kind: only the images of the requests that made one.
+    page.get_by_label("Type").select_option("")
+    page.get_by_label("Deliverable kind").select_option("image")
+    page.get_by_role("button", name="Filter").click()
+    page.wait_for_url("**/work/?*kind=image*")
+    web_card.locator(f"#deliverable-{ids['deliverables']['png']}").wait_for()
+    assert web_card.locator(".deliv").count() == 1
+    assert api_card.count() == 0
+    page.get_by_label("Deliverable kind").select_option("markdown")
+    page.get_by_role("button", name="Filter").click()
+    page.wait_for_url("**/work/?*kind=markdown*")
+    web_card.locator(f"#deliverable-{ids['deliverables']['md']}").wait_for()
+    assert web_card.locator(".deliv").count() == 1
+    # File paths are links to the file page.
+    web_card.locator(".files-changed summary").click()
+    web_card.locator(".files-changed").get_by_role("link", name="shop/checkout.py").click()
+    page.locator("#file-path").wait_for()
+    assert page.locator("#file-path").inner_text() == "shop/checkout.py"
     page.context.close()
 
 
