@@ -246,6 +246,22 @@ def _main(argv: list[str]) -> None:
             session=session, kind=Event.Kind.OBSERVATION, payload={}, status=Event.Status.CLAIMED
         )
         print(json.dumps({"id": event.pk}))
+    elif argv[0] == "fold":
+        from memory.models import Session
+
+        session = Session.objects.get(session_id="sess-web-1")
+        titles = [
+            "Parser cache invalidated",
+            "parser cache invalidated!",
+            "Parser  cache invalidated",
+        ]
+        made = [
+            make_observation(
+                session, title, type="change", minutes_ago=10 - i, files_modified=["shop/parser.py"]
+            ).pk
+            for i, title in enumerate(titles)
+        ]
+        print(json.dumps({"ids": made}))
     elif argv[0] == "file":
         print(json.dumps(seed_file(argv[1])))
     else:

@@ -318,6 +318,34 @@ def test_search_highlights_marks_in_page_and_offsets_in_api(
         assert snippet[start:end].lower().startswith("round"), (snippet, start, end)
 
 
+def test_search_folds_near_identical_rows(live_worker: LiveWorker, browser: Any) -> None:
+    _seed(live_worker, "demo")
+    ids = _seed(live_worker, "fold")["ids"]
+    page = _page(browser, live_worker)
+    page.goto(live_worker.url + "/search/?q=parser")
+    rows = page.locator("ol.hits > li.hit")
+    rows.first.wait_for()
+    assert rows.count() == 1
+    expander = rows.first.locator("details.similar")
+    assert expander.locator("summary").inner_text() == "+2 similar"
+    assert expander.locator(".hit-similar").first.is_hidden()
+    expander.locator("summary").click()
+    shown = expander.locator(".hit-similar")
+    assert shown.count() == 2 and shown.first.is_visible()
+    assert "3 results, 1 after folding" in page.locator("main").inner_text()
+    # The matches are still marked in the folded rows.
+    assert shown.first.locator(".snippet mark, .item-title").count() >= 1
+    _shot(page, "search-folded-1280.png")
+    page.context.close()
+    data = json.loads(
+        owner_open(live_worker.data_dir, live_worker.url + "/api/search?q=parser&project=webshop")
+    )
+    hits = [h for h in data["results"] if h["id"] in ids]
+    assert len(hits) == 3 and len({h["fold"] for h in hits}) == 1
+    assert [h["fold_lead"] for h in hits] == [True, False, False]
+    assert all(h["fold_size"] == 3 for h in hits)
+
+
 def test_theme_toggle_light_dark_system_is_remembered(
     live_worker: LiveWorker, browser: Any
 ) -> None:
