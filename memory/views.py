@@ -147,6 +147,8 @@ def session_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def file_page(request: HttpRequest, project: str) -> HttpResponse:
     """Everything memory knows about one file of one project (memory/recall/file_history.py)."""
     raw = request.GET.get("path", "")[:4096]
+    if "\x00" in project:
+        raise Http404("No such project.")
     history = file_history(project=project[:200], path=raw)
     if not history.path:
         raise Http404("Name a file: ?path=")

@@ -83,6 +83,8 @@ def clean_rel_path(path: str) -> str:
     """The stored spelling of a path from a URL: forward slashes, no empty or `.` parts.
     `..` is kept (it only ever selects rows whose stored path is literally that); the disk
     lookup refuses it separately."""
+    if "\x00" in path:  # no file name holds NUL, and PostgreSQL text cannot
+        return ""
     path = path.replace("\\", "/").strip()
     absolute = path.startswith("/")
     parts = [p for p in path.split("/") if p not in ("", ".")]

@@ -101,6 +101,7 @@ def test_file_page_never_reads_outside_the_project(client: Client, tmp_path: Pat
         assert "on disk now" not in body, path
     for odd in ("a\x00b", "x/" * 3000, "/" * 50, "."):
         assert client.get(_file_url("proj", odd)).status_code in (200, 404), odd
+    assert client.get(_file_url("pr\x00oj", "a.py")).status_code == 404
 
 
 def test_file_page_escapes_hostile_names_and_404s_unknown_files(client: Client) -> None:
