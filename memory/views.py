@@ -59,7 +59,8 @@ def live(request: HttpRequest) -> JsonResponse:
     """Polling endpoint: rows newer than the page's ids, each as escaped HTML with where it
     belongs (its local day, its session, its order inside the session block), the new ids
     and the compression queue. `html` (all rows, newest first) stays for older pages."""
-    project = request.GET.get("project", "")[:200]
+    # No project name holds NUL (PostgreSQL text cannot): drop it rather than fail the poll.
+    project = request.GET.get("project", "")[:200].replace("\x00", "")
     update = feed.feed_live(
         after_observation=_int_param(request, "obs"),
         after_summary=_int_param(request, "sum"),
