@@ -643,6 +643,14 @@ def test_settings_errors_markers_and_save_bar(
     # Its links lead to the fields.
     summary.get_by_role("link", name="Observations in the index").click()
     assert page.evaluate("location.hash") == "#id_CLAUDE_MEM_CONTEXT_OBSERVATIONS"
+    # ...and the field lands in view, under neither the sticky header nor the save bar.
+    assert page.evaluate(
+        """() => {
+          const f = document.getElementById('id_CLAUDE_MEM_CONTEXT_OBSERVATIONS');
+          const r = f.getBoundingClientRect();
+          return document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2) === f;
+        }"""
+    )
     assert page.locator("#setting-CLAUDE_MEM_CONTEXT_OBSERVATIONS").evaluate(
         "e => e.classList.contains('has-error')"
     )
