@@ -145,6 +145,7 @@ SECTION_ORDER = (
     "What the agent sees at session start",
     "Reading files",
     "How observations are written",
+    "Money in Stats",
     "Files it makes for you",
     "Privacy and what is kept",
     "The worker and hooks",

@@ -12,9 +12,9 @@ from memory import charts, config, feed, services
 from memory.forms import FeedFilterForm, SearchForm, SettingsForm, StatsForm
 from memory.housekeeping.forget import ForgetRequest, observations_forget
 from memory.models import Observation, Prompt, Session
+from memory.recall.file_history import file_history
 from memory.recall.ledger_session import session_ledger
 from memory.recall.savings import savings
-from memory.recall.file_history import file_history
 from memory.retrieval.search.fold import hits_fold
 from memory.retrieval.search.query import KINDS, SearchQuery
 from memory.retrieval.search.service import search
