@@ -23,7 +23,7 @@ from memory.agents.base import HookEvent, HookResult
 from memory.capture import privacy
 from memory.capture.secret_locations import refusal_reason
 from memory.db import CompiledQuery
-from memory.extensions import turn_finished_send
+from memory.extensions import tool_recorded_send, turn_finished_send
 from memory.models import Event, Prompt, Session
 from memory.projects import (
     Project,
@@ -323,6 +323,8 @@ def observation_record(*, event: HookEvent) -> HookResult:
         if event.tool_name in FILE_TOOLS and not event.failed:
             # The file was just hashed for cmem_files: hand those facts over, not the disk again.
             file_view_record_from_tool(session=session, event=event, known=payload["cmem_files"])
+        # Apps built on memory (deliverables records a work_state_write call's files) hook in.
+        tool_recorded_send(session=session, event=event)
         _enqueue_processing(session.pk)
     log.debug("recorded %s", stored)
     return HookResult()

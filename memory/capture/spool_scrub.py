@@ -16,6 +16,9 @@ only (the worker is down anyway):
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
 import json
 import re
 from typing import Any
@@ -71,8 +74,53 @@ def spool_scrub(body: bytes) -> bytes | None:
     # The worker's rules exactly (detect-secrets' plugins come from a snapshot, so there is
     # no import to pay here).
     sanitizer = privacy.Sanitizer(settings=config.load())
+    # Handed-over file bytes (memory.capture.handover) are base64: the walk would take them
+    # for a high-entropy secret. They are scrubbed as the files they are instead.
+    handover = data.pop("cmem_handover", None)
     try:
         cleaned = _walk(data, sanitizer)
     except RecursionError:
         return None
+    if isinstance(handover, dict):
+        cleaned["cmem_handover"] = _handover_scrub(handover)
     return json.dumps(cleaned, ensure_ascii=False).encode("utf-8", "replace")
+
+
+def _handover_scrub(handover: dict[str, Any]) -> dict[str, Any]:
+    """Each handed-over file as the worker would store it: a text file (UTF-8 without NUL)
+    redacted by the one redactor, a binary kept as is; paths and reasons redacted."""
+    files = handover.get("files") if isinstance(handover.get("files"), list) else []
+    out: list[dict[str, Any]] = []
+    for entry in files:
+        if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
+            continue
+        kept: dict[str, Any] = {"path": privacy.redact_text(entry["path"])}
+        for key in ("refused", "skipped"):
+            if isinstance(entry.get(key), str):
+                kept[key] = privacy.redact_text(entry[key])
+        data = entry.get("data")
+        if isinstance(data, str):
+            try:
+                raw = base64.b64decode(data, validate=True)
+            except (binascii.Error, ValueError):
+                kept.setdefault("skipped", "unreadable bytes")
+                out.append(kept)
+                continue
+            raw = _redacted_bytes(raw)
+            kept.update(
+                size=len(raw),
+                sha256=hashlib.sha256(raw).hexdigest(),
+                data=base64.b64encode(raw).decode("ascii"),
+            )
+        out.append(kept)
+    return {"kind": str(handover.get("kind") or ""), "files": out}
+
+
+def _redacted_bytes(raw: bytes) -> bytes:
+    if b"\x00" in raw:
+        return raw
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
+    return privacy.redact_text(text).encode("utf-8")
