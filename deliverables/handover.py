@@ -34,6 +34,7 @@ from memory.agents.base import HookEvent
 from memory.agents.tool_names import is_cmem_tool
 from memory.capture import privacy
 from memory.capture.secret_locations import refusal_reason
+from memory.capture.turn_files import attachments_from_transcript
 from memory.models import Prompt, Session
 from memory.projects import project_for_cwd, remote_request
 
@@ -125,13 +126,22 @@ def stop_handover_record(*, session: Session, event: HookEvent) -> set[str]:
         if entry.get("refused"):
             done.add(path)
             continue
-        if not outside_project(path, project_root=project_root):
+        attached = entry.get("attached") is True
+        # An attachment may live anywhere the agent chose; a written file counts only
+        # outside the project's source tree.
+        if not attached and not outside_project(path, project_root=project_root):
             done.add(path)
             continue
+        marks = _marks(entry.get("title"), entry.get("note")) if attached else {}
         try:
             if (
                 _store(
-                    session=session, prompt=prompt, entry=entry, max_bytes=max_bytes, remote=remote
+                    session=session,
+                    prompt=prompt,
+                    entry=entry,
+                    max_bytes=max_bytes,
+                    remote=remote,
+                    **marks,
                 )
                 is not None
             ):
@@ -147,6 +157,52 @@ def _tool_text(value: Any, cap: int) -> str:
     return privacy.Sanitizer().text(value).strip()[:cap]
 
 
+def _marks(title: Any, note: Any) -> dict[str, Any]:
+    return {
+        "attached": True,
+        "title": _tool_text(title, TITLE_CHARS),
+        "note": _tool_text(note, NOTE_CHARS),
+    }
+
+
+def transcript_attachments_record(
+    *, session: Session, event: HookEvent, skip: set[str]
+) -> list[Deliverable]:
+    """Stop, on a worker that shares the agent's disk: the last turn's `work_state_write`
+    calls, from the transcript. Their PostToolUse hook is async and may never have run (the
+    session ended right after the call); the files are copied from disk under the usual
+    checks. Paths in `skip` came with the Stop's own handover."""
+    settings = config.load()
+    if remote_request() or not config.get_bool("CLAUDE_MEM_DELIVERABLES_ENABLED", settings):
+        return []
+    max_bytes = config.get_int("CLAUDE_MEM_DELIVERABLES_MAX_BYTES", settings)
+    cwd = event.cwd or session.cwd or "/"
+    prompt = _current_prompt(session)
+    made: list[Deliverable] = []
+    for call in attachments_from_transcript(event.transcript_path or session.transcript_path):
+        marks = _marks(call["title"], call["note"])
+        for raw in call["paths"][:50]:
+            path = os.path.normpath(raw if os.path.isabs(raw) else os.path.join(cwd, raw))
+            if path in skip:
+                continue
+            entry = {"path": path, "skipped": "read from disk"}
+            try:
+                found = _store(
+                    session=session,
+                    prompt=prompt,
+                    entry=entry,
+                    max_bytes=max_bytes,
+                    remote=False,
+                    **marks,
+                )
+            except Exception:
+                log.exception("attachment %s could not be stored", path)
+                continue
+            if found is not None:
+                made.append(found)
+    return made
+
+
 def attachments_record(*, session: Session, event: HookEvent) -> list[Deliverable]:
     """PostToolUse of `work_state_write`: the files it attached, on the current request,
     marked attached, with the call's title and note (tags stripped, secrets redacted)."""
@@ -158,8 +214,7 @@ def attachments_record(*, session: Session, event: HookEvent) -> list[Deliverabl
         return []
     max_bytes = config.get_int("CLAUDE_MEM_DELIVERABLES_MAX_BYTES", settings)
     remote = remote_request()
-    title = _tool_text(event.tool_input.get("title"), TITLE_CHARS)
-    note = _tool_text(event.tool_input.get("note"), NOTE_CHARS)
+    marks = _marks(event.tool_input.get("title"), event.tool_input.get("note"))
     prompt = _current_prompt(session)
     made: list[Deliverable] = []
     for entry in entries[:50]:
@@ -172,9 +227,7 @@ def attachments_record(*, session: Session, event: HookEvent) -> list[Deliverabl
                 entry=entry,
                 max_bytes=max_bytes,
                 remote=remote,
-                attached=True,
-                title=title,
-                note=note,
+                **marks,
             )
         except Exception:
             log.exception("attachment %s could not be stored", entry.get("path"))

@@ -12,7 +12,11 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
 
-from deliverables.handover import attachments_record, stop_handover_record
+from deliverables.handover import (
+    attachments_record,
+    stop_handover_record,
+    transcript_attachments_record,
+)
 from deliverables.models import Deliverable
 from deliverables.services import deliverables_capture
 from memory.agents.base import HookEvent
@@ -85,6 +89,7 @@ def on_turn_finished(*, session: Session, event: HookEvent) -> None:
     rest of the turn's deliverables from disk (memory runs this in a savepoint of its own)."""
     done = stop_handover_record(session=session, event=event)
     deliverables_capture(session=session, event=event, skip=done)
+    transcript_attachments_record(session=session, event=event, skip=done)
 
 
 def on_tool_recorded(*, session: Session, event: HookEvent) -> None:

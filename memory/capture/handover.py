@@ -32,7 +32,12 @@ from typing import Any
 
 from memory.agents.tool_names import is_cmem_tool
 from memory.capture.secret_locations import refusal_reason
-from memory.capture.turn_files import paths_from_transcript, unique
+from memory.capture.turn_files import (
+    attach_paths,
+    attachments_from_transcript,
+    paths_from_transcript,
+    unique,
+)
 
 TOOL = "work_state_write"
 # File bytes one event carries (before base64), its file count, and the time spent reading.
@@ -144,28 +149,30 @@ def _inside(path: str, root: str) -> bool:
 
 
 def attached_paths(data: dict[str, Any]) -> list[str]:
-    """The paths a `work_state_write` call named, absolute (its `paths`, or one `path`)."""
-    tool_input = data.get("tool_input")
-    if not isinstance(tool_input, dict):
-        return []
-    raw = tool_input.get("paths")
-    if isinstance(raw, str):
-        raw = [raw]
-    if not isinstance(raw, list):
-        raw = [tool_input.get("path")] if isinstance(tool_input.get("path"), str) else []
+    """The paths a `work_state_write` call named, absolute (relative ones are the cwd's)."""
     cwd = data.get("cwd") if isinstance(data.get("cwd"), str) else ""
-    return unique([_absolute(p, str(cwd)) for p in raw if isinstance(p, str) and p])
+    return unique([_absolute(p, str(cwd)) for p in attach_paths(data.get("tool_input"))])
 
 
-def stop_paths(data: dict[str, Any]) -> list[str]:
-    """The files the turn wrote outside its source tree, from the transcript's last turn."""
+def stop_paths(data: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The turn's files, from the transcript's last turn, each with what the worker should
+    mark on it: written outside the source tree (no marks), or attached with
+    `work_state_write` (anywhere; marked attached, with the call's title and note)."""
     transcript = data.get("transcript_path")
     if not isinstance(transcript, str) or not transcript:
         return []
-    cwd = data.get("cwd") if isinstance(data.get("cwd"), str) else ""
-    root = _source_root(str(cwd))
-    paths = [_absolute(p, str(cwd)) for p in paths_from_transcript(transcript)]
-    return [p for p in unique(paths) if not _inside(p, root)]
+    cwd = str(data.get("cwd")) if isinstance(data.get("cwd"), str) else ""
+    root = _source_root(cwd)
+    out: dict[str, dict[str, Any]] = {}
+    for raw in paths_from_transcript(transcript):
+        path = _absolute(raw, cwd)
+        if not _inside(path, root):
+            out.setdefault(path, {})
+    for call in attachments_from_transcript(transcript):
+        marks = {"attached": True, "title": call["title"][:200], "note": call["note"][:2000]}
+        for raw in call["paths"]:
+            out[_absolute(raw, cwd)] = marks
+    return list(out.items())
 
 
 def is_attach_call(data: dict[str, Any]) -> bool:
@@ -188,14 +195,14 @@ def handover_add(
     if kind == "attach":
         if not is_attach_call(data):
             return body
-        paths = attached_paths(data)
+        paths: list[tuple[str, dict[str, Any]]] = [(p, {}) for p in attached_paths(data)]
     else:
         paths = stop_paths(data)
     if not paths:
         return body
     room = min(HANDOVER_MAX_BYTES, (request_limit - len(body) - _HEADROOM) * 3 // 4)
     budget = _Budget(room, max_file)
-    files = [read_entry(p, budget) for p in paths[:MAX_FILES]]
-    files += [{"path": p, "skipped": "too many files"} for p in paths[MAX_FILES:]]
+    files = [{**read_entry(p, budget), **marks} for p, marks in paths[:MAX_FILES]]
+    files += [{"path": p, "skipped": "too many files", **m} for p, m in paths[MAX_FILES:]]
     data["cmem_handover"] = {"kind": kind, "files": files}
     return json.dumps(data).encode()

@@ -88,8 +88,10 @@ def spool_scrub(body: bytes) -> bytes | None:
 
 def _handover_scrub(handover: dict[str, Any]) -> dict[str, Any]:
     """Each handed-over file as the worker would store it: a text file (UTF-8 without NUL)
-    redacted by the one redactor, a binary kept as is; paths and reasons redacted."""
+    redacted by the one redactor, a binary kept as is; paths and reasons redacted, an
+    attachment's title and note scrubbed like any other text."""
     files = handover.get("files") if isinstance(handover.get("files"), list) else []
+    sanitizer = privacy.Sanitizer(settings=config.load())
     out: list[dict[str, Any]] = []
     for entry in files:
         if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
@@ -98,6 +100,11 @@ def _handover_scrub(handover: dict[str, Any]) -> dict[str, Any]:
         for key in ("refused", "skipped"):
             if isinstance(entry.get(key), str):
                 kept[key] = privacy.redact_text(entry[key])
+        if entry.get("attached") is True:
+            kept["attached"] = True
+            for key in ("title", "note"):
+                if isinstance(entry.get(key), str):
+                    kept[key] = _text(entry[key], sanitizer)
         data = entry.get("data")
         if isinstance(data, str):
             try:

@@ -1,4 +1,5 @@
-"""Which files a turn wrote: its Write/Edit tool uses, read from the transcript's last turn.
+"""Which files a turn produced: its Write/Edit tool uses and the files its `work_state_write`
+calls attached, read from the transcript's last turn.
 
 Stdlib only: the worker uses it at Stop (deliverables), and the hook client uses it when it
 must hand a Stop's deliverables over itself (worker down, or a remote team worker), so the
@@ -13,6 +14,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from memory.agents.tool_names import is_cmem_tool
+
+ATTACH_TOOL = "work_state_write"
 WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "apply_patch"})
 # Bounded read of the transcript's tail: the last turn is what matters, and Stop must be fast.
 TRANSCRIPT_TAIL_BYTES = 8 * 1024 * 1024
@@ -57,12 +61,9 @@ def _transcript_tail(path: Path) -> list[str]:
     return lines[1:] if start else lines  # the first line of a tail read is partial
 
 
-def paths_from_transcript(transcript_path: str) -> list[str]:
-    """File paths written by Write/Edit/MultiEdit/NotebookEdit tool uses in the last turn.
-
-    PostToolUse hooks are async, so the last tool use's event may still be in flight when
-    Stop arrives; the transcript is already on disk and closes that gap.
-    """
+def _last_turn_tool_uses(transcript_path: str) -> list[tuple[str, Any]]:
+    """(name, input) of the last turn's tool uses whose result came back without an error,
+    in order. A tool use the user refused, or one that failed, produced nothing."""
     if not transcript_path:
         return []
     try:
@@ -81,7 +82,7 @@ def paths_from_transcript(transcript_path: str) -> list[str]:
             break
         turn.append(entry)
     succeeded = _succeeded_tool_use_ids(turn)
-    paths: list[str] = []
+    uses: list[tuple[str, Any]] = []
     for entry in reversed(turn):
         if entry.get("type") != "assistant":
             continue
@@ -92,13 +93,56 @@ def paths_from_transcript(transcript_path: str) -> list[str]:
             if (
                 isinstance(block, dict)
                 and block.get("type") == "tool_use"
-                and block.get("name") in WRITE_TOOLS
-                # Only a tool use whose result came back without an error: a Write the user
-                # refused, or one that failed, names a file the agent did not produce.
+                and isinstance(block.get("name"), str)
                 and block.get("id") in succeeded
             ):
-                paths.extend(paths_from_tool_input(block["name"], block.get("input")))
+                uses.append((block["name"], block.get("input")))
+    return uses
+
+
+def paths_from_transcript(transcript_path: str) -> list[str]:
+    """File paths written by Write/Edit/MultiEdit/NotebookEdit tool uses in the last turn.
+
+    PostToolUse hooks are async, so the last tool use's event may still be in flight when
+    Stop arrives; the transcript is already on disk and closes that gap.
+    """
+    paths: list[str] = []
+    for name, tool_input in _last_turn_tool_uses(transcript_path):
+        if name in WRITE_TOOLS:
+            paths.extend(paths_from_tool_input(name, tool_input))
     return paths
+
+
+def attach_paths(tool_input: Any) -> list[str]:
+    """The paths a `work_state_write` call named (its `paths`, or one `path`), as given."""
+    if not isinstance(tool_input, dict):
+        return []
+    raw = tool_input.get("paths")
+    if isinstance(raw, str):
+        raw = [raw]
+    if not isinstance(raw, list):
+        raw = [tool_input.get("path")]
+    return [p for p in raw if isinstance(p, str) and p]
+
+
+def attachments_from_transcript(transcript_path: str) -> list[dict[str, Any]]:
+    """The last turn's successful `work_state_write` calls: {"paths", "title", "note"} each.
+
+    The call's own PostToolUse hook records them when it completes, but it is async and
+    Claude Code does not wait for it when the session ends right after the call (often the
+    turn's last tool use); seed 002's Stop takes them from the transcript as well."""
+    found: list[dict[str, Any]] = []
+    for name, tool_input in _last_turn_tool_uses(transcript_path):
+        if is_cmem_tool(name, ATTACH_TOOL) and isinstance(tool_input, dict):
+            title, note = tool_input.get("title"), tool_input.get("note")
+            found.append(
+                {
+                    "paths": attach_paths(tool_input),
+                    "title": title if isinstance(title, str) else "",
+                    "note": note if isinstance(note, str) else "",
+                }
+            )
+    return found
 
 
 def _succeeded_tool_use_ids(turn: list[dict[str, Any]]) -> set[str]:

@@ -296,3 +296,85 @@ def test_a_stop_handover_carries_only_files_outside_the_source_tree(
     d = Deliverable.objects.get()
     assert not d.attached and d.original_path == str(notes)
     assert (deliverables_root() / d.stored_path).read_bytes() == b"# Notes\n"
+
+
+def _attach_transcript(tmp_path: Path, paths: list[str], *, failed: bool = False) -> str:
+    result: dict[str, Any] = {"type": "tool_result", "tool_use_id": "tu-a"}
+    if failed:
+        result["is_error"] = True
+    lines = [
+        {"type": "user", "message": {"role": "user", "content": "attach the deck"}},
+        {
+            "type": "assistant",
+            "message": {
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "tu-a",
+                        "name": "mcp__plugin_cmem_cmem__work_state_write",
+                        "input": {"paths": paths, "title": "Deck", "note": "for Friday"},
+                    }
+                ]
+            },
+        },
+        {"type": "user", "message": {"content": [result]}},
+    ]
+    transcript = tmp_path / "attach.jsonl"
+    transcript.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    return str(transcript)
+
+
+def _stop_body(project: Path, transcript: str) -> bytes:
+    return json.dumps(
+        {
+            "session_id": "attach-sid",
+            "cwd": str(project),
+            "hook_event_name": "Stop",
+            "transcript_path": transcript,
+        }
+    ).encode()
+
+
+def test_stop_takes_attachments_from_the_transcript_when_their_hook_never_ran(
+    project: Path, tmp_path: Path
+) -> None:
+    """The call's PostToolUse is async: Claude Code may exit before it runs. Stop is not."""
+    client = Client()
+    _prompt(client, project, "attach the deck")
+    deck = project / "deck.html"  # inside the project: attached anyway, the agent chose it
+    deck.write_text("<h1>Deck</h1>\n")
+    _post(client, "summarize", _stop_body(project, _attach_transcript(tmp_path, ["deck.html"])))
+    d = Deliverable.objects.get()
+    assert d.attached and d.title == "Deck" and d.note == "for Friday"
+    assert d.original_path == str(deck)
+
+
+def test_a_failed_attach_call_attaches_nothing(project: Path, tmp_path: Path) -> None:
+    client = Client()
+    _prompt(client, project, "attach the deck")
+    (project / "deck.html").write_text("<h1>Deck</h1>\n")
+    transcript = _attach_transcript(tmp_path, ["deck.html"], failed=True)
+    _post(client, "summarize", _stop_body(project, transcript))
+    assert Deliverable.objects.count() == 0
+
+
+def test_a_stop_handover_carries_attachments_with_their_title(
+    project: Path, tmp_path: Path, home: Path
+) -> None:
+    deck = project / "deck.html"
+    deck.write_text("<h1>Deck</h1>\n")
+    transcript = _attach_transcript(tmp_path, [str(deck), str(home / ".ssh" / "id_rsa")])
+    body = handover.handover_add(
+        _stop_body(project, transcript), kind="stop", request_limit=LIMIT, max_file=MAX_FILE
+    )
+    carried, refused = _files(body)
+    assert carried["attached"] and carried["title"] == "Deck" and "data" in carried
+    assert refused.get("refused") and "data" not in refused
+    scrubbed = spool_scrub(body)
+    assert scrubbed is not None and _files(scrubbed)[0]["title"] == "Deck"
+    client = Client()
+    _prompt(client, project, "attach the deck")
+    deck.unlink()
+    _post(client, "summarize", scrubbed)
+    d = Deliverable.objects.get()
+    assert d.attached and d.title == "Deck" and d.original_path == str(deck)
