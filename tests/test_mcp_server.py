@@ -175,7 +175,9 @@ def test_work_state_write_answers_plain_text_and_touches_no_worker(tmp_path: Pat
     assert tool.outputSchema is None and ok.structuredContent is None
     assert [part.type for part in ok.content] == ["text"]
     said = _text(ok)
-    assert said.startswith("1 file(s) will be attached to the current request on My Work: report.md.")
+    assert said.startswith(
+        "1 file(s) will be attached to the current request on My Work: report.md."
+    )
     assert "not attached: gone.md" in said and "Title: Q3" in said
     assert empty.isError and "at least one file path" in _text(empty)
     assert not (data / "worker.pid").exists()

@@ -180,9 +180,7 @@ def is_attach_call(data: dict[str, Any]) -> bool:
     return isinstance(name, str) and is_cmem_tool(name, TOOL)
 
 
-def handover_add(
-    body: bytes, *, kind: str, request_limit: int, max_file: int
-) -> bytes:
+def handover_add(body: bytes, *, kind: str, request_limit: int, max_file: int) -> bytes:
     """`body` with `cmem_handover` added: the bytes of a `work_state_write` call's files
     (kind "attach") or of a Stop's deliverables (kind "stop"). Unchanged when there is
     nothing to hand over, the body is not a JSON object, or it already carries a handover."""

@@ -90,7 +90,8 @@ def _handover_scrub(handover: dict[str, Any]) -> dict[str, Any]:
     """Each handed-over file as the worker would store it: a text file (UTF-8 without NUL)
     redacted by the one redactor, a binary kept as is; paths and reasons redacted, an
     attachment's title and note scrubbed like any other text."""
-    files = handover.get("files") if isinstance(handover.get("files"), list) else []
+    raw_files = handover.get("files")
+    files: list[Any] = raw_files if isinstance(raw_files, list) else []
     sanitizer = privacy.Sanitizer(settings=config.load())
     out: list[dict[str, Any]] = []
     for entry in files:

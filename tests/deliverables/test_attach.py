@@ -68,7 +68,9 @@ def _attach_body(project: Path, paths: list[str], *, tool: str = ATTACH, **extra
 
 
 def _post(client: Client, event: str, body: bytes) -> None:
-    resp = client.post(f"/api/hooks/claude-code/{event}", data=body, content_type="application/json")
+    resp = client.post(
+        f"/api/hooks/claude-code/{event}", data=body, content_type="application/json"
+    )
     assert resp.status_code == 200, resp.content
 
 
@@ -111,7 +113,10 @@ def test_an_attached_file_is_recorded_on_the_current_request_marked_attached(
     report.write_text("# Q3\n\nRevenue up.\n")
     body = handover.handover_add(
         _attach_body(
-            project, [str(report)], title="Q3 report", note="Numbers from the <private>x</private> sheet"
+            project,
+            [str(report)],
+            title="Q3 report",
+            note="Numbers from the <private>x</private> sheet",
         ),
         kind="attach",
         request_limit=LIMIT,

@@ -41,7 +41,9 @@ def _rows(data_dir: Path, sql: str = "") -> list[sqlite3.Row]:
         db.close()
 
 
-def _hook(env: dict[str, str], event: str, payload: dict[str, Any]) -> subprocess.CompletedProcess[bytes]:
+def _hook(
+    env: dict[str, str], event: str, payload: dict[str, Any]
+) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         [CMEM, "hook", "claude-code", event],
         input=json.dumps(payload).encode(),
