@@ -24,6 +24,10 @@ class DeliverableOut(Schema):
     size: int
     sha256: str
     content_type: str
+    # Attached by the agent with the work_state_write MCP tool, with the call's title/note.
+    attached: bool
+    title: str
+    note: str
     created_at: datetime
     download_url: str
 
