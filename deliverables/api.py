@@ -63,6 +63,9 @@ def deliverables_list(
                 "size": d.size,
                 "sha256": d.sha256,
                 "content_type": d.content_type,
+                "attached": d.attached,
+                "title": d.title,
+                "note": d.note,
                 "created_at": d.created,
                 "download_url": request.build_absolute_uri(d.get_absolute_url()),
             }
