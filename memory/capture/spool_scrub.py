@@ -29,6 +29,10 @@ from memory.capture import privacy
 # Case-insensitive like memory.capture.privacy: `<PRIVATE>` is as private as `<private>`.
 _PRIVATE_RE = re.compile(r"<private(?:\s[^>]*)?>.*?</private\s*>", re.DOTALL | re.IGNORECASE)
 _UNCLOSED_RE = re.compile(r"<private(?:\s[^>]*)?>.*\Z", re.DOTALL | re.IGNORECASE)
+# Text of handed-over files redacted per spooled event. The redactor runs at well under
+# 1 MB/s on a loaded laptop, and this is the Stop hook's own time: a text file past this
+# budget is not kept in the spool (a local worker copies it from disk if it is still there).
+SPOOL_TEXT_MAX_BYTES = 1024 * 1024
 
 
 def _text(value: str, sanitizer: privacy.Sanitizer) -> str:
@@ -94,6 +98,7 @@ def _handover_scrub(handover: dict[str, Any]) -> dict[str, Any]:
     files: list[Any] = raw_files if isinstance(raw_files, list) else []
     sanitizer = privacy.Sanitizer(settings=config.load())
     out: list[dict[str, Any]] = []
+    text_left = SPOOL_TEXT_MAX_BYTES
     for entry in files:
         if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
             continue
@@ -114,7 +119,14 @@ def _handover_scrub(handover: dict[str, Any]) -> dict[str, Any]:
                 kept.setdefault("skipped", "unreadable bytes")
                 out.append(kept)
                 continue
-            raw = _redacted_bytes(raw)
+            text = _text_of(raw)
+            if text is not None:
+                if len(raw) > text_left:
+                    kept["skipped"] = "text too large to redact on the hook's path"
+                    out.append(kept)
+                    continue
+                text_left -= len(raw)
+                raw = privacy.redact_text(text).encode("utf-8")
             kept.update(
                 size=len(raw),
                 sha256=hashlib.sha256(raw).hexdigest(),
@@ -124,11 +136,11 @@ def _handover_scrub(handover: dict[str, Any]) -> dict[str, Any]:
     return {"kind": str(handover.get("kind") or ""), "files": out}
 
 
-def _redacted_bytes(raw: bytes) -> bytes:
+def _text_of(raw: bytes) -> str | None:
+    """The file as text, as the worker's copy decides it (UTF-8 without NUL), else None."""
     if b"\x00" in raw:
-        return raw
+        return None
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError:
-        return raw
-    return privacy.redact_text(text).encode("utf-8")
+        return None

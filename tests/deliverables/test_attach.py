@@ -383,3 +383,26 @@ def test_a_stop_handover_carries_attachments_with_their_title(
     _post(client, "summarize", scrubbed)
     d = Deliverable.objects.get()
     assert d.attached and d.title == "Deck" and d.original_path == str(deck)
+
+
+def test_the_spool_redacts_at_most_its_text_budget_binary_is_kept(
+    project: Path, outside: Path
+) -> None:
+    from memory.capture.spool_scrub import SPOOL_TEXT_MAX_BYTES
+
+    big = outside / "big.md"
+    big.write_text("a line of text\n" * (SPOOL_TEXT_MAX_BYTES // 15 + 10))
+    blob = outside / "blob.bin"
+    blob.write_bytes(b"\x00" + os.urandom(SPOOL_TEXT_MAX_BYTES + 10))
+    body = handover.handover_add(
+        _attach_body(project, [str(big), str(blob)]),
+        kind="attach",
+        request_limit=LIMIT,
+        max_file=MAX_FILE,
+    )
+    assert all("data" in f for f in _files(body))
+    scrubbed = spool_scrub(body)
+    assert scrubbed is not None
+    text, binary = _files(scrubbed)
+    assert "data" not in text and "redact" in text["skipped"]
+    assert base64.b64decode(binary["data"]) == blob.read_bytes()
