@@ -34,9 +34,10 @@ from memory.agents.tool_names import is_cmem_tool
 from memory.capture.secret_locations import refusal_reason
 from memory.capture.turn_files import (
     attach_paths,
-    attachments_from_transcript,
-    paths_from_transcript,
+    attachments_of,
+    last_turn_tool_uses,
     unique,
+    written_paths,
 )
 
 TOOL = "work_state_write"
@@ -163,12 +164,13 @@ def stop_paths(data: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         return []
     cwd = str(data.get("cwd")) if isinstance(data.get("cwd"), str) else ""
     root = _source_root(cwd)
+    uses = last_turn_tool_uses(transcript)  # one read of the transcript's tail
     out: dict[str, dict[str, Any]] = {}
-    for raw in paths_from_transcript(transcript):
+    for raw in written_paths(uses):
         path = _absolute(raw, cwd)
         if not _inside(path, root):
             out.setdefault(path, {})
-    for call in attachments_from_transcript(transcript):
+    for call in attachments_of(uses):
         marks = {"attached": True, "title": call["title"][:200], "note": call["note"][:2000]}
         for raw in call["paths"]:
             out[_absolute(raw, cwd)] = marks

@@ -61,7 +61,7 @@ def _transcript_tail(path: Path) -> list[str]:
     return lines[1:] if start else lines  # the first line of a tail read is partial
 
 
-def _last_turn_tool_uses(transcript_path: str) -> list[tuple[str, Any]]:
+def last_turn_tool_uses(transcript_path: str) -> list[tuple[str, Any]]:
     """(name, input) of the last turn's tool uses whose result came back without an error,
     in order. A tool use the user refused, or one that failed, produced nothing."""
     if not transcript_path:
@@ -106,8 +106,12 @@ def paths_from_transcript(transcript_path: str) -> list[str]:
     PostToolUse hooks are async, so the last tool use's event may still be in flight when
     Stop arrives; the transcript is already on disk and closes that gap.
     """
+    return written_paths(last_turn_tool_uses(transcript_path))
+
+
+def written_paths(uses: list[tuple[str, Any]]) -> list[str]:
     paths: list[str] = []
-    for name, tool_input in _last_turn_tool_uses(transcript_path):
+    for name, tool_input in uses:
         if name in WRITE_TOOLS:
             paths.extend(paths_from_tool_input(name, tool_input))
     return paths
@@ -131,8 +135,12 @@ def attachments_from_transcript(transcript_path: str) -> list[dict[str, Any]]:
     The call's own PostToolUse hook records them when it completes, but it is async and
     Claude Code does not wait for it when the session ends right after the call (often the
     turn's last tool use); seed 002's Stop takes them from the transcript as well."""
+    return attachments_of(last_turn_tool_uses(transcript_path))
+
+
+def attachments_of(uses: list[tuple[str, Any]]) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
-    for name, tool_input in _last_turn_tool_uses(transcript_path):
+    for name, tool_input in uses:
         if is_cmem_tool(name, ATTACH_TOOL) and isinstance(tool_input, dict):
             title, note = tool_input.get("title"), tool_input.get("note")
             found.append(

@@ -22,7 +22,12 @@ pytestmark = pytest.mark.slow
 
 
 def _hook(
-    worker: LiveWorker, client_data: Path, token: str, event: str, body: dict[str, Any], url: str = ""
+    worker: LiveWorker,
+    client_data: Path,
+    token: str,
+    event: str,
+    body: dict[str, Any],
+    url: str = "",
 ) -> subprocess.CompletedProcess[bytes]:
     env = {
         k: v
