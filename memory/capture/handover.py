@@ -193,7 +193,8 @@ def handover_add(body: bytes, *, kind: str, request_limit: int, max_file: int) -
     if not isinstance(data, dict) or "cmem_handover" in data:
         return body
     if kind == "attach":
-        if not is_attach_call(data):
+        # A failed call (PostToolUseFailure) attached nothing: no bytes to read.
+        if not is_attach_call(data) or data.get("hook_event_name") == "PostToolUseFailure":
             return body
         paths: list[tuple[str, dict[str, Any]]] = [(p, {}) for p in attached_paths(data)]
     else:
