@@ -19,6 +19,7 @@ import pytest
 
 from tests.e2e.fake_claude_api import FakeClaudeAPI, text, tool, tool_results
 from tests.e2e.harness import (
+    PINNED_VERSION,
     Claude,
     ClaudeRun,
     claude_binary,
@@ -28,6 +29,7 @@ from tests.e2e.harness import (
     wait_for,
 )
 from tests.support import LiveWorker, free_port, make_worker_env, owner_open
+from tests.support.e2e_record import e2e_record
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -95,6 +97,13 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         worker.stop()
         api.stop()
         (root / "requests.json").write_text(json.dumps(api.requests, indent=1))
+        e2e_record(
+            data_dir=data,
+            scratch=root,
+            name=f"claude-code-attach-{PINNED_VERSION}",
+            agent="claude-code",
+            version=PINNED_VERSION,
+        )
 
 
 @pytest.fixture(scope="module")
