@@ -24,7 +24,16 @@ from memory.extensions import SessionPart
 from memory.importers.json_io import time_export, time_import
 from memory.models import Prompt, Session
 
-_EXPORT_FIELDS = ("original_path", "stored_path", "size", "sha256", "content_type")
+_EXPORT_FIELDS = (
+    "original_path",
+    "stored_path",
+    "size",
+    "sha256",
+    "content_type",
+    "attached",
+    "title",
+    "note",
+)
 
 
 def deliverables_count(project: str | None) -> int:
