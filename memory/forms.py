@@ -86,6 +86,7 @@ CHOICES: dict[str, list[str]] = {
         "offline",
     ],
     "CLAUDE_MEM_READ_GATE": ["deny", "context", "off"],
+    "CLAUDE_MEM_BILLING": ["auto", "api", "subscription"],
     "CLAUDE_MEM_PROJECT_IDENTITY": ["auto", "local", "remote"],
 }
 # Only meaningful as an environment variable: the file lives inside the data dir.

@@ -12,6 +12,8 @@ from memory import charts, config, feed, services
 from memory.forms import FeedFilterForm, SearchForm, SettingsForm, StatsForm
 from memory.housekeeping.forget import ForgetRequest, observations_forget
 from memory.models import Observation, Prompt, Session
+from memory.recall.ledger_session import session_ledger
+from memory.recall.savings import savings
 from memory.retrieval.search.query import KINDS, SearchQuery
 from memory.retrieval.search.service import search
 
@@ -109,6 +111,8 @@ def session_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "turns": grouped.turns,
         "loose": grouped.loose,
         "loose_summaries": grouped.loose_summaries,
+        "ledger": session_ledger(session=session),
+        "gate_mode": services.gate_modes_list(project=session.project)[0],
     }
     return render(request, "memory/session_detail.html", ctx)
 
@@ -187,6 +191,7 @@ def stats_page(request: HttpRequest) -> HttpResponse:
             "projects": services.projects_list(),
             "database": _database_growth_line(),
             "gate_modes": services.gate_modes_list(project=data.get("project") or ""),
+            "savings": savings(project=data.get("project") or None, days=data.get("days") or 30),
             "observer_provider": _observer_provider_line(),
         },
     )

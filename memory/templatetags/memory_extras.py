@@ -55,6 +55,14 @@ def duration(value: timedelta | None) -> str:
 
 
 @register.filter
+def usd(value: float | None) -> str:
+    """Dollars readable at every size ($0.0042, $0.42, $12.40), a minus sign when negative."""
+    from memory.recall.savings import usd as dollars
+
+    return dollars(float(value or 0.0))
+
+
+@register.filter
 def tokens(value: int | None) -> str:
     """12,345 → `12.3k`; millions as `1.2M`."""
     n = int(value or 0)
