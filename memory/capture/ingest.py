@@ -25,7 +25,7 @@ from memory.capture import privacy
 from memory.capture.secret_locations import refusal_reason
 from memory.capture.transcript_model import transcript_model
 from memory.db import CompiledQuery
-from memory.extensions import turn_finished_send
+from memory.extensions import tool_recorded_send, turn_finished_send
 from memory.models import Event, LedgerEntry, Prompt, Session
 from memory.projects import (
     Project,
@@ -336,6 +336,8 @@ def observation_record(*, event: HookEvent) -> HookResult:
             # The file was just hashed for cmem_files: hand those facts over, not the disk again.
             file_view_record_from_tool(session=session, event=event, known=payload["cmem_files"])
         _memory_tool_record(event=event, session=session, project=project)
+        # Apps built on memory (deliverables records a work_state_write call's files) hook in.
+        tool_recorded_send(session=session, event=event)
         _enqueue_processing(session.pk)
     log.debug("recorded %s", stored)
     return HookResult()
