@@ -142,6 +142,38 @@ def get_model() -> EmbeddingModel:
         return _loaded[name]
 
 
+_versions: dict[tuple[str, float, int], str] = {}
+
+
+def model_version() -> str:
+    """The configured model's `version`, without loading it when it is not loaded yet.
+
+    Equal to `get_model().version`: the bundled model's comes from wordllama's metadata, a
+    local folder's from the digest of its weights (kept while the file is unchanged); a
+    folder that cannot be read means the bundled model, as in get_model."""
+    name = configured_name()
+    loaded = _loaded.get(name)
+    if loaded is not None:
+        return loaded.version
+    from importlib.metadata import version
+
+    bundled = f"{DEFAULT_NAME}@{version('wordllama')}"
+    if not name:
+        return bundled
+    weights = Path(name).expanduser() / "model.safetensors"
+    try:
+        stat = weights.stat()
+        if not (weights.parent / "tokenizer.json").is_file():
+            return bundled
+    except OSError:
+        return bundled
+    key = (str(weights), stat.st_mtime, stat.st_size)
+    if key not in _versions:
+        digest = hashlib.sha256(weights.read_bytes()).hexdigest()[:12]
+        _versions[key] = f"local/{weights.parent.name}@{digest}"
+    return _versions[key]
+
+
 def embed(texts: list[str]) -> np.ndarray:
     return get_model().embed(texts)
 

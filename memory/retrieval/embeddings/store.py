@@ -18,7 +18,7 @@ from django.db import connection, transaction
 
 from memory.models import Embedding, Observation, Prompt, Summary
 from memory.retrieval.embeddings import KINDS, Kind
-from memory.retrieval.embeddings.model import get_model
+from memory.retrieval.embeddings.model import get_model, model_version
 
 BATCH = 256
 _TABLES: dict[Kind, str] = {
@@ -112,14 +112,17 @@ def embed_pending(
     limit: int | None = None,
     progress: Callable[[Kind, int], None] | None = None,
 ) -> int:
-    """Embed rows lacking a current vector, batch by batch; `limit` bounds one call."""
-    model = get_model()
+    """Embed rows lacking a current vector, batch by batch; `limit` bounds one call.
+
+    The consumer's minute sweep calls this: it asks with the model's version only, so the
+    model (numpy, the 32 MB table) is loaded when there is something to embed, not before."""
+    version = model_version()
     done = 0
     for kind in kinds:
         after = 0
         while limit is None or done < limit:
             size = BATCH if limit is None else min(BATCH, limit - done)
-            ids = pending_ids(kind, model.version, limit=size, after=after)
+            ids = pending_ids(kind, version, limit=size, after=after)
             if not ids:
                 break
             count = embed_rows(kind, ids)
