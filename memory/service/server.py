@@ -25,7 +25,9 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 # waitress's task threads: hooks, the dashboard's polling and the MCP server share them.
-SERVER_THREADS = 8
+# Each keeps its own SQLite connection and page cache (cmem_site/settings.py); a hook's
+# request takes a few ms, so 4 serve one user's parallel tool calls without a queue.
+SERVER_THREADS = 4
 # memory.service.credentials.OWNER_SOCKET_ENVIRON, spelled here to stay import-light.
 OWNER_SOCKET_ENVIRON = "cmem.owner_socket"
 
