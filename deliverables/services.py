@@ -62,7 +62,7 @@ _EXTRA_TYPES = {
     ".ipynb": "application/json",
     ".csv": "text/csv",
 }
-_IMAGE_TYPES = frozenset(
+IMAGE_TYPES = frozenset(
     {"image/png", "image/jpeg", "image/gif", "image/webp", "image/svg+xml", "image/avif"}
 )
 
@@ -467,7 +467,7 @@ def deliverable_preview_kind(*, deliverable: Deliverable) -> str:
         return "markdown"
     if ctype in {"text/html", "application/xhtml+xml"}:
         return "html"
-    if ctype in _IMAGE_TYPES:
+    if ctype in IMAGE_TYPES:
         return "image"
     if ctype.startswith("text/") or ctype in {
         "application/json",

@@ -20,6 +20,7 @@ BENCHMARKS = [
     "scale",
     "recall",
     "offline",
+    "economy",
 ]
 
 
