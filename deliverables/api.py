@@ -24,6 +24,10 @@ class DeliverableOut(Schema):
     size: int
     sha256: str
     content_type: str
+    # Attached by the agent with the work_state_write MCP tool, with the call's title/note.
+    attached: bool
+    title: str
+    note: str
     created_at: datetime
     download_url: str
 
@@ -59,6 +63,9 @@ def deliverables_list(
                 "size": d.size,
                 "sha256": d.sha256,
                 "content_type": d.content_type,
+                "attached": d.attached,
+                "title": d.title,
+                "note": d.note,
                 "created_at": d.created,
                 "download_url": request.build_absolute_uri(d.get_absolute_url()),
             }

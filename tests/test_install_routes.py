@@ -31,8 +31,10 @@ def test_install_from_a_venv_writes_the_absolute_path_and_the_data_dir(tmp_path:
     done = _run("install", "--settings-file", str(settings), env=_env(tmp_path, data))
     assert done.returncode == 0, done.stderr
     hook = json.loads(settings.read_text())["hooks"]["PreToolUse"][0]["hooks"][0]
-    assert hook["command"] == CMEM  # `cmem` is not on this PATH
-    assert hook["args"] == [
+    # This installation's interpreter with the -I -S stdlib entry (no PATH lookup at all).
+    assert Path(hook["command"]).parent == Path(CMEM).parent
+    assert hook["args"][:3] == ["-I", "-S", "-c"] and "memory.hook_entry" in hook["args"][3]
+    assert hook["args"][4:] == [
         "hook",
         "claude-code",
         "file-context",
@@ -48,6 +50,7 @@ def test_install_from_a_venv_writes_the_absolute_path_and_the_data_dir(tmp_path:
     doctor = _run("doctor", "--settings-file", str(settings), env=_env(tmp_path, data))
     assert f"ok    hooks reach this data dir ({data.resolve()})" in doctor.stdout
     assert f"ok    MCP server: {CMEM} mcp" in doctor.stdout
+    assert f"ok    hook entry resolves: {hook['command']} -I -S" in doctor.stdout
     # ...and says so when this cmem uses another one than the hooks.
     other = tmp_path / "other"
     doctor = _run("doctor", "--settings-file", str(settings), env=_env(tmp_path, other))

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from memory import config
 from memory.agents.install import claude_code as installer
@@ -67,6 +69,41 @@ def _path_checks(settings_path: Path) -> list[Check]:
     return out
 
 
+def _entry_checks(hooks: dict[str, list[dict[str, Any]]]) -> list[Check]:
+    """The `-I -S` hook entry that install writes runs here: its interpreter starts, finds
+    cmem's package root without site-packages and answers `hook --help` (what a hook would
+    run, short of an event)."""
+    out: list[Check] = []
+    seen: set[tuple[str, str]] = set()
+    for hook in (h for group in hooks.values() for h in group):
+        root = installer.entry_root(hook)
+        if root is None:
+            continue
+        args = [str(a) for a in hook.get("args") or []]
+        key = (str(hook.get("command") or ""), args[3])
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            answer = subprocess.run(
+                [key[0], *args[:4], "hook", "--help"], capture_output=True, text=True, timeout=15
+            )
+            ok = answer.returncode == 0 and "usage: cmem hook" in answer.stdout
+        except (OSError, subprocess.TimeoutExpired):
+            ok = False
+        if ok:
+            out.append(Check("ok", f"hook entry resolves: {key[0]} -I -S, cmem from {root}"))
+        else:
+            out.append(
+                Check(
+                    "fail",
+                    f"hooks run {key[0]} -I -S with cmem from {root}, which does not start",
+                    "run `cmem install` again from the installation you use",
+                )
+            )
+    return out
+
+
 def _resolves(command: str) -> bool:
     return bool(shutil.which(command)) if "/" not in command else os.access(command, os.X_OK)
 
@@ -97,6 +134,7 @@ def _reach_checks(settings_path: Path) -> list[Check]:
         )
     elif hooks:
         out.append(Check("ok", f"hooks reach this data dir ({here})"))
+    out.extend(_entry_checks(hooks))
     entry = mcp_install.mcp_registered(home=Path.home())
     if entry is not None:
         command = str(entry.get("command") or "")

@@ -34,7 +34,7 @@ def free_port() -> int:
 
 @dataclass
 class LiveWorker:
-    """A real `cmem serve` (gunicorn + huey consumer) on a free port with its own data dir."""
+    """A real `cmem serve` (supervisor + one serving process) on a free port, own data dir."""
 
     data_dir: Path
     port: int

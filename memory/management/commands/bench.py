@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 # Each benchmark is a module memory/benchmarks/<name>.py with
 # `add_arguments(parser)` (optional) and `run(*, out, options) -> None`.
 BENCHMARKS = [
+    "lean",
     "worker",
     "hooks",
     "compress",
@@ -19,6 +20,7 @@ BENCHMARKS = [
     "scale",
     "recall",
     "offline",
+    "economy",
 ]
 
 
