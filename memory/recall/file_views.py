@@ -21,6 +21,7 @@ from memory.agents.base import HookEvent
 from memory.capture.privacy import redact_text
 from memory.models import FileView, Session
 from memory.projects import Project
+from memory.team import scope
 
 # Hashing is only for staleness; a file this large is compared by mtime and size instead.
 HASH_MAX_BYTES = 16 * 1024 * 1024
@@ -199,6 +200,7 @@ def session_ensure(*, event: HookEvent, project: Project) -> Session:
     lookup = {"platform": event.platform, "session_id": event.session_id}
     session = Session.objects.filter(**lookup).first()
     if session is not None:
+        scope.session_check(session.owner_id)  # another user's session id: nothing for it
         return session
     try:
         with transaction.atomic():
@@ -208,7 +210,10 @@ def session_ensure(*, event: HookEvent, project: Project) -> Session:
                 project_root=project.root,
                 cwd=event.cwd,
                 transcript_path=event.transcript_path,
+                owner_id=scope.writer_id(),
             )
     except IntegrityError:
         # session-init created it between our read and our insert.
-        return Session.objects.get(**lookup)
+        session = Session.objects.get(**lookup)
+        scope.session_check(session.owner_id)
+        return session

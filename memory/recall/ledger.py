@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from memory import clock
 from memory.models import LedgerEntry, Prompt, Session, estimate_tokens
+from memory.team import scope
 
 
 def file_tokens(size: int) -> int:
@@ -36,6 +37,7 @@ def ledger_record(
     tokens_shown = estimate_tokens(shown) if isinstance(shown, str) else shown
     return LedgerEntry.objects.create(
         session=session,
+        owner_id=session.owner_id if session else scope.writer_id(),
         project=project,
         kind=kind,
         path=path,
@@ -53,6 +55,7 @@ def ledger_record_observer(*, session: Session | None, project: str, usage: Any)
         return
     LedgerEntry.objects.create(
         session=session,
+        owner_id=session.owner_id if session else None,
         project=project,
         kind=LedgerEntry.Kind.OBSERVER,
         tokens_spent=usage.total,
@@ -157,7 +160,10 @@ def ledger_report(
     Grouped in Python: the window is small (one row per gate decision, injection or
     compression batch) and local-day grouping must follow the same zone as the index.
     """
-    rows = LedgerEntry.objects.filter(created__gte=timezone.now() - timedelta(days=max(days, 1)))
+    rows = scope.owned(
+        LedgerEntry.objects.filter(created__gte=timezone.now() - timedelta(days=max(days, 1))),
+        "owner",
+    )
     if project:
         rows = rows.filter(project=project)
     zone = clock.local_zone(settings)

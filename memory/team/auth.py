@@ -3,7 +3,9 @@
 A shared worker is reachable by everyone on the network, so every `/api/` call must carry
 `Authorization: Bearer <token>` of a live ApiToken (see memory/team/tokens.py); otherwise it is
 answered 401 before any view runs, so nothing is stored. Health stays open: the hook
-client and load balancers probe it. Pages then need a staff login (the admin's).
+client and load balancers probe it. Pages then need a staff login (the admin's), and a
+staff user sees every user's rows there. A token's request runs inside `viewer_scope`, so
+it reads and writes only its own user's rows (memory/team/scope.py).
 
 Off for the local single-user default (the worker binds loopback only); on with
 CLAUDE_MEM_REQUIRE_TOKEN=true, and always when the worker binds a non-loopback address.
@@ -76,7 +78,12 @@ class ApiTokenMiddleware:
             if token is None:
                 return _unauthorized("invalid or revoked API token")
             request.api_token = token
-            return self.get_response(request)
+            # Every service this request reaches reads and writes only what the token's
+            # user may (memory/team/scope.py); staff read everything.
+            from memory.team.scope import viewer_scope
+
+            with viewer_scope(user_id=token.user_id, staff=token.user.is_staff):
+                return self.get_response(request)
         if path.startswith(OPEN_PAGE_PREFIXES) or request.user.is_staff:
             return self.get_response(request)
         return redirect_to_login(request.get_full_path())
