@@ -20,7 +20,7 @@ from django.utils import timezone
 from memory.agents.base import HookEvent
 from memory.capture.privacy import redact_text
 from memory.models import FileView, Session
-from memory.projects import Project
+from memory.projects import Project, remote_request
 from memory.team import scope
 
 # Hashing is only for staleness; a file this large is compared by mtime and size instead.
@@ -72,6 +72,11 @@ def file_facts(
             )
         except (TypeError, ValueError):
             return None
+    if remote_request():
+        # Team mode: a path a client names is the client's, never this server's. Stat or
+        # hash it here and a hook naming /proc/self/environ, a 0600 file or the data dir's
+        # worker.secret would store the server's own facts (issue 15 §3).
+        return None
     try:
         st = os.stat(path)
     except OSError:

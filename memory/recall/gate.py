@@ -33,8 +33,14 @@ from memory.agents.base import GateDecision, HookEvent, HookResult
 from memory.agents.tool_names import tool_names
 from memory.db import CompiledQuery
 from memory.models import FileView, LedgerEntry, ObservationFile, Session
-from memory.netpolicy import is_loopback
-from memory.projects import Project, is_excluded, is_excluded_path, project_for_cwd, relative_path
+from memory.projects import (
+    Project,
+    is_excluded,
+    is_excluded_path,
+    project_for_cwd,
+    relative_path,
+    remote_request,
+)
 from memory.recall import framing
 from memory.recall.file_views import (
     FileFacts,
@@ -354,7 +360,7 @@ def file_observations_ranked(*, path: str, project: str, limit: int) -> FileRank
     shared worker never reads files on its own disk on a caller's behalf."""
     rel = _project_relative(path, project)
     candidates = file_candidates(project=project, rel_path=rel)
-    local = os.path.isabs(path) and is_loopback(config.get("CLAUDE_MEM_WORKER_HOST"))
+    local = os.path.isabs(path) and not remote_request()
     facts = file_facts(path, with_hash=True) if local else None
     for candidate in candidates:
         candidate.unchanged = candidate_unchanged(candidate, facts) if facts else None

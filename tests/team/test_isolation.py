@@ -17,6 +17,7 @@ These tests need PostgreSQL and Redis and fail (never skip) when either is missi
 from __future__ import annotations
 
 import asyncio
+import time
 import os
 import uuid
 from collections.abc import Callable, Iterator
@@ -452,3 +453,100 @@ def test_the_cli_export_for_a_user_holds_only_their_rows(world: World) -> None:
     done = run_cmem(["export", "-", "--user", "bob"], world.env)
     assert done.returncode == 0, done.stderr
     assert "sess-bob-1" in done.stdout and not _leaks(world, done.stdout)
+
+
+# --- a remote hook naming the server's own paths -------------------------------------------
+
+
+def test_a_remote_hook_naming_server_paths_makes_the_server_read_nothing(
+    world: World, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Mallory's hooks name /proc/self/environ, a 0600 file, the data dir's files and a
+    symlink, all on the server, as reads, writes and a transcript. The server copies and
+    hashes none of them: nothing of them is stored, copied as a deliverable, or answered."""
+    import hashlib
+    import json
+
+    made = run_cmem(["token", "create", "mallory"], world.env)
+    assert made.returncode == 0, made.stderr
+    world.tokens["mallory"] = made.stdout.strip().splitlines()[-1]
+    server = tmp_path_factory.mktemp("server-side")
+    planted = f"planted-0600-{uuid.uuid4().hex}"
+    private = server / "private.txt"
+    private.write_text(f"PASSWORD={planted}\n")
+    private.chmod(0o600)
+    link = server / "innocent.txt"
+    link.symlink_to(private)
+    data = world.worker.data_dir
+    data_files = [p for p in (data / "worker.secret", data / "serve.out", data / "settings.json") if p.exists()]
+    assert data / "worker.secret" in data_files
+    # The worker's own environment and its secret: what a copy of either would reveal.
+    environ = Path(f"/proc/{world.worker.proc.pid}/environ").read_bytes() if world.worker.proc else b""
+    secret = (data / "worker.secret").read_text().strip()
+    markers = [planted, secret, world.env["CLAUDE_MEM_DATABASE_URL"]]
+    targets = ["/proc/self/environ", str(private), str(link), *map(str, data_files)]
+    digests = {hashlib.sha256(Path(t).read_bytes()).hexdigest() for t in targets if t != "/proc/self/environ"}
+    assert b"CLAUDE_MEM_DATABASE_URL" in environ  # the worker does hold what environ would leak
+    transcript = server / "transcript.jsonl"
+    transcript.write_text("".join(
+        json.dumps({"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "tool_use", "id": f"toolu_t{n}", "name": "Write", "input": {"file_path": t, "content": "x"}}]}}) + "\n"
+        + json.dumps({"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"toolu_t{n}", "content": "ok"}]}}) + "\n"
+        for n, t in enumerate(targets)
+    ))
+    deliverables_before = world.count("deliverables_deliverable")
+    files_before = sorted(p for p in (data / "deliverables").rglob("*")) if (data / "deliverables").exists() else []
+    sid = "sess-mallory-1"
+    base = {
+        "session_id": sid, "transcript_path": str(transcript), "cwd": str(server),
+        "cmem_project": {"name": "github.com/mallory/x", "root": str(server)},
+    }
+    replies = [
+        world.hook("mallory", "context", {**base, "hook_event_name": "SessionStart", "source": "startup"}),
+        world.hook("mallory", "session-init", {**base, "prompt_id": "m1", "hook_event_name": "UserPromptSubmit", "prompt": "tidy up"}),
+    ]
+    for n, target in enumerate(targets):
+        for tool in ("Read", "Write"):
+            tool_input = {"file_path": target, **({"content": "x"} if tool == "Write" else {})}
+            replies.append(world.hook("mallory", "file-context", {
+                **base, "hook_event_name": "PreToolUse", "tool_name": tool, "tool_use_id": f"toolu_m{n}{tool}",
+                "tool_input": tool_input,
+            }))
+            replies.append(world.hook("mallory", "observation", {
+                **base, "prompt_id": "m1", "hook_event_name": "PostToolUse", "tool_name": tool,
+                "tool_use_id": f"toolu_m{n}{tool}", "tool_input": tool_input,
+                "tool_response": {"type": "text", "file": {"filePath": target, "content": "nothing here"}}
+                if tool == "Read" else {"type": "create", "filePath": target, "content": "x"},
+            }))
+    replies.append(world.hook("mallory", "summarize", {
+        **base, "prompt_id": "m1", "hook_event_name": "Stop", "stop_hook_active": False, "last_assistant_message": "done",
+    }))
+    for reply in replies:
+        assert reply.status == 200, reply.text
+        assert not any(m in reply.text for m in markers), reply.text
+        assert '"deny"' not in reply.text  # no decision from facts the server measured itself
+    # Let the consumer compress what was captured, then look everywhere.
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and world.count("memory_event", "status = 'pending'"):
+        time.sleep(0.5)
+    assert world.count("memory_session", "session_id = %s", (sid,)) == 1  # the hooks were stored
+    assert world.count("memory_event", "session_id IN (SELECT id FROM memory_session WHERE session_id = %s)", (sid,)) > 0
+    assert world.count("deliverables_deliverable") == deliverables_before
+    files_after = sorted(p for p in (data / "deliverables").rglob("*")) if (data / "deliverables").exists() else []
+    assert files_after == files_before
+    tables = [t for (t,) in world.sql(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'")]
+    for table in tables:
+        for needle in [*markers, *digests, "CLAUDE_MEM_DATABASE_URL", "PASSWORD="]:
+            found = world.count(f'"{table}" t', "row_to_json(t)::text LIKE %s", (f"%{needle}%",))
+            assert found == 0, (table, needle)
+    # What the server recorded of those files is only what a client could have told it.
+    hashes = world.sql(
+        "SELECT content_hash, size FROM memory_fileview WHERE session_id IN "
+        "(SELECT id FROM memory_session WHERE session_id = %s)", (sid,))
+    assert hashes and all(h == "" and size is None for h, size in hashes), hashes
+    for mode in MODES:
+        for needle in (planted, "PASSWORD", "CLAUDE_MEM_DATABASE_URL"):
+            found = world.call("sam", "GET", "/api/search", {"q": needle, "mode": mode}).json()
+            assert not any(m in str(found["results"]) for m in markers), found
