@@ -77,7 +77,8 @@ def deliverables_list(
 
 @router.get("/deliverables/{pk}/download")
 def deliverable_download(
-    request: HttpRequest, pk: int = Path(..., ge=1, le=2**63 - 1)  # type: ignore[type-arg]
+    request: HttpRequest,
+    pk: int = Path(..., ge=1, le=2**63 - 1),  # type: ignore[type-arg]
 ) -> FileResponse:
     """The stored bytes as an attachment (404 for an id this token may not read)."""
     return download_response(pk)

@@ -111,7 +111,9 @@ def test_without_a_viewer_everything_is_visible_and_new_rows_have_no_owner() -> 
     session_check(other.pk)
     with viewer_scope(user_id=other.pk, staff=False):
         assert [o.title for o in owned(Observation.objects.all())] == ["their zebrafruit note"]
-        assert [h.title for h in search(SearchQuery(text="zebrafruit"))] == ["their zebrafruit note"]
+        assert [h.title for h in search(SearchQuery(text="zebrafruit"))] == [
+            "their zebrafruit note"
+        ]
         with pytest.raises(ForeignSession):
             session_check(None)
     with viewer_scope(user_id=other.pk, staff=True):

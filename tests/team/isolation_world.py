@@ -148,7 +148,12 @@ def _capture(world: World, user: str, session_id: str, project: str, n: int) -> 
     root = f"/clients/{user}/{project.rsplit('/', 1)[-1]}"
     claim = {"name": project, "root": root}
     base = {"session_id": session_id, "transcript_path": "", "cwd": root, "cmem_project": claim}
-    assert world.hook(user, "context", {**base, "hook_event_name": "SessionStart", "source": "startup"}).status == 200
+    assert (
+        world.hook(
+            user, "context", {**base, "hook_event_name": "SessionStart", "source": "startup"}
+        ).status
+        == 200
+    )
     prompt = {
         **base,
         "prompt_id": f"{session_id}-p1",
@@ -158,7 +163,12 @@ def _capture(world: World, user: str, session_id: str, project: str, n: int) -> 
     assert world.hook(user, "session-init", prompt).status == 200
     name = f"{word}_ledger_{n}.py"
     body = f"def {word}_reconcile():\n    # {word} totals are settled nightly\n    return 42\n"
-    assert world.hook(user, "observation", tool_use(user, session_id, root, name, body, n, project)).status == 200
+    assert (
+        world.hook(
+            user, "observation", tool_use(user, session_id, root, name, body, n, project)
+        ).status
+        == 200
+    )
     stop = {
         **base,
         "prompt_id": f"{session_id}-p1",
@@ -213,11 +223,17 @@ def _deliverables(world: World, items: dict[str, str]) -> list[int]:
     """Stored deliverables for sessions (a remote client's bytes are not uploaded yet, so
     they are made the way the Stop hook stores them: a row and a file under the data dir)."""
     done = run_cmem(
-        ["manage", "shell", "-c", f"import sys; sys.argv = ['x', *{[f'{k}={v}' for k, v in items.items()]!r}]\n" + _DELIVERABLE],
+        [
+            "manage",
+            "shell",
+            "-c",
+            f"import sys; sys.argv = ['x', *{[f'{k}={v}' for k, v in items.items()]!r}]\n"
+            + _DELIVERABLE,
+        ],
         {**world.env, "PYTHONPATH": str(REPO)},
     )
     assert done.returncode == 0, done.stderr
-    return [int(w.split('=')[1]) for w in done.stdout.split() if w.startswith('DELIVERABLE=')]
+    return [int(w.split("=")[1]) for w in done.stdout.split() if w.startswith("DELIVERABLE=")]
 
 
 def world_build(worker: LiveWorker, env: dict[str, str]) -> World:
@@ -226,7 +242,13 @@ def world_build(worker: LiveWorker, env: dict[str, str]) -> World:
         made = run_cmem(["token", "create", user, "--name", f"{user}'s laptop"], env)
         assert made.returncode == 0, made.stderr
         tokens[user] = made.stdout.strip().splitlines()[-1]
-    world = World(worker, env, env["CLAUDE_MEM_DATABASE_URL"], tokens, {u: UserRows() for u in ("alice", "bob", "sam")})
+    world = World(
+        worker,
+        env,
+        env["CLAUDE_MEM_DATABASE_URL"],
+        tokens,
+        {u: UserRows() for u in ("alice", "bob", "sam")},
+    )
     world.sql("UPDATE auth_user SET is_staff = TRUE WHERE username = 'sam' RETURNING id")
     _capture(world, "alice", "sess-alice-1", PROJECT, 1)
     _capture(world, "alice", "sess-alice-2", ALICE_ONLY, 2)
@@ -237,7 +259,10 @@ def world_build(worker: LiveWorker, env: dict[str, str]) -> World:
         rows = world.rows[user]
         sid, path = rows.session_ids[0], rows.files[0]
         root = path.rsplit("/", 1)[0]
-        pre = {**tool_use(user, sid, root, path.rsplit("/", 1)[1], "x", 9), "hook_event_name": "PreToolUse"}
+        pre = {
+            **tool_use(user, sid, root, path.rsplit("/", 1)[1], "x", 9),
+            "hook_event_name": "PreToolUse",
+        }
         pre.pop("tool_response")
         pre["cmem_file_facts"] = {path: {"size": 200_000, "mtime": time.time(), "sha256": "f" * 64}}
         denied = world.hook(user, "file-context", pre)
@@ -250,14 +275,44 @@ def world_build(worker: LiveWorker, env: dict[str, str]) -> World:
     for user in ("alice", "bob"):
         uid = world.user_id(user)
         rows = world.rows[user]
-        rows.session = int(world.sql("SELECT id FROM memory_session WHERE owner_id = %s ORDER BY id LIMIT 1", (uid,))[0][0])
+        rows.session = int(
+            world.sql(
+                "SELECT id FROM memory_session WHERE owner_id = %s ORDER BY id LIMIT 1", (uid,)
+            )[0][0]
+        )
         sessions = "session_id IN (SELECT id FROM memory_session WHERE owner_id = %s)"
-        rows.observations = [r[0] for r in world.sql(f"SELECT id FROM memory_observation WHERE {sessions} ORDER BY id", (uid,))]
-        rows.summaries = [r[0] for r in world.sql(f"SELECT id FROM memory_summary WHERE {sessions} ORDER BY id", (uid,))]
-        rows.prompts = [r[0] for r in world.sql(f"SELECT id FROM memory_prompt WHERE {sessions} ORDER BY id", (uid,))]
-    made = _deliverables(world, {"sess-alice-1": f"# {WORDS['alice']} notes\n", "sess-bob-1": f"# {WORDS['bob']} notes\n"})
+        rows.observations = [
+            r[0]
+            for r in world.sql(
+                f"SELECT id FROM memory_observation WHERE {sessions} ORDER BY id", (uid,)
+            )
+        ]
+        rows.summaries = [
+            r[0]
+            for r in world.sql(
+                f"SELECT id FROM memory_summary WHERE {sessions} ORDER BY id", (uid,)
+            )
+        ]
+        rows.prompts = [
+            r[0]
+            for r in world.sql(f"SELECT id FROM memory_prompt WHERE {sessions} ORDER BY id", (uid,))
+        ]
+    made = _deliverables(
+        world,
+        {"sess-alice-1": f"# {WORDS['alice']} notes\n", "sess-bob-1": f"# {WORDS['bob']} notes\n"},
+    )
     world.rows["alice"].deliverables, world.rows["bob"].deliverables = [made[0]], [made[1]]
     return world
 
 
-__all__ = ["ALICE_ONLY", "CMEM", "PROJECT", "WORDS", "Path", "Reply", "World", "tool_use", "world_build"]
+__all__ = [
+    "ALICE_ONLY",
+    "CMEM",
+    "PROJECT",
+    "WORDS",
+    "Path",
+    "Reply",
+    "World",
+    "tool_use",
+    "world_build",
+]

@@ -17,8 +17,8 @@ These tests need PostgreSQL and Redis and fail (never skip) when either is missi
 from __future__ import annotations
 
 import asyncio
-import time
 import os
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -51,7 +51,9 @@ def _services_or_fail() -> None:
 
 
 @pytest.fixture(scope="module")
-def world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+def world(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[World]:
     _services_or_fail()
     template = request.getfixturevalue("pg_template")
     name = f"cmem_iso_{os.getpid()}_{uuid.uuid4().hex[:6]}"
@@ -121,7 +123,9 @@ def check_stats(world: World) -> None:
         own["sessions"], own["observations"], own["summaries"], own["prompts"],
     )  # fmt: skip
     assert got["deliverables"] == own["deliverables"] == 1
-    assert world.call("bob", "GET", "/api/stats", {"project": ALICE_ONLY}).json()["observations"] == 0
+    assert (
+        world.call("bob", "GET", "/api/stats", {"project": ALICE_ONLY}).json()["observations"] == 0
+    )
     assert sam.json()["observations"] == world.count("memory_observation")
     assert sam.json()["sessions"] == world.count("memory_session")
 
@@ -134,7 +138,11 @@ def check_export(world: World) -> None:
         sessions = {s["session_id"] for s in reply.json()["sessions"]}
         assert sessions == ({"sess-bob-1"} if params.get("project") != ALICE_ONLY else set())
     staff = world.call("sam", "GET", "/api/export").json()
-    assert {s["session_id"] for s in staff["sessions"]} >= {"sess-alice-1", "sess-alice-2", "sess-bob-1"}
+    assert {s["session_id"] for s in staff["sessions"]} >= {
+        "sess-alice-1",
+        "sess-alice-2",
+        "sess-bob-1",
+    }
     alice = world.call("alice", "GET", "/api/export").json()
     assert {s["session_id"] for s in alice["sessions"]} == {"sess-alice-1", "sess-alice-2"}
 
@@ -144,21 +152,68 @@ def check_hooks(world: World) -> None:
     before = world.owned_counts("alice")
     sid = "sess-alice-1"
     root = "/clients/bob/shop"
-    base = {"session_id": sid, "transcript_path": "", "cwd": root, "cmem_project": {"name": PROJECT, "root": root}}
+    base = {
+        "session_id": sid,
+        "transcript_path": "",
+        "cwd": root,
+        "cmem_project": {"name": PROJECT, "root": root},
+    }
     path = world.rows["alice"].files[0]
     replies = [
-        world.hook("bob", "context", {**base, "hook_event_name": "SessionStart", "source": "compact"}),
-        world.hook("bob", "session-init", {**base, "prompt_id": "b-x", "hook_event_name": "UserPromptSubmit", "prompt": "injected into alice"}),
-        world.hook("bob", "observation", {
-            **base, "hook_event_name": "PostToolUse", "tool_name": "Read", "tool_use_id": "toolu_bob_x",
-            "tool_input": {"file_path": path}, "tool_response": {"type": "text", "file": {"filePath": path, "content": "bob was here"}},
-        }),
-        world.hook("bob", "file-context", {
-            **base, "hook_event_name": "PreToolUse", "tool_name": "Read", "tool_use_id": "toolu_bob_y",
-            "tool_input": {"file_path": path}, "cmem_file_facts": {path: {"size": 200_000, "mtime": 1.0, "sha256": "0" * 64}},
-        }),
-        world.hook("bob", "summarize", {**base, "prompt_id": "b-x", "hook_event_name": "Stop", "stop_hook_active": False, "last_assistant_message": "bob's stop"}),
-        world.hook("bob", "session-end", {**base, "hook_event_name": "SessionEnd", "reason": "exit"}),
+        world.hook(
+            "bob", "context", {**base, "hook_event_name": "SessionStart", "source": "compact"}
+        ),
+        world.hook(
+            "bob",
+            "session-init",
+            {
+                **base,
+                "prompt_id": "b-x",
+                "hook_event_name": "UserPromptSubmit",
+                "prompt": "injected into alice",
+            },
+        ),
+        world.hook(
+            "bob",
+            "observation",
+            {
+                **base,
+                "hook_event_name": "PostToolUse",
+                "tool_name": "Read",
+                "tool_use_id": "toolu_bob_x",
+                "tool_input": {"file_path": path},
+                "tool_response": {
+                    "type": "text",
+                    "file": {"filePath": path, "content": "bob was here"},
+                },
+            },
+        ),
+        world.hook(
+            "bob",
+            "file-context",
+            {
+                **base,
+                "hook_event_name": "PreToolUse",
+                "tool_name": "Read",
+                "tool_use_id": "toolu_bob_y",
+                "tool_input": {"file_path": path},
+                "cmem_file_facts": {path: {"size": 200_000, "mtime": 1.0, "sha256": "0" * 64}},
+            },
+        ),
+        world.hook(
+            "bob",
+            "summarize",
+            {
+                **base,
+                "prompt_id": "b-x",
+                "hook_event_name": "Stop",
+                "stop_hook_active": False,
+                "last_assistant_message": "bob's stop",
+            },
+        ),
+        world.hook(
+            "bob", "session-end", {**base, "hook_event_name": "SessionEnd", "reason": "exit"}
+        ),
     ]
     for reply in replies:
         assert reply.status == 200, reply.text
@@ -166,18 +221,46 @@ def check_hooks(world: World) -> None:
         assert "deny" not in reply.text  # no gate decision made from Alice's file views
     assert world.owned_counts("alice") == before
     assert world.count("memory_prompt", "text LIKE %s", ("%injected into alice%",)) == 0
-    assert world.sql("SELECT status FROM memory_session WHERE session_id = %s", (sid,))[0][0] == "active"
+    assert (
+        world.sql("SELECT status FROM memory_session WHERE session_id = %s", (sid,))[0][0]
+        == "active"
+    )
     # Bob's own SessionStart in the shared project: his index, none of Alice's notes.
-    own = world.hook("bob", "context", {**base, "session_id": "sess-bob-2", "hook_event_name": "SessionStart", "source": "startup"})
+    own = world.hook(
+        "bob",
+        "context",
+        {
+            **base,
+            "session_id": "sess-bob-2",
+            "hook_event_name": "SessionStart",
+            "source": "startup",
+        },
+    )
     assert WORDS["bob"] in own.text and not _leaks(world, own.text), own.text
     # Bob's gate on Alice's file, in his own session: nothing of hers to refuse with.
-    gate = world.hook("bob", "file-context", {
-        **base, "session_id": "sess-bob-2", "hook_event_name": "PreToolUse", "tool_name": "Read",
-        "tool_use_id": "toolu_bob_z", "tool_input": {"file_path": path.replace("/alice/", "/bob/")},
-        "cmem_project": {"name": PROJECT, "root": root},
-        "cmem_file_facts": {path.replace("/alice/", "/bob/"): {"size": 200_000, "mtime": 1.0, "sha256": "0" * 64}},
-    })
-    assert gate.status == 200 and not _leaks(world, gate.text) and "deny" not in gate.text, gate.text
+    gate = world.hook(
+        "bob",
+        "file-context",
+        {
+            **base,
+            "session_id": "sess-bob-2",
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Read",
+            "tool_use_id": "toolu_bob_z",
+            "tool_input": {"file_path": path.replace("/alice/", "/bob/")},
+            "cmem_project": {"name": PROJECT, "root": root},
+            "cmem_file_facts": {
+                path.replace("/alice/", "/bob/"): {
+                    "size": 200_000,
+                    "mtime": 1.0,
+                    "sha256": "0" * 64,
+                }
+            },
+        },
+    )
+    assert gate.status == 200 and not _leaks(world, gate.text) and "deny" not in gate.text, (
+        gate.text
+    )
 
 
 def check_search(world: World) -> None:
@@ -197,10 +280,19 @@ def check_search(world: World) -> None:
             assert not _leaks(world, reply.text), (mode, params, hits)
             assert {h["session"] for h in hits} <= {world.rows["bob"].session}, (mode, params)
         # Positive controls: Bob finds his own, staff finds Alice's, in every mode.
-        mine = world.call("bob", "GET", "/api/search", {"q": f"{WORDS['bob']} reconciliation", "mode": mode}).json()["results"]
+        mine = world.call(
+            "bob", "GET", "/api/search", {"q": f"{WORDS['bob']} reconciliation", "mode": mode}
+        ).json()["results"]
         assert mine and {h["session"] for h in mine} == {world.rows["bob"].session}, mode
-        staff = world.call("sam", "GET", "/api/search", {"q": f"{WORDS['alice']} reconciliation", "mode": mode}).json()["results"]
-        alice_sessions = {pk for (pk,) in world.sql("SELECT id FROM memory_session WHERE owner_id = %s", (world.user_id("alice"),))}
+        staff = world.call(
+            "sam", "GET", "/api/search", {"q": f"{WORDS['alice']} reconciliation", "mode": mode}
+        ).json()["results"]
+        alice_sessions = {
+            pk
+            for (pk,) in world.sql(
+                "SELECT id FROM memory_session WHERE owner_id = %s", (world.user_id("alice"),)
+            )
+        }
         assert {h["session"] for h in staff} & alice_sessions, (mode, staff)
     # Newest first without a query: only Bob's rows.
     recent = world.call("bob", "GET", "/api/search", {"q": "", "limit": 100}).json()["results"]
@@ -209,7 +301,11 @@ def check_search(world: World) -> None:
 
 def check_timeline(world: World) -> None:
     alice = world.rows["alice"]
-    anchors = [str(pk) for pk in alice.observations] + [f"S{pk}" for pk in alice.summaries] + [f"P{pk}" for pk in alice.prompts]
+    anchors = (
+        [str(pk) for pk in alice.observations]
+        + [f"S{pk}" for pk in alice.summaries]
+        + [f"P{pk}" for pk in alice.prompts]
+    )
     for anchor in anchors:
         reply = world.call("bob", "GET", "/api/timeline", {"anchor": anchor})
         assert reply.status == 404, (anchor, reply.text)
@@ -217,7 +313,12 @@ def check_timeline(world: World) -> None:
     by_query = world.call("bob", "GET", "/api/timeline", {"q": WORDS["alice"]})
     assert by_query.status == 404 and not _leaks(world, by_query.text)
     # Around Bob's own row in the shared project: only his rows, although Alice's are beside.
-    around = world.call("bob", "GET", "/api/timeline", {"anchor": str(world.rows["bob"].observations[0]), "depth_before": 50, "depth_after": 50})
+    around = world.call(
+        "bob",
+        "GET",
+        "/api/timeline",
+        {"anchor": str(world.rows["bob"].observations[0]), "depth_before": 50, "depth_after": 50},
+    )
     assert around.status == 200 and not _leaks(world, around.text)
     assert {item["session"] for item in around.json()["items"]} == {world.rows["bob"].session}
     staff = world.call("sam", "GET", "/api/timeline", {"anchor": anchors[0]})
@@ -232,7 +333,9 @@ def check_observations(world: World) -> None:
     assert reply.status == 200 and not _leaks(world, reply.text)
     assert {o["id"] for o in reply.json()["observations"]} == set(bob.observations)
     assert set(alice.observations) <= set(reply.json()["missing"])
-    staff = world.call("sam", "GET", "/api/observations", {"ids": ",".join(map(str, alice.observations))})
+    staff = world.call(
+        "sam", "GET", "/api/observations", {"ids": ",".join(map(str, alice.observations))}
+    )
     assert {o["id"] for o in staff.json()["observations"]} == set(alice.observations)
 
 
@@ -259,17 +362,26 @@ def check_forget(world: World) -> None:
         {"query": WORDS["alice"], "kinds": ["observation", "summary", "prompt"], "dry_run": False},
         {"project": PROJECT, "kinds": ["observation", "summary", "prompt"], "dry_run": True},
         {"project": ALICE_ONLY, "kinds": ["observation", "summary", "prompt"], "dry_run": False},
-        {"since": "2000-01-01T00:00:00Z", "kinds": ["observation", "summary", "prompt"], "dry_run": True},
+        {
+            "since": "2000-01-01T00:00:00Z",
+            "kinds": ["observation", "summary", "prompt"],
+            "dry_run": True,
+        },
     ]
     for body in attempts:
         reply = world.call("bob", "POST", "/api/forget", body=body)
         assert reply.status == 200, reply.text
         assert not _leaks(world, reply.text), (body, reply.text)
         listed = {row["id"] for rows in reply.json()["rows"].values() for row in rows}
-        assert not listed & set(alice.observations + alice.summaries + alice.prompts) or body.get("kinds") is None
+        assert (
+            not listed & set(alice.observations + alice.summaries + alice.prompts)
+            or body.get("kinds") is None
+        )
     assert world.owned_counts("alice") == before
     # Staff may forget anyone's rows: a dry run lists Alice's.
-    staff = world.call("sam", "POST", "/api/forget", body={"ids": alice.observations, "dry_run": True})
+    staff = world.call(
+        "sam", "POST", "/api/forget", body={"ids": alice.observations, "dry_run": True}
+    )
     assert {row["id"] for row in staff.json()["rows"]["observation"]} == set(alice.observations)
 
 
@@ -291,7 +403,9 @@ def check_by_file(world: World) -> None:
         for project in (PROJECT, ALICE_ONLY):
             rel = path.rsplit("/", 1)[1]
             for asked in (rel, path):
-                reply = world.call("bob", "GET", "/api/observations/by-file", {"path": asked, "project": project})
+                reply = world.call(
+                    "bob", "GET", "/api/observations/by-file", {"path": asked, "project": project}
+                )
                 assert reply.status == 200 and reply.json()["total"] == 0, reply.text
     rel = world.rows["alice"].files[0].rsplit("/", 1)[1]
     staff = world.call("sam", "GET", "/api/observations/by-file", {"path": rel, "project": PROJECT})
@@ -311,21 +425,36 @@ def check_ledger(world: World) -> None:
     assert reply.status == 200 and not _leaks(world, reply.text), reply.text
     body = reply.json()
     assert {line["key"] for line in body["by_project"]} == {PROJECT}
-    assert {line["key"] for line in body["by_session"]} <= {str(pk) for (pk,) in world.sql(
-        "SELECT id FROM memory_session WHERE owner_id = %s", (world.user_id("bob"),))}
-    own = world.sql("SELECT coalesce(sum(tokens_shown), 0) FROM memory_ledgerentry WHERE owner_id = %s", (world.user_id("bob"),))[0][0]
+    assert {line["key"] for line in body["by_session"]} <= {
+        str(pk)
+        for (pk,) in world.sql(
+            "SELECT id FROM memory_session WHERE owner_id = %s", (world.user_id("bob"),)
+        )
+    }
+    own = world.sql(
+        "SELECT coalesce(sum(tokens_shown), 0) FROM memory_ledgerentry WHERE owner_id = %s",
+        (world.user_id("bob"),),
+    )[0][0]
     assert body["total"]["shown"] == own > 0
     staff = world.call("sam", "GET", "/api/ledger").json()
-    assert staff["total"]["shown"] == world.sql("SELECT sum(tokens_shown) FROM memory_ledgerentry")[0][0]
+    assert (
+        staff["total"]["shown"]
+        == world.sql("SELECT sum(tokens_shown) FROM memory_ledgerentry")[0][0]
+    )
 
 
 def check_deliverables(world: World) -> None:
     for params in ({}, {"project": PROJECT}, {"session": world.rows["alice"].session}):
         reply = world.call("bob", "GET", "/api/deliverables", params)
         assert reply.status == 200 and not _leaks(world, reply.text)
-        assert {d["id"] for d in reply.json()["deliverables"]} <= set(world.rows["bob"].deliverables)
+        assert {d["id"] for d in reply.json()["deliverables"]} <= set(
+            world.rows["bob"].deliverables
+        )
     staff = world.call("sam", "GET", "/api/deliverables").json()["deliverables"]
-    assert {d["id"] for d in staff} == {*world.rows["alice"].deliverables, *world.rows["bob"].deliverables}
+    assert {d["id"] for d in staff} == {
+        *world.rows["alice"].deliverables,
+        *world.rows["bob"].deliverables,
+    }
 
 
 def check_download(world: World) -> None:
@@ -336,12 +465,26 @@ def check_download(world: World) -> None:
             assert reply.status == 200 and WORDS["bob"].encode() in reply.body
         else:
             assert reply.status == 404 and not _leaks(world, reply.text), pk
-    assert WORDS["alice"].encode() in world.call("alice", "GET", f"/api/deliverables/{theirs}/download").body
-    assert WORDS["alice"].encode() in world.call("sam", "GET", f"/api/deliverables/{theirs}/download").body
+    assert (
+        WORDS["alice"].encode()
+        in world.call("alice", "GET", f"/api/deliverables/{theirs}/download").body
+    )
+    assert (
+        WORDS["alice"].encode()
+        in world.call("sam", "GET", f"/api/deliverables/{theirs}/download").body
+    )
     # The pages (My Work, the page download) are staff-only in team mode: a token is not a login.
-    for page in ("/work/", f"/deliverables/{theirs}/download/", f"/observations/{world.rows['alice'].observations[0]}/", "/search/?q=" + WORDS["alice"]):
+    for page in (
+        "/work/",
+        f"/deliverables/{theirs}/download/",
+        f"/observations/{world.rows['alice'].observations[0]}/",
+        "/search/?q=" + WORDS["alice"],
+    ):
         reply = world.call("bob", "GET", page)
-        assert reply.status in {302, 401, 403} and not _leaks(world, reply.text), (page, reply.status)
+        assert reply.status in {302, 401, 403} and not _leaks(world, reply.text), (
+            page,
+            reply.status,
+        )
 
 
 ATTACKS: dict[tuple[str, str], Callable[[World], None]] = {
@@ -353,9 +496,12 @@ ATTACKS: dict[tuple[str, str], Callable[[World], None]] = {
     ("GET", "/api/timeline"): check_timeline,
     ("GET", "/api/observations"): check_observations,
     ("GET", "/api/outline/roots"): check_outline_roots,
-    ("GET", "/api/outline"): _check_outline("/api/outline", lambda w: {"path": w.rows["alice"].files[0]}),
+    ("GET", "/api/outline"): _check_outline(
+        "/api/outline", lambda w: {"path": w.rows["alice"].files[0]}
+    ),
     ("GET", "/api/outline/unfold"): _check_outline(
-        "/api/outline/unfold", lambda w: {"path": w.rows["alice"].files[0], "symbol": f"{WORDS['alice']}_reconcile"}
+        "/api/outline/unfold",
+        lambda w: {"path": w.rows["alice"].files[0], "symbol": f"{WORDS['alice']}_reconcile"},
     ),
     ("GET", "/api/outline/search"): _check_outline(
         "/api/outline/search", lambda w: {"q": WORDS["alice"], "root": "/clients/alice/shop"}
@@ -379,7 +525,9 @@ def test_every_api_endpoint_has_an_isolation_check() -> None:
         for path, operations in api.get_openapi_schema()["paths"].items()
         for method in operations
     }
-    assert routes == set(ATTACKS), f"endpoints without an isolation check: {sorted(routes - set(ATTACKS))}"
+    assert routes == set(ATTACKS), (
+        f"endpoints without an isolation check: {sorted(routes - set(ATTACKS))}"
+    )
 
 
 # Forget runs last among the checks that read: it must have deleted nothing of Alice's.
@@ -394,7 +542,18 @@ def test_the_database_records_each_rows_owner(world: World) -> None:
     assert world.count("memory_ledgerentry", "owner_id IS NULL") == 0
     for user in ("alice", "bob"):
         counts = world.owned_counts(user)
-        assert all(counts[k] > 0 for k in ("sessions", "prompts", "events", "observations", "summaries", "file_views", "ledger")), counts
+        assert all(
+            counts[k] > 0
+            for k in (
+                "sessions",
+                "prompts",
+                "events",
+                "observations",
+                "summaries",
+                "file_views",
+                "ledger",
+            )
+        ), counts
 
 
 # --- the MCP server, run by Bob against the team server with his token -------------------
@@ -408,7 +567,11 @@ def test_the_mcp_server_with_a_teammates_token_returns_none_of_another_users_row
 
     home = tmp_path / "bob-home"
     home.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE_MEM_", "CMEM_", "ANTHROPIC_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("CLAUDE_MEM_", "CMEM_", "ANTHROPIC_"))
+    }
     env.update(
         HOME=str(home),
         CLAUDE_MEM_DATA_DIR=str(home / ".claude-mem"),
@@ -427,7 +590,10 @@ def test_the_mcp_server_with_a_teammates_token_returns_none_of_another_users_row
 
         for mode in MODES:
             await call("search", {"query": WORDS["alice"], "mode": mode})
-            await call("search", {"query": f"{WORDS['alice']} reconciliation", "project": PROJECT, "mode": mode})
+            await call(
+                "search",
+                {"query": f"{WORDS['alice']} reconciliation", "project": PROJECT, "mode": mode},
+            )
         await call("timeline", {"anchor": str(alice.observations[0])})
         await call("timeline", {"query": WORDS["alice"]})
         await call("get_observations", {"ids": alice.observations})
@@ -478,50 +644,132 @@ def test_a_remote_hook_naming_server_paths_makes_the_server_read_nothing(
     link = server / "innocent.txt"
     link.symlink_to(private)
     data = world.worker.data_dir
-    data_files = [p for p in (data / "worker.secret", data / "serve.out", data / "settings.json") if p.exists()]
+    data_files = [
+        p
+        for p in (data / "worker.secret", data / "serve.out", data / "settings.json")
+        if p.exists()
+    ]
     assert data / "worker.secret" in data_files
     # The worker's own environment and its secret: what a copy of either would reveal.
-    environ = Path(f"/proc/{world.worker.proc.pid}/environ").read_bytes() if world.worker.proc else b""
+    environ = (
+        Path(f"/proc/{world.worker.proc.pid}/environ").read_bytes() if world.worker.proc else b""
+    )
     secret = (data / "worker.secret").read_text().strip()
     markers = [planted, secret, world.env["CLAUDE_MEM_DATABASE_URL"]]
     targets = ["/proc/self/environ", str(private), str(link), *map(str, data_files)]
-    digests = {hashlib.sha256(Path(t).read_bytes()).hexdigest() for t in targets if t != "/proc/self/environ"}
+    digests = {
+        hashlib.sha256(Path(t).read_bytes()).hexdigest()
+        for t in targets
+        if t != "/proc/self/environ"
+    }
     assert b"CLAUDE_MEM_DATABASE_URL" in environ  # the worker does hold what environ would leak
     transcript = server / "transcript.jsonl"
-    transcript.write_text("".join(
-        json.dumps({"type": "assistant", "message": {"role": "assistant", "content": [
-            {"type": "tool_use", "id": f"toolu_t{n}", "name": "Write", "input": {"file_path": t, "content": "x"}}]}}) + "\n"
-        + json.dumps({"type": "user", "message": {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": f"toolu_t{n}", "content": "ok"}]}}) + "\n"
-        for n, t in enumerate(targets)
-    ))
+    transcript.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "type": "assistant",
+                    "message": {
+                        "role": "assistant",
+                        "content": [
+                            {
+                                "type": "tool_use",
+                                "id": f"toolu_t{n}",
+                                "name": "Write",
+                                "input": {"file_path": t, "content": "x"},
+                            }
+                        ],
+                    },
+                }
+            )
+            + "\n"
+            + json.dumps(
+                {
+                    "type": "user",
+                    "message": {
+                        "role": "user",
+                        "content": [
+                            {"type": "tool_result", "tool_use_id": f"toolu_t{n}", "content": "ok"}
+                        ],
+                    },
+                }
+            )
+            + "\n"
+            for n, t in enumerate(targets)
+        )
+    )
     deliverables_before = world.count("deliverables_deliverable")
-    files_before = sorted(p for p in (data / "deliverables").rglob("*")) if (data / "deliverables").exists() else []
+    files_before = (
+        sorted(p for p in (data / "deliverables").rglob("*"))
+        if (data / "deliverables").exists()
+        else []
+    )
     sid = "sess-mallory-1"
     base = {
-        "session_id": sid, "transcript_path": str(transcript), "cwd": str(server),
+        "session_id": sid,
+        "transcript_path": str(transcript),
+        "cwd": str(server),
         "cmem_project": {"name": "github.com/mallory/x", "root": str(server)},
     }
     replies = [
-        world.hook("mallory", "context", {**base, "hook_event_name": "SessionStart", "source": "startup"}),
-        world.hook("mallory", "session-init", {**base, "prompt_id": "m1", "hook_event_name": "UserPromptSubmit", "prompt": "tidy up"}),
+        world.hook(
+            "mallory", "context", {**base, "hook_event_name": "SessionStart", "source": "startup"}
+        ),
+        world.hook(
+            "mallory",
+            "session-init",
+            {**base, "prompt_id": "m1", "hook_event_name": "UserPromptSubmit", "prompt": "tidy up"},
+        ),
     ]
     for n, target in enumerate(targets):
         for tool in ("Read", "Write"):
             tool_input = {"file_path": target, **({"content": "x"} if tool == "Write" else {})}
-            replies.append(world.hook("mallory", "file-context", {
-                **base, "hook_event_name": "PreToolUse", "tool_name": tool, "tool_use_id": f"toolu_m{n}{tool}",
-                "tool_input": tool_input,
-            }))
-            replies.append(world.hook("mallory", "observation", {
-                **base, "prompt_id": "m1", "hook_event_name": "PostToolUse", "tool_name": tool,
-                "tool_use_id": f"toolu_m{n}{tool}", "tool_input": tool_input,
-                "tool_response": {"type": "text", "file": {"filePath": target, "content": "nothing here"}}
-                if tool == "Read" else {"type": "create", "filePath": target, "content": "x"},
-            }))
-    replies.append(world.hook("mallory", "summarize", {
-        **base, "prompt_id": "m1", "hook_event_name": "Stop", "stop_hook_active": False, "last_assistant_message": "done",
-    }))
+            replies.append(
+                world.hook(
+                    "mallory",
+                    "file-context",
+                    {
+                        **base,
+                        "hook_event_name": "PreToolUse",
+                        "tool_name": tool,
+                        "tool_use_id": f"toolu_m{n}{tool}",
+                        "tool_input": tool_input,
+                    },
+                )
+            )
+            replies.append(
+                world.hook(
+                    "mallory",
+                    "observation",
+                    {
+                        **base,
+                        "prompt_id": "m1",
+                        "hook_event_name": "PostToolUse",
+                        "tool_name": tool,
+                        "tool_use_id": f"toolu_m{n}{tool}",
+                        "tool_input": tool_input,
+                        "tool_response": {
+                            "type": "text",
+                            "file": {"filePath": target, "content": "nothing here"},
+                        }
+                        if tool == "Read"
+                        else {"type": "create", "filePath": target, "content": "x"},
+                    },
+                )
+            )
+    replies.append(
+        world.hook(
+            "mallory",
+            "summarize",
+            {
+                **base,
+                "prompt_id": "m1",
+                "hook_event_name": "Stop",
+                "stop_hook_active": False,
+                "last_assistant_message": "done",
+            },
+        )
+    )
     for reply in replies:
         assert reply.status == 200, reply.text
         assert not any(m in reply.text for m in markers), reply.text
@@ -531,12 +779,27 @@ def test_a_remote_hook_naming_server_paths_makes_the_server_read_nothing(
     while time.monotonic() < deadline and world.count("memory_event", "status = 'pending'"):
         time.sleep(0.5)
     assert world.count("memory_session", "session_id = %s", (sid,)) == 1  # the hooks were stored
-    assert world.count("memory_event", "session_id IN (SELECT id FROM memory_session WHERE session_id = %s)", (sid,)) > 0
+    assert (
+        world.count(
+            "memory_event",
+            "session_id IN (SELECT id FROM memory_session WHERE session_id = %s)",
+            (sid,),
+        )
+        > 0
+    )
     assert world.count("deliverables_deliverable") == deliverables_before
-    files_after = sorted(p for p in (data / "deliverables").rglob("*")) if (data / "deliverables").exists() else []
+    files_after = (
+        sorted(p for p in (data / "deliverables").rglob("*"))
+        if (data / "deliverables").exists()
+        else []
+    )
     assert files_after == files_before
-    tables = [t for (t,) in world.sql(
-        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'")]
+    tables = [
+        t
+        for (t,) in world.sql(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'"
+        )
+    ]
     for table in tables:
         for needle in [*markers, *digests, "CLAUDE_MEM_DATABASE_URL", "PASSWORD="]:
             found = world.count(f'"{table}" t', "row_to_json(t)::text LIKE %s", (f"%{needle}%",))
@@ -544,7 +807,9 @@ def test_a_remote_hook_naming_server_paths_makes_the_server_read_nothing(
     # What the server recorded of those files is only what a client could have told it.
     hashes = world.sql(
         "SELECT content_hash, size FROM memory_fileview WHERE session_id IN "
-        "(SELECT id FROM memory_session WHERE session_id = %s)", (sid,))
+        "(SELECT id FROM memory_session WHERE session_id = %s)",
+        (sid,),
+    )
     assert hashes and all(h == "" and size is None for h, size in hashes), hashes
     for mode in MODES:
         for needle in (planted, "PASSWORD", "CLAUDE_MEM_DATABASE_URL"):
