@@ -21,6 +21,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from memory import config
 from memory.models import ApiToken
 from memory.netpolicy import is_loopback
+from memory.projects import request_remote_scope
 
 OPEN_API_PATHS = frozenset({"/api/health"})
 OPEN_PAGE_PREFIXES = ("/admin/", "/static/", "/favicon")
@@ -56,7 +57,14 @@ class ApiTokenMiddleware:
 
     def __call__(self, request: TokenRequest) -> HttpResponse:  # type: ignore[override]
         request.api_token = None
-        if not token_required():
+        required = token_required()
+        # A worker that needs tokens serves other machines: no path a request names is
+        # read from this server's disk (memory.projects.remote_request).
+        with request_remote_scope(required):
+            return self._handle(request, required)
+
+    def _handle(self, request: TokenRequest, required: bool) -> HttpResponse:
+        if not required:
             return self.get_response(request)
         path = request.path_info
         if path.startswith("/api/"):
