@@ -27,6 +27,10 @@ class DeliverableOut(Schema):
     size: int
     sha256: str
     content_type: str
+    # Attached by the agent with the work_state_write MCP tool, with the call's title/note.
+    attached: bool
+    title: str
+    note: str
     created_at: datetime
     download_url: str = Field(description="The page (a staff login in team mode).")
     api_download_url: str = Field(description="The same bytes for an API token.")
@@ -64,6 +68,9 @@ def deliverables_list(
                 "size": d.size,
                 "sha256": d.sha256,
                 "content_type": d.content_type,
+                "attached": d.attached,
+                "title": d.title,
+                "note": d.note,
                 "created_at": d.created,
                 "download_url": request.build_absolute_uri(d.get_absolute_url()),
                 "api_download_url": request.build_absolute_uri(

@@ -36,6 +36,7 @@ def my_work(request: HttpRequest) -> HttpResponse:
         date_from=data.get("date_from"),
         date_to=data.get("date_to"),
         obs_type=data.get("type") or "",
+        deliverable_kind=data.get("kind") or "",
         page=request.GET.get("page", 1),
     )
     ctx = {
@@ -45,6 +46,7 @@ def my_work(request: HttpRequest) -> HttpResponse:
         "types": Observation.Type.choices,
         "live_poll_ms": feed.LIVE_POLL_MS,
         "cursor": feed.feed_cursor(),
+        "queue": feed.queue_waiting(project=data.get("project") or ""),
     }
     return render(request, "deliverables/my_work.html", ctx)
 

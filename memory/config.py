@@ -147,6 +147,14 @@ SETTINGS: dict[str, tuple[str, str]] = {
         "6000",
         "Adaptive gate: what a refusal the model answers by reading again costs beyond its text (one more turn).",
     ),
+    "CLAUDE_MEM_SESSION_MODEL": (
+        "claude-opus-5-5",
+        "Main model assumed for money in Stats when a session's transcript names none (Claude Code 2.1.332's default).",
+    ),
+    "CLAUDE_MEM_BILLING": (
+        "auto",
+        "How Stats labels money: api, subscription (API-equivalent cost) or auto (subscription unless an API key is set).",
+    ),
     "CLAUDE_MEM_INSTALL_ROUTE": (
         "install",
         "How the agent loaded cmem's MCP server (tool names in gate text): install or plugin:<name>.",

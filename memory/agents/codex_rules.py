@@ -97,7 +97,11 @@ def _index(event: HookEvent) -> str:
     text = context.context_text(project=project.name, root=project.root, platform=event.platform)
     session = session_ensure(event=event, project=project)
     ledger_record(
-        kind=LedgerEntry.Kind.INJECTION, session=session, project=project.name, shown=text
+        kind=LedgerEntry.Kind.INJECTION,
+        session=session,
+        project=project.name,
+        shown=text,
+        detail=f"session_start:{event.source or event.hook_event_name}"[:32],
     )
     return text
 

@@ -23,6 +23,7 @@ from memory.retrieval.outline.outline import smart_outline
 from memory.retrieval.outline.roots import code_path, recorded_roots
 from memory.retrieval.outline.symbols import render_search, smart_search
 from memory.retrieval.outline.unfold import smart_unfold
+from memory.retrieval.search.fold import hits_with_folds
 from memory.retrieval.search.query import KINDS, Kind, SearchQuery
 from memory.retrieval.search.service import search
 from memory.retrieval.timeline import TimelineError, TimelineNotFound, timeline_build
@@ -56,6 +57,12 @@ class SearchHitOut(Schema):
     tokens: int = Field(description="Roughly what fetching the full row costs.")
     session: int | None
     files: list[str]
+    fold: str = Field(
+        "",
+        description="Near-identical hits (same kind, type, title and first file in one session or day) share this key.",
+    )
+    fold_size: int = Field(1, description="How many hits share this `fold` key.")
+    fold_lead: bool = Field(True, description="The best-ranked hit of its fold.")
 
 
 class SearchOut(Schema):
@@ -107,7 +114,7 @@ def search_endpoint(request: HttpRequest, filters: Query[SearchFilters]) -> Stat
         file=filters.file or None, since=filters.since, until=filters.until, limit=filters.limit, offset=filters.offset,
         mode=filters.mode,
     )  # fmt: skip
-    return Status(200, {"query": filters.q, "results": [hit.as_dict() for hit in search(query)]})
+    return Status(200, {"query": filters.q, "results": hits_with_folds(search(query))})
 
 
 class TimelineItemOut(Schema):

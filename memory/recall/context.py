@@ -144,7 +144,11 @@ def context_for_hook(*, event: HookEvent) -> HookResult:
         project=project.name, root=project.root, settings=settings, platform=event.platform
     )
     ledger_record(
-        kind=LedgerEntry.Kind.INJECTION, session=session, project=project.name, shown=text
+        kind=LedgerEntry.Kind.INJECTION,
+        session=session,
+        project=project.name,
+        shown=text,
+        detail=f"session_start:{source}",
     )
     return HookResult(context=text)
 

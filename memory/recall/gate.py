@@ -143,7 +143,7 @@ def gate_decide(*, event: HookEvent, mode: str = "") -> HookResult:
         reason = f"Current: {clock.stamp(now)}\n" + REREAD.format(
             when=clock.when_phrase(clock.to_local(view.seen, zone), now)
         )
-        return _deny(event, project, path, facts, reason, session, view)
+        return _deny(event, project, path, facts, reason, session, view, detail="reread")
     for candidate in candidates:
         candidate.unchanged = candidate_unchanged(candidate, facts)
     newest_changed = candidates[0].unchanged is False
@@ -408,6 +408,7 @@ def _deny(
     reason: str,
     session: Session | None,
     view: FileView | None,
+    detail: str = "",
 ) -> HookResult:
     """Refuse the read, remember the refusal (the next attempt passes), book the tokens."""
     try:
@@ -426,6 +427,7 @@ def _deny(
                 path=path,
                 shown=reason,
                 avoided=file_tokens(facts.size),
+                detail=detail,
             )
     except IntegrityError:
         # A parallel Read of the same file in this session was refused a moment ago: one

@@ -20,6 +20,7 @@ from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 
 from memory import config
+from memory.retrieval.mcp_registry import mcp_tools
 from memory.retrieval.outline import outline, roots, symbols, unfold
 from memory.retrieval.outline.model import OutlineError
 from memory.retrieval.render import observation_body
@@ -418,7 +419,20 @@ def forget(
     return "\n".join(lines)
 
 
+def extra_tools_add() -> list[str]:
+    """Add the tools apps registered (memory.retrieval.mcp_registry; deliverables'
+    work_state_write) to the server, once; their names."""
+    have = {t.name for t in mcp._tool_manager.list_tools()}
+    added = []
+    for tool in mcp_tools():
+        if tool.fn.__name__ not in have:
+            mcp.tool(structured_output=False, description=tool.description)(tool.fn)
+        added.append(tool.fn.__name__)
+    return added
+
+
 def main() -> None:
+    extra_tools_add()
     mcp.run("stdio")
 
 

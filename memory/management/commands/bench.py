@@ -19,6 +19,7 @@ BENCHMARKS = [
     "scale",
     "recall",
     "offline",
+    "economy",
 ]
 
 
