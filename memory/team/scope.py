@@ -1,7 +1,7 @@
 """Team mode: whose rows a request may see and write (the one scoping seam).
 
 On a shared server every row belongs to the user whose token captured it: a session has an
-`owner` (migration 0008), and everything else hangs off a session (prompts, events,
+`owner` (migration 0009), and everything else hangs off a session (prompts, events,
 observations, their files, summaries, file views, deliverables, vectors through their row)
 or carries the owner itself (ledger lines, which outlive their session). The token
 middleware (memory/team/auth.py) opens `viewer_scope(user)` around each `/api/` request;

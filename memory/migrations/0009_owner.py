@@ -13,7 +13,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("memory", "0007_ledger_observer_usage"),
+        ("memory", "0008_ledger_outcome_session_model"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
