@@ -23,6 +23,7 @@ from memory.agents.base import HookEvent
 from memory.extensions import SessionPart
 from memory.importers.json_io import time_export, time_import
 from memory.models import Prompt, Session
+from memory.team import scope
 
 _EXPORT_FIELDS = (
     "original_path",
@@ -37,7 +38,7 @@ _EXPORT_FIELDS = (
 
 
 def deliverables_count(project: str | None) -> int:
-    deliverables = Deliverable.objects.all()
+    deliverables = scope.owned(Deliverable.objects.all())
     if project:
         deliverables = deliverables.filter(project=project)
     return deliverables.count()

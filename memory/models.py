@@ -48,6 +48,15 @@ class Session(models.Model):
     prompt_counter = models.PositiveIntegerField(default=0)
     started = models.DateTimeField(default=timezone.now)
     ended = models.DateTimeField(null=True, blank=True)
+    # Team mode: the user whose token captured the session; every row below it is theirs
+    # (memory/team/scope.py). Empty for the local single-user worker and imported history.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="cmem_sessions",
+    )
 
     objects: models.Manager[Session] = SessionQuerySet.as_manager()  # type: ignore[assignment]
 
@@ -354,6 +363,14 @@ class LedgerEntry(models.Model):
 
     session = models.ForeignKey(
         Session, on_delete=models.SET_NULL, null=True, blank=True, related_name="ledger"
+    )
+    # The session's owner, kept on the line itself: a ledger line outlives its session.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="cmem_ledger",
     )
     project = models.CharField(max_length=200)
     kind = models.CharField(max_length=32, choices=Kind.choices)

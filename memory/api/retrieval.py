@@ -27,6 +27,7 @@ from memory.retrieval.search.fold import hits_with_folds
 from memory.retrieval.search.query import KINDS, Kind, SearchQuery
 from memory.retrieval.search.service import effective_mode, mode_note, search
 from memory.retrieval.timeline import TimelineError, TimelineNotFound, timeline_build
+from memory.team.scope import owned
 
 router = Router(tags=["retrieval"])
 
@@ -211,7 +212,8 @@ def observations_by_id(request: HttpRequest, ids: str) -> Status[dict[str, Any]]
         wanted = _parse_ids(ids)
     except ValueError as exc:
         return Status(400, {"error": str(exc)})
-    found = Observation.objects.in_bulk(wanted)
+    # A teammate's token: another user's ids are `missing`, exactly like ids never made.
+    found = owned(Observation.objects.all()).in_bulk(wanted)
     return Status(200, {
         "observations": [found[pk].as_dict() for pk in dict.fromkeys(wanted) if pk in found],
         "missing": [pk for pk in dict.fromkeys(wanted) if pk not in found],

@@ -38,6 +38,7 @@ from memory.projects import (
 from memory.recall import prompt_recall
 from memory.recall.file_views import absolute_path, file_facts, file_view_record_from_tool
 from memory.recall.ledger import ledger_record, ledger_record_memory_tool, memory_tool_bare
+from memory.team import scope
 
 log = logging.getLogger(__name__)
 
@@ -89,12 +90,15 @@ def _session_upsert(*, event: HookEvent, project: Project) -> Session:
             "project_root": project.root,
             "cwd": event.cwd,
             "transcript_path": event.transcript_path,
+            "owner_id": scope.writer_id(),
         }
         session, created = Session.objects.get_or_create(
             platform=event.platform, session_id=event.session_id, defaults=defaults
         )
         if created:
             return session
+    # A session id of another user's session (guessed or copied) stores nothing.
+    scope.session_check(session.owner_id)
     changed = []
     for name in ("cwd", "transcript_path"):
         value = getattr(event, name)
@@ -419,7 +423,10 @@ def session_end(*, event: HookEvent) -> HookResult:
         return HookResult()
     with transaction.atomic():
         Session.objects.filter(
-            platform=event.platform, session_id=event.session_id, status=Session.Status.ACTIVE
+            platform=event.platform,
+            session_id=event.session_id,
+            status=Session.Status.ACTIVE,
+            owner_id=scope.writer_id(),
         ).update(status=Session.Status.COMPLETED, ended=timezone.now())
         session = _session_get(platform=event.platform, session_id=event.session_id)
         if session is not None:

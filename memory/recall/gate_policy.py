@@ -29,6 +29,7 @@ from django.utils import timezone
 
 from memory import config
 from memory.models import LedgerEntry
+from memory.team import scope
 
 WINDOW_DAYS = 14
 MIN_EVIDENCE = 2
@@ -63,7 +64,8 @@ def adaptive_mode(*, project: str, settings: dict[str, str] | None = None) -> Ga
     window = max(config.get_int("CLAUDE_MEM_READ_GATE_WINDOW", settings), 1)
     turn = max(config.get_int("CLAUDE_MEM_READ_GATE_TURN_TOKENS", settings), 0)
     since = timezone.now() - timedelta(days=WINDOW_DAYS)
-    ledger = LedgerEntry.objects.filter(project=project, created__gte=since)
+    # A teammate's gate weighs their own refusals only (memory/team/scope.py).
+    ledger = scope.owned(LedgerEntry.objects.filter(project=project, created__gte=since), "owner")
     refusals = list(
         ledger.filter(kind=LedgerEntry.Kind.GATE_DENY)
         .order_by("-created", "-pk")

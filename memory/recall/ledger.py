@@ -26,6 +26,7 @@ from django.utils import timezone
 from memory import clock, config
 from memory.compression.providers.prices import input_usd, price_row
 from memory.models import LedgerEntry, Prompt, Session, estimate_tokens
+from memory.team import scope
 
 MEMORY_TOOLS = ("get_observations", "smart_outline", "smart_unfold")
 
@@ -50,6 +51,7 @@ def ledger_record(
     tokens_shown = estimate_tokens(shown) if isinstance(shown, str) else shown
     return LedgerEntry.objects.create(
         session=session,
+        owner_id=session.owner_id if session else scope.writer_id(),
         project=project,
         kind=kind,
         path=path,
@@ -68,6 +70,7 @@ def ledger_record_observer(*, session: Session | None, project: str, usage: Any)
         return
     LedgerEntry.objects.create(
         session=session,
+        owner_id=session.owner_id if session else None,
         project=project,
         kind=LedgerEntry.Kind.OBSERVER,
         tokens_spent=usage.total,
@@ -262,7 +265,10 @@ def ledger_report(
     Grouped in Python: the window is small (one row per gate decision, injection or
     compression batch) and local-day grouping must follow the same zone as the index.
     """
-    rows = LedgerEntry.objects.filter(created__gte=timezone.now() - timedelta(days=max(days, 1)))
+    rows = scope.owned(
+        LedgerEntry.objects.filter(created__gte=timezone.now() - timedelta(days=max(days, 1))),
+        "owner",
+    )
     if project:
         rows = rows.filter(project=project)
     zone = clock.local_zone(settings)

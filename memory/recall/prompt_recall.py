@@ -18,6 +18,7 @@ from memory.models import Observation, Session
 from memory.retrieval import embeddings
 from memory.retrieval.search.query import SearchQuery
 from memory.retrieval.search.service import search
+from memory.team import scope
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +37,9 @@ HEADER = (
 def _index_shown(session: Session) -> set[int]:
     shown = max(0, config.get_int("CLAUDE_MEM_CONTEXT_OBSERVATIONS"))
     return set(
-        Observation.objects.filter(project=session.project, created__lt=session.started)
+        scope.owned(
+            Observation.objects.filter(project=session.project, created__lt=session.started)
+        )
         .order_by("-created", "-pk")
         .values_list("pk", flat=True)[:shown]
     )
