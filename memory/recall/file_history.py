@@ -25,7 +25,14 @@ from memory.capture.secret_locations import is_secret_location
 from memory.models import FileView, Observation, ObservationFile, Prompt, Session
 from memory.netpolicy import is_loopback
 from memory.recall.file_views import FileFacts, file_facts
-from memory.recall.gate import Candidate, candidate_unchanged, candidates_rank, file_candidates
+from memory.recall.gate import (
+    Candidate,
+    candidate_unchanged,
+    candidates_rank,
+    change_label,
+    days_grouped,
+    file_candidates,
+)
 
 # The page lists at most this many observations of a file (newest first); the gate's
 # ranked timeline is bounded by CLAUDE_MEM_READ_GATE_LIMIT as in the hook.
@@ -141,24 +148,13 @@ def _disk_file_in(rel: str, roots: list[str]) -> tuple[str, str]:
     return "", "Not on this machine now (deleted, moved, or the project is elsewhere)."
 
 
-def _label(unchanged: bool | None) -> str:
-    return "unknown" if unchanged is None else ("unchanged" if unchanged else "changed")
-
-
 def _ranked_days(rows: list[Candidate]) -> list[RankedDay]:
-    """The gate's grouping (gate._timeline): by local day, newest day first, rank order inside."""
-    zone = clock.local_zone()
-    days: dict[str, list[RankedRow]] = {}
-    keyed: list[tuple[datetime, str]] = []
-    for row in rows:
-        local = clock.to_local(row.created, zone)
-        heading = clock.day_heading(local)
-        if heading not in days:
-            days[heading] = []
-            keyed.append((local, heading))
-        days[heading].append(RankedRow(row, _label(row.unchanged), local))
-    keyed.sort(key=lambda item: item[0].date(), reverse=True)
-    return [RankedDay(heading, days[heading]) for _, heading in keyed]
+    return [
+        RankedDay(
+            heading, [RankedRow(row, change_label(row.unchanged), local) for row, local in day]
+        )
+        for heading, day in days_grouped(rows, clock.local_zone())
+    ]
 
 
 def _sessions(observations: list[Observation], views: list[FileView]) -> list[TouchedSession]:

@@ -383,9 +383,17 @@ def _project_relative(path: str, project: str) -> str:
     return relative_path(path, "")
 
 
-def _timeline(rows: list[Candidate], zone: tzinfo) -> str:
-    """Rows grouped by local day, newest day first; within a day in rank order."""
-    days: dict[str, list[str]] = {}
+def change_label(unchanged: bool | None) -> str:
+    """The gate's word for a row's file now: unchanged, changed, or unknown (no hash)."""
+    return "unknown" if unchanged is None else ("unchanged" if unchanged else "changed")
+
+
+def days_grouped(
+    rows: list[Candidate], zone: tzinfo
+) -> list[tuple[str, list[tuple[Candidate, datetime]]]]:
+    """Rows grouped by local day, newest day first; within a day in rank order. The gate's
+    text and the file page show the same grouping."""
+    days: dict[str, list[tuple[Candidate, datetime]]] = {}
     keyed: list[tuple[datetime, str]] = []
     for row in rows:
         local = clock.to_local(row.created, zone)
@@ -393,11 +401,21 @@ def _timeline(rows: list[Candidate], zone: tzinfo) -> str:
         if heading not in days:
             days[heading] = []
             keyed.append((local, heading))
-        title = framing.one_line(row.title, TITLE_MAX)
-        mark = "unknown" if row.unchanged is None else ("unchanged" if row.unchanged else "changed")
-        days[heading].append(f"{row.id} {clock.clock_time(local)}  {title} [{mark}]")
+        days[heading].append((row, local))
     keyed.sort(key=lambda item: item[0].date(), reverse=True)
-    return "\n\n".join(f"### {heading}\n" + "\n".join(days[heading]) for _, heading in keyed)
+    return [(heading, days[heading]) for _, heading in keyed]
+
+
+def _timeline(rows: list[Candidate], zone: tzinfo) -> str:
+    return "\n\n".join(
+        f"### {heading}\n"
+        + "\n".join(
+            f"{row.id} {clock.clock_time(local)}  {framing.one_line(row.title, TITLE_MAX)}"
+            f" [{change_label(row.unchanged)}]"
+            for row, local in rows_of_day
+        )
+        for heading, rows_of_day in days_grouped(rows, zone)
+    )
 
 
 def _deny(
