@@ -180,26 +180,44 @@ def transcript_attachments_record(
     prompt = _current_prompt(session)
     made: list[Deliverable] = []
     for call in attachments_from_transcript(event.transcript_path or session.transcript_path):
+        paths = [
+            os.path.normpath(raw if os.path.isabs(raw) else os.path.join(cwd, raw))
+            for raw in call["paths"][:50]
+        ]
+        entries = [
+            {"path": path, "skipped": "read from disk"} for path in paths if path not in skip
+        ]
         marks = _marks(call["title"], call["note"])
-        for raw in call["paths"][:50]:
-            path = os.path.normpath(raw if os.path.isabs(raw) else os.path.join(cwd, raw))
-            if path in skip:
-                continue
-            entry = {"path": path, "skipped": "read from disk"}
-            try:
-                found = _store(
-                    session=session,
-                    prompt=prompt,
-                    entry=entry,
-                    max_bytes=max_bytes,
-                    remote=False,
-                    **marks,
-                )
-            except Exception:
-                log.exception("attachment %s could not be stored", path)
-                continue
-            if found is not None:
-                made.append(found)
+        made += _attachments_store(session, prompt, entries, max_bytes, remote=False, marks=marks)
+    return made
+
+
+def _attachments_store(
+    session: Session,
+    prompt: Prompt | None,
+    entries: list[dict[str, Any]],
+    max_bytes: int,
+    *,
+    remote: bool,
+    marks: dict[str, Any],
+) -> list[Deliverable]:
+    """Each entry stored as an attached deliverable; one that fails is logged, not fatal."""
+    made: list[Deliverable] = []
+    for entry in entries:
+        try:
+            found = _store(
+                session=session,
+                prompt=prompt,
+                entry=entry,
+                max_bytes=max_bytes,
+                remote=remote,
+                **marks,
+            )
+        except Exception:
+            log.exception("attachment %s could not be stored", entry.get("path"))
+            continue
+        if found is not None:
+            made.append(found)
     return made
 
 
@@ -216,22 +234,5 @@ def attachments_record(*, session: Session, event: HookEvent) -> list[Deliverabl
     remote = remote_request()
     marks = _marks(event.tool_input.get("title"), event.tool_input.get("note"))
     prompt = _current_prompt(session)
-    made: list[Deliverable] = []
-    for entry in entries[:50]:
-        if entry.get("refused"):
-            continue
-        try:
-            found = _store(
-                session=session,
-                prompt=prompt,
-                entry=entry,
-                max_bytes=max_bytes,
-                remote=remote,
-                **marks,
-            )
-        except Exception:
-            log.exception("attachment %s could not be stored", entry.get("path"))
-            continue
-        if found is not None:
-            made.append(found)
-    return made
+    wanted = [entry for entry in entries[:50] if not entry.get("refused")]
+    return _attachments_store(session, prompt, wanted, max_bytes, remote=remote, marks=marks)
