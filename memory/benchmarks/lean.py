@@ -38,6 +38,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from memory.benchmarks import gate as gate_bench
+from memory.benchmarks import hooks as hooks_bench
 from memory.benchmarks import worker as worker_bench
 from memory.benchmarks.harness import child_env, child_json, cmem_migrate, free_port
 
@@ -117,16 +118,7 @@ def _hook_ratio(env: dict[str, str], payload: bytes, runs: int) -> dict[str, flo
             subprocess.run(cmd, input=payload, env=env, capture_output=True, check=False)
     for _ in range(runs):
         for name, cmd in commands.items():
-            started = time.perf_counter()
-            subprocess.run(
-                cmd,
-                input=payload,
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                check=False,
-            )
-            times[name].append(time.perf_counter() - started)
+            times[name].append(hooks_bench._time(cmd, payload, env))
     return {name: _ms(t) for name, t in times.items()}
 
 
