@@ -22,6 +22,7 @@ from tests.support import (
     free_port,
     make_worker_env,
     stop_detached_worker,
+    token_mode_worker,
 )
 
 EVENT_FOR_FIXTURE = {
@@ -418,38 +419,8 @@ def test_team_mode_payload_carries_file_facts_and_the_project(tmp_path: Path) ->
 
 @pytest.fixture
 def team_worker(tmp_path: Path) -> Iterator[tuple[LiveWorker, str]]:
-    """A worker in token mode (the shared server of a team) and a user token for it."""
-    data = tmp_path / "team-worker-data"
-    data.mkdir(mode=0o700)
-    port = free_port()
-    env = make_worker_env(data, port, CLAUDE_MEM_REQUIRE_TOKEN="true")
-    live = LiveWorker(data_dir=data, port=port, env=env)
-    live.start()
-    try:
-        subprocess.run(
-            [
-                CMEM,
-                "manage",
-                "shell",
-                "-c",
-                "from django.contrib.auth.models import User; User.objects.create_user('alice')",
-            ],
-            env=env,
-            check=True,
-            capture_output=True,
-            timeout=60,
-        )
-        made = subprocess.run(
-            [CMEM, "token", "create", "alice"],
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        yield live, made.stdout.strip().splitlines()[-1]
-    finally:
-        live.stop()
+    with token_mode_worker(tmp_path / "team-worker-data") as worker:
+        yield worker
 
 
 @pytest.mark.slow

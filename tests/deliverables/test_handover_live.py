@@ -21,7 +21,14 @@ from typing import Any
 
 import pytest
 
-from tests.support import CMEM, LiveWorker, free_port, make_worker_env, owner_open
+from tests.support import (
+    CMEM,
+    LiveWorker,
+    free_port,
+    make_worker_env,
+    owner_open,
+    token_mode_worker,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -238,38 +245,8 @@ def test_a_stop_with_the_worker_down_yields_its_deliverables_after_it_comes_back
 
 @pytest.fixture
 def team_worker(tmp_path: Path) -> Iterator[tuple[LiveWorker, str]]:
-    """A worker in token mode (a team's shared server) and a user token for it."""
-    data = tmp_path / "team-data"
-    data.mkdir(mode=0o700)
-    port = free_port()
-    env = make_worker_env(data, port, CLAUDE_MEM_REQUIRE_TOKEN="true")
-    live = LiveWorker(data_dir=data, port=port, env=env)
-    live.start()
-    try:
-        subprocess.run(
-            [
-                CMEM,
-                "manage",
-                "shell",
-                "-c",
-                "from django.contrib.auth.models import User; User.objects.create_user('alice')",
-            ],
-            env=env,
-            check=True,
-            capture_output=True,
-            timeout=60,
-        )
-        made = subprocess.run(
-            [CMEM, "token", "create", "alice"],
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        yield live, made.stdout.strip().splitlines()[-1]
-    finally:
-        live.stop()
+    with token_mode_worker(tmp_path / "team-data") as worker:
+        yield worker
 
 
 def test_team_mode_the_bytes_travel_from_the_client(

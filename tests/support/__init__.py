@@ -10,6 +10,7 @@ from tests.support.worker import (
     owner_headers,
     owner_open,
     stop_detached_worker,
+    token_mode_worker,
 )
 
 __all__ = [
@@ -24,4 +25,5 @@ __all__ = [
     "owner_headers",
     "owner_open",
     "stop_detached_worker",
+    "token_mode_worker",
 ]

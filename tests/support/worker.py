@@ -8,6 +8,8 @@ import socket
 import subprocess
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -121,3 +123,35 @@ def make_worker_env(data_dir: Path, port: int, **extra: str) -> dict[str, str]:
     )
     env.update(extra)
     return env
+
+
+@contextmanager
+def token_mode_worker(data_dir: Path) -> Iterator[tuple[LiveWorker, str]]:
+    """A worker in token mode (a team's shared server) and a token for its user alice."""
+    data_dir.mkdir(mode=0o700)
+    port = free_port()
+    env = make_worker_env(data_dir, port, CLAUDE_MEM_REQUIRE_TOKEN="true")
+    live = LiveWorker(data_dir=data_dir, port=port, env=env)
+    live.start()
+    try:
+        create_user = (
+            "from django.contrib.auth.models import User; User.objects.create_user('alice')"
+        )
+        subprocess.run(
+            [CMEM, "manage", "shell", "-c", create_user],
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+        made = subprocess.run(
+            [CMEM, "token", "create", "alice"],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        yield live, made.stdout.strip().splitlines()[-1]
+    finally:
+        live.stop()
