@@ -18,6 +18,7 @@ BENCHMARKS = [
     "load",
     "scale",
     "recall",
+    "recall_pg",
     "offline",
 ]
 

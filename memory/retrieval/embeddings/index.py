@@ -36,11 +36,18 @@ _lock = threading.Lock()
 _cache: dict[tuple[str, str, Kind, int | None], _Matrix] = {}
 
 
-def stored_count(kind: Kind) -> int:
-    """Vectors of any model stored for `kind` (0: skip embedding the query at all)."""
+def kinds_stored(kinds: list[Kind]) -> list[Kind]:
+    """Which of `kinds` have any vector (of any model) stored: one round trip, one index
+    probe per kind; a kind with none is not searched at all."""
+    if not kinds:
+        return []
+    probes = ", ".join(
+        "EXISTS (SELECT 1 FROM memory_embedding WHERE kind = %s)" for _ in kinds
+    )
     with connection.cursor() as cursor:
-        cursor.execute("SELECT 1 FROM memory_embedding WHERE kind = %s LIMIT 1", [kind])
-        return 1 if cursor.fetchone() else 0
+        cursor.execute(f"SELECT {probes}", list(kinds))
+        flags = cursor.fetchone()
+    return [kind for kind, flag in zip(kinds, flags, strict=True) if flag]
 
 
 def _generation() -> int:

@@ -130,6 +130,15 @@ def write(kind: Kind, object_ids: list[int], vectors: np.ndarray) -> None:
         )
 
 
+def _ef_search(connection: Any, cursor: Any, value: int) -> None:
+    """`hnsw.ef_search` for this session, set only when it changes: the index hands back at
+    most that many neighbours, so it must cover the depth asked (a SET is a round trip)."""
+    raw = connection.connection
+    if getattr(raw, "_cmem_ef_search", None) != value:
+        cursor.execute(f"SET hnsw.ef_search = {int(value)}")
+        raw._cmem_ef_search = value
+
+
 def nearest(
     kind: Kind,
     model: str,
@@ -143,15 +152,15 @@ def nearest(
     vector cannot take the pgvector path (the caller scans the blobs instead).
 
     `scope`: SQL selecting the candidate ids (with its parameters), or None for all rows."""
-    from django.db import connection, transaction
+    from django.db import connection
 
     if k <= 0 or query.shape[0] != DIM or not ready():
         return None
     vec = literal(query)
     assert kind in KINDS  # inlined: the partial index's predicate must match a literal
-    with transaction.atomic(), connection.cursor() as cursor:
+    with connection.cursor() as cursor:
         if scope is None:
-            cursor.execute(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH_MIN, min(k, 1000))}")
+            _ef_search(connection, cursor, max(EF_SEARCH_MIN, min(k, 1000)))
             cursor.execute(
                 "SELECT object_id, 1 - (embedding <=> %s::vector) FROM memory_embedding "
                 f"WHERE kind = '{kind}' AND model = %s AND embedding IS NOT NULL "
