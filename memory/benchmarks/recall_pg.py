@@ -70,7 +70,10 @@ def child_seed(size: int, project_dir: str) -> dict[str, Any]:
         vectors = rng.standard_normal((len(chunk), model.dim)).astype(np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         halves = vectors.astype(np.float16)
-        with raw.cursor() as pgcur, pgcur.copy(f"COPY memory_embedding ({columns}) FROM STDIN") as copy:
+        with (
+            raw.cursor() as pgcur,
+            pgcur.copy(f"COPY memory_embedding ({columns}) FROM STDIN") as copy,
+        ):
             for pk, half in zip(chunk, halves, strict=True):
                 row: tuple[Any, ...] = ("observation", pk, model.version, half.tobytes(), now)
                 if ready:
@@ -158,9 +161,7 @@ def _bench(path: str, size: int, runs: int, out: Any) -> dict[str, Any]:
 
 
 def run(*, out: Any, options: dict[str, Any]) -> None:
-    paths = [
-        p.strip() for p in os.environ.get("CMEM_BENCH_PATHS", "fallback,pgvector").split(",")
-    ]
+    paths = [p.strip() for p in os.environ.get("CMEM_BENCH_PATHS", "fallback,pgvector").split(",")]
     runs = options.get("runs") or 5
     plan: list[tuple[str, int]] = []
     for path in paths:

@@ -138,7 +138,9 @@ def test_concept_and_kind_filters_hold_in_every_mode(rows: dict[str, int]) -> No
             for hit in search(SearchQuery(text=PARAPHRASE, mode=mode, kinds=("prompt",)))  # type: ignore[arg-type]
         }
         assert kinds <= {"prompt"}
-    assert search(SearchQuery(text=PARAPHRASE, mode="semantic", kinds=("prompt",)))[0].kind == "prompt"
+    assert (
+        search(SearchQuery(text=PARAPHRASE, mode="semantic", kinds=("prompt",)))[0].kind == "prompt"
+    )
 
 
 def test_fusion_order_on_hand_made_lists() -> None:

@@ -41,9 +41,7 @@ def kinds_stored(kinds: list[Kind]) -> list[Kind]:
     probe per kind; a kind with none is not searched at all."""
     if not kinds:
         return []
-    probes = ", ".join(
-        "EXISTS (SELECT 1 FROM memory_embedding WHERE kind = %s)" for _ in kinds
-    )
+    probes = ", ".join("EXISTS (SELECT 1 FROM memory_embedding WHERE kind = %s)" for _ in kinds)
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT {probes}", list(kinds))
         flags = cursor.fetchone()
@@ -74,8 +72,10 @@ def _load(
     """Vectors stored after vector row `after`, oldest first; only the newest `bound`."""
     import numpy as np
 
-    sql = "SELECT object_id, vector FROM memory_embedding WHERE kind = %s AND model = %s AND id > %s"
-    params: list[object] = [kind, model, after]
+    sql = (
+        "SELECT object_id, vector FROM memory_embedding WHERE kind = %s AND model = %s AND id > %s"
+    )
+    params: list[str | int] = [kind, model, after]
     if bound is not None:
         sql = f"SELECT * FROM ({sql} ORDER BY id DESC LIMIT %s) newest"
         params.append(bound)

@@ -63,7 +63,9 @@ def install(connection: Any) -> bool:
         except DatabaseError as exc:
             log.warning("pgvector is available but cannot be created here (%s)", exc)
             return False
-        cursor.execute(f"ALTER TABLE memory_embedding ADD COLUMN IF NOT EXISTS embedding vector({DIM})")
+        cursor.execute(
+            f"ALTER TABLE memory_embedding ADD COLUMN IF NOT EXISTS embedding vector({DIM})"
+        )
         _fill_from_blobs(cursor)
         for kind in KINDS:
             cursor.execute(

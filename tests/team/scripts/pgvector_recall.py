@@ -6,6 +6,8 @@ prune, a session's cascade) and searches again. Prints one JSON object on the la
 the test asserts on it. Not a test itself: it needs the server the test started.
 """
 
+from __future__ import annotations
+
 import json
 from datetime import timedelta
 
@@ -58,7 +60,9 @@ with connection.cursor() as cursor:
         "SELECT count(*), count(embedding) FROM memory_embedding WHERE kind = 'observation'"
     )
     out["rows"], out["column_filled"] = cursor.fetchone()
-    cursor.execute("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'memory_embedding'::regclass AND attname = 'embedding'")
+    cursor.execute(
+        "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'memory_embedding'::regclass AND attname = 'embedding'"
+    )
     out["column_type"] = cursor.fetchone()[0]
 
 
