@@ -12,13 +12,13 @@ a change only a later file hash reveals, test runs passing and failing, failures
 
 from __future__ import annotations
 
-import json
-import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
+
+from memory.benchmarks import offline_sources
 
 ROOT = "/home/dev/shop"
 
@@ -183,37 +183,40 @@ def built_set() -> list[Case]:
     ]
 
 
-def fixture_dirs() -> list[Path]:
-    """CMEM_FIXTURES_DIR, else the shared recordings beside the checkout (../shared/fixtures),
-    else the copies the test suite keeps (tests/fixtures)."""
-    repo = Path(__file__).resolve().parents[2]
-    for base in (
-        Path(os.environ["CMEM_FIXTURES_DIR"]) if os.environ.get("CMEM_FIXTURES_DIR") else None,
-        repo.parent / "shared" / "fixtures",
-        repo.parents[1] / "shared" / "fixtures",
-        repo / "tests" / "fixtures",
-    ):
-        if base is not None and any(base.glob("*/PostToolUse*.json")):
-            return [base]
-    return []
-
-
 def fixture_cases() -> list[Case]:
-    bases = fixture_dirs()
-    if not bases:
-        return []
-    base = bases[0]
-    cases: list[Case] = []
-    for path in sorted(base.glob("*/PostToolUse*.json")):
-        payload = json.loads(path.read_text())
-        name = str(payload.get("tool_name", ""))
-        changes: list[str] = []
-        if name == "apply_patch":
-            changes = ["hello.txt", "file.txt"]
-        elif name in {"Edit", "Write", "MultiEdit"}:
-            changes = [str(payload["tool_input"].get("file_path", ""))]
-        cases.append(Case(payload, changes, f"fixture {path.parent.name}/{path.name}"))
-    return cases
+    """The shared fixtures' hook payloads, one flat list (each is its own session)."""
+    return [
+        Case(r.payload, r.changes, r.label)
+        for session in offline_sources.shared_fixtures().sessions
+        for r in session
+    ]
+
+
+def evaluate_source(source: offline_sources.Source, root: str) -> dict[str, Any]:
+    """`evaluate` per recorded session (the hash check never spans two), summed."""
+    total: dict[str, Any] = {
+        "tool_uses": 0,
+        "file_changing": 0,
+        "recorded_as_modifying": 0,
+        "typed_as_change": 0,
+        "titles": 0,
+        "titles_with_raw_command": 0,
+        "raw_titles": [],
+        "misses": [],
+        "sample_titles": [],
+        "sessions": len(source.sessions),
+        "sets": source.sets,
+        "unlabelled": source.unlabelled,
+    }
+    for session in source.sessions:
+        result = evaluate([Case(r.payload, r.changes, r.label) for r in session], root)
+        for key in ("tool_uses", "file_changing", "recorded_as_modifying", "typed_as_change"):
+            total[key] += result[key]
+        total["titles"] += result["titles"]
+        total["titles_with_raw_command"] += result["titles_with_raw_command"]
+        for key in ("raw_titles", "misses", "sample_titles"):
+            total[key] += result[key]
+    return total
 
 
 def evaluate(cases: list[Case], root: str) -> dict[str, Any]:
@@ -284,38 +287,55 @@ def evaluate(cases: list[Case], root: str) -> dict[str, Any]:
     }
 
 
-def run(*, out: Any, options: dict[str, Any]) -> None:
+def _line(name: str, result: dict[str, Any]) -> str:
+    changing = result["file_changing"]
+    pct = 100.0 * result["recorded_as_modifying"] / changing if changing else 100.0
+    typed = 100.0 * result["typed_as_change"] / changing if changing else 100.0
+    where = f" ({result['sessions']} sessions)" if "sessions" in result else ""
+    return (
+        f"{name}{where}: {result['tool_uses']} tool uses, {changing} change a file: "
+        f"{result['recorded_as_modifying']} recorded as modifying it ({pct:.0f}%), "
+        f"{result['typed_as_change']} typed as a change ({typed:.0f}%); "
+        f"{result['titles_with_raw_command']} of {result['titles']} titles carry a raw command line"
+    )
+
+
+def results() -> list[tuple[str, dict[str, Any]]]:
+    """(source, figures) for every source: the recorded ones, then the built set."""
+    global ROOT
+    out: list[tuple[str, dict[str, Any]]] = []
+    for source in (
+        offline_sources.shared_fixtures(),
+        offline_sources.shared_transcripts(),
+        offline_sources.e2e_payloads(),
+        offline_sources.e2e_transcripts(),
+    ):
+        out.append((source.name, evaluate_source(source, ROOT)))
     with tempfile.TemporaryDirectory(prefix="cmem-bench-offline-") as tmp:
-        global ROOT
-        ROOT = tmp
-        (Path(tmp) / "fixes").mkdir()
-        (Path(tmp) / "fixes" / "rounding.patch").write_text(
-            "--- a/shop/cart.py\n+++ b/shop/cart.py\n@@ -1,2 +1,2 @@\n-x\n+y\n"
-        )
-        built = evaluate(built_set(), tmp)
-    fixtures = evaluate(fixture_cases(), ROOT)
-    for name, result in (("built set", built), ("recorded fixtures", fixtures)):
-        pct = (
-            100.0 * result["recorded_as_modifying"] / result["file_changing"]
-            if result["file_changing"]
-            else 100.0
-        )
-        typed = (
-            100.0 * result["typed_as_change"] / result["file_changing"]
-            if result["file_changing"]
-            else 100.0
-        )
-        out.write(
-            f"{name}: {result['tool_uses']} tool uses, {result['file_changing']} change a file: "
-            f"{result['recorded_as_modifying']} recorded as modifying it ({pct:.0f}%), "
-            f"{result['typed_as_change']} typed as a change ({typed:.0f}%); "
-            f"{result['titles_with_raw_command']} of {result['titles']} titles carry a raw command line"
-        )
+        saved, ROOT = ROOT, tmp
+        try:
+            (Path(tmp) / "fixes").mkdir()
+            (Path(tmp) / "fixes" / "rounding.patch").write_text(
+                "--- a/shop/cart.py\n+++ b/shop/cart.py\n@@ -1,2 +1,2 @@\n-x\n+y\n"
+            )
+            out.append(("built set", evaluate(built_set(), tmp)))
+        finally:
+            ROOT = saved
+    return out
+
+
+def run(*, out: Any, options: dict[str, Any]) -> None:
+    figures = results()
+    for name, result in figures:
+        out.write(_line(name, result))
         for miss in result["misses"]:
             out.write(f"  missed: {miss}")
         for title in result["raw_titles"]:
             out.write(f"  raw title: {title}")
+        for unlabelled in result.get("unlabelled", []):
+            out.write(f"  unlabelled shell command (add it to labels.json): {unlabelled}")
+        if options.get("verbosity", 1) > 1:
+            for title in result["sample_titles"]:
+                out.write(f"  {title}")
+    built = dict(figures)["built set"]
     out.write(f"summary Done line (built set): {built['done_line'][:300]}")
-    if options.get("verbosity", 1) > 1:
-        for title in built["sample_titles"]:
-            out.write(f"  {title}")

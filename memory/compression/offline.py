@@ -67,19 +67,21 @@ def _changed_lines(diff: str) -> tuple[list[str], list[str]]:
     return added, removed
 
 
-def _edit_gist(added: list[str], removed: list[str]) -> tuple[str, list[str]]:
-    """A few words saying what an edit did, and the symbols it touched."""
+def _edit_gist(added: list[str], removed: list[str]) -> tuple[str, str, list[str]]:
+    """(kind, a few words saying what an edit did, the symbols it touched). The words are in
+    the user's language (offline_text); symbols and quoted code lines stay verbatim. kind
+    (renamed, added, removed, changed, line, removed_line, edited) decides the type."""
     new_symbols = _symbols(added)
     old_symbols = _symbols(removed)
     gone = [s for s in old_symbols if s not in new_symbols]
     born = [s for s in new_symbols if s not in old_symbols]
     symbols = list(dict.fromkeys(new_symbols + old_symbols))
     if born and gone and len(born) == len(gone) == 1:
-        return f"renamed {gone[0]}() to {born[0]}()", symbols
+        return "renamed", t("gist_renamed", old=f"{gone[0]}()", new=f"{born[0]}()"), symbols
     if born:
-        return "added " + ", ".join(f"{s}()" for s in born[:3]), symbols
+        return "added", t("gist_added", symbols=", ".join(f"{s}()" for s in born[:3])), symbols
     if gone:
-        return "removed " + ", ".join(f"{s}()" for s in gone[:3]), symbols
+        return "removed", t("gist_removed", symbols=", ".join(f"{s}()" for s in gone[:3])), symbols
     for line in added:
         match = _COMMENT.match(line)
         if (
@@ -87,14 +89,21 @@ def _edit_gist(added: list[str], removed: list[str]) -> tuple[str, list[str]]:
             and len(match.group(1)) > 6
             and not match.group(1).startswith(("!", "-*-", "noqa", "type:"))
         ):
-            return _short(match.group(1).rstrip(".:"), 70), symbols
+            # The comment the edit added, quoted as written: it is the code's own words.
+            return "line", _short(match.group(1).rstrip(".:"), 70), symbols
     if symbols:
-        return "changed " + ", ".join(f"{s}()" for s in symbols[:3]), symbols
+        return (
+            "changed",
+            t("gist_changed", symbols=", ".join(f"{s}()" for s in symbols[:3])),
+            symbols,
+        )
     first = next((line.strip() for line in added if line.strip()), "")
     if first:
-        return _short(first, 70), symbols
+        return "line", _short(first, 70), symbols
     first_removed = next((line.strip() for line in removed if line.strip()), "")
-    return (f"removed `{_short(first_removed, 60)}`" if first_removed else "edited"), symbols
+    if first_removed:
+        return "removed_line", t("gist_removed_line", line=_short(first_removed, 60)), symbols
+    return "edited", t("gist_edited"), symbols
 
 
 def _first_error(text: str) -> str:
@@ -135,16 +144,14 @@ def _edit_observation(use: ToolUse, *, prompt: str, earlier_failure: bool) -> Pa
         content = use.written_content
         lines = content.splitlines()
         symbols = _symbols(lines)
-        verb = "Created" if use.created_file else "Wrote"
-        gist = (
-            ("defines " + ", ".join(f"{s}()" for s in symbols[:4]))
-            if symbols
-            else _short(next((x for x in lines if x.strip()), ""), 70)
-        )
         title = t("created" if use.created_file else "wrote", path=path) + (
             f": {t('defines', symbols=', '.join(f'{x}()' for x in symbols[:4]))}"
             if symbols
-            else (f": {gist}" if gist else "")
+            else (
+                f": {first}"
+                if (first := _short(next((x for x in lines if x.strip()), ""), 70))
+                else ""
+            )
         )
         facts.append(
             f"{path}: {len(lines)} lines written{' (new file)' if use.created_file else ''}."
@@ -152,11 +159,15 @@ def _edit_observation(use: ToolUse, *, prompt: str, earlier_failure: bool) -> Pa
         if symbols:
             facts.append(f"{path} defines: {', '.join(symbols[:10])}.")
         kind = "feature" if use.created_file or symbols else "change"
-        narrative = f"{verb} {path} ({len(lines)} lines)."
+        narrative = (
+            t("created" if use.created_file else "wrote", path=path)
+            + t("n_lines", n=len(lines))
+            + t("full_stop")
+        )
         added: list[str] = lines
     else:
         added, removed = _changed_lines(use.diff())
-        gist, symbols = _edit_gist(added, removed)
+        gist_kind, gist, symbols = _edit_gist(added, removed)
         title = (
             t("edited", path=path, gist=gist)
             if len(files) <= 1
@@ -167,12 +178,12 @@ def _edit_observation(use: ToolUse, *, prompt: str, earlier_failure: bool) -> Pa
             facts.append(f"Symbols touched in {path}: {', '.join(symbols[:10])}.")
         for other in files[1:6]:
             facts.append(f"Also modified {other}.")
-        narrative = f"Edited {', '.join(files[:5]) or path}: {gist}."
-        if _REFACTOR_WORDS.search(prompt) or gist.startswith("renamed"):
+        narrative = t("edited", path=", ".join(files[:5]) or path, gist=gist) + t("full_stop")
+        if _REFACTOR_WORDS.search(prompt) or gist_kind == "renamed":
             kind = "refactor"
         elif earlier_failure or _FIX_WORDS.search(prompt):
             kind = "bugfix"
-        elif gist.startswith("added"):
+        elif gist_kind == "added":
             kind = "feature"
         else:
             kind = "change"

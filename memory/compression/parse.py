@@ -40,6 +40,9 @@ class ParsedObservation:
     files_read: list[str] = field(default_factory=list)
     files_modified: list[str] = field(default_factory=list)
     uses: list[int] = field(default_factory=list)
+    # Files the capture's hashes show changed (hash_evidence), stored as modified even though
+    # the cited tool use (a Read) modified nothing itself. Never set from a model's reply.
+    evidence_modified: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -22,6 +22,7 @@ from django.db import OperationalError
 
 from memory import config
 from memory.compression import llm, offline, prompts
+from memory.compression.hash_evidence import hash_change_observations, prior_hashes
 from memory.compression.observer import (  # noqa: F401 - re-exported: tasks, benchmarks, tests
     MAX_API_ATTEMPTS,
     MalformedReply,
@@ -128,7 +129,8 @@ def observations_compress(*, session: Session, events: list[Event], stamp: Any) 
     uses = [
         ToolUse.from_event(event, n=i + 1, root=root(session)) for i, event in enumerate(events)
     ]
-    hash_changes(uses)
+    prior = prior_hashes(session, uses)
+    unexplained = hash_changes(uses, prior)
     prompt_texts = _prompt_texts(session, {u.prompt_number for u in uses})
     mode, _why = compressor_mode()
     parsed: list[ParsedObservation] | None = None
@@ -145,6 +147,8 @@ def observations_compress(*, session: Session, events: list[Event], stamp: Any) 
         parsed = offline.observations_for_batch(
             uses, prompts=prompt_texts, failed_before=_failed_before(session, events[0])
         )
+    # What the hashes prove is added whichever compressor ran: evidence, not a model's word.
+    parsed = parsed + hash_change_observations(session, uses, unexplained, root=root(session))
     stored = store_observations(
         session=session,
         events=events,

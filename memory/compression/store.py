@@ -85,7 +85,7 @@ def store_observations(
         store_guard(events, stamp)
         seen_hashes: set[str] = set()
         for i, (obs, covered) in enumerate(plans):
-            modified = _union(u.modified_paths for u in covered)
+            modified = _union([*(u.modified_paths for u in covered), obs.evidence_modified])
             model_read = [relative_path(p, root_dir) for p in obs.files_read]
             evidenced = _union(u.read_paths for u in covered)
             read = _union([evidenced, model_read])

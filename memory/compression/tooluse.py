@@ -423,21 +423,37 @@ def _unique(items: Any) -> list[str]:
     return list(seen)
 
 
-def hash_changes(uses: list[ToolUse]) -> None:
-    """A file whose hash changed between two tool uses of the batch, with no edit of it in
-    between, was changed by the shell command(s) that ran in between: record it on the last
-    of them (`extra_modified`), so a change made by an unrecognised command still counts."""
-    last: dict[str, str] = {}
+def hash_changes(
+    uses: list[ToolUse], prior: dict[str, tuple[str, datetime | None]] | None = None
+) -> list[tuple[ToolUse, str, datetime | None]]:
+    """A file whose hash changed between two tool uses, with no edit of it in between, was
+    changed by the shell command(s) that ran in between: record it on the last of them
+    (`extra_modified`), so a change made by an unrecognised command still counts.
+
+    Only a read's hash reveals a change (an Edit's hash is taken after the edit, so it tells
+    the new state, not the one before). `prior` holds the last hash known from before this
+    batch (earlier batches and sessions, hash_evidence.prior_hashes); a read that differs
+    from it with no shell command of this batch before it is returned as (use, path, since:
+    when the last known hash was taken), for the caller to blame an earlier batch's command
+    or an outside change."""
+    last: dict[str, str] = {path: digest for path, (digest, _) in (prior or {}).items()}
+    seen_at: dict[str, datetime | None] = {path: at for path, (_, at) in (prior or {}).items()}
     shell_since: dict[str, ToolUse | None] = {}
+    unexplained: list[tuple[ToolUse, str, datetime | None]] = []
     for use in uses:
-        hashes = use.file_hashes()
-        for path, digest in hashes.items():
+        reads = {str(f.get("path") or use.rel(str(f.get("abs", "")))) for f in use.files} - set(
+            use.modified_paths
+        )
+        for path, digest in use.file_hashes().items():
             before = last.get(path)
             culprit = shell_since.get(path)
-            changed = before and digest != before and culprit is not None
-            if changed and culprit is not None and path not in culprit.modified_paths:
-                culprit.extra_modified.append(path)
+            if path in reads and before and digest != before:
+                if culprit is None:
+                    unexplained.append((use, path, seen_at.get(path)))
+                elif path not in culprit.modified_paths:
+                    culprit.extra_modified.append(path)
             last[path] = digest
+            seen_at[path] = use.created
             shell_since[path] = None
         if use.name in SHELL_TOOLS:
             for path in last:
@@ -445,3 +461,4 @@ def hash_changes(uses: list[ToolUse]) -> None:
         for path in use.modified_paths:
             if use.name not in SHELL_TOOLS:
                 shell_since[path] = None
+    return unexplained

@@ -23,6 +23,7 @@ import pytest
 
 from tests.e2e.fake_claude_api import FakeClaudeAPI, request_text, text, tool, tool_results
 from tests.e2e.harness import (
+    PINNED_VERSION,
     Claude,
     ClaudeRun,
     claude_binary,
@@ -33,6 +34,7 @@ from tests.e2e.harness import (
     wait_until_compressed,
 )
 from tests.support import LiveWorker, free_port, make_worker_env
+from tests.support.e2e_record import e2e_record
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -82,7 +84,10 @@ def _scripts(target: Path, report: Path) -> dict[str, list[Any]]:
             ),
             tool(
                 "Bash",
-                {"command": "python3 -c 'print(6 * 7)'", "description": "Compute the answer"},
+                {
+                    "command": "python3 -c 'print(6 * 7)' | tee answer.txt",
+                    "description": "Compute the answer",
+                },
             ),
             tool(
                 "Write",
@@ -168,6 +173,13 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         (root / "requests.json").write_text(json.dumps(api.requests, indent=1))
         (root / "compressor_requests.json").write_text(
             json.dumps(api.compressor_requests, indent=1)
+        )
+        e2e_record(
+            data_dir=data,
+            scratch=root,
+            name=f"claude-code-{PINNED_VERSION}",
+            agent="claude-code",
+            version=PINNED_VERSION,
         )
 
 

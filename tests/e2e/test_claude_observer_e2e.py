@@ -18,6 +18,7 @@ import pytest
 from memory.compression.prompts import system_prompt
 from tests.e2e.fake_claude_api import OBSERVER_MARK, FakeClaudeAPI, text, tool
 from tests.e2e.harness import (
+    PINNED_VERSION,
     Claude,
     ClaudeRun,
     claude_binary,
@@ -29,6 +30,7 @@ from tests.e2e.harness import (
     wait_until_compressed,
 )
 from tests.support import LiveWorker, free_port, make_worker_env
+from tests.support.e2e_record import e2e_record
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -90,6 +92,13 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         api.stop()
         (root / "compressor_requests.json").write_text(
             json.dumps(api.compressor_requests, indent=1)
+        )
+        e2e_record(
+            data_dir=data,
+            scratch=root,
+            name=f"claude-code-observer-{PINNED_VERSION}",
+            agent="claude-code",
+            version=PINNED_VERSION,
         )
 
 

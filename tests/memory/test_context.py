@@ -145,8 +145,11 @@ def test_the_index_matches_its_golden_file(client, root) -> None:
     golden("context_basic.txt", context(client, root), **ids)
 
 
+@pytest.mark.parametrize("language", ["", "zh"])
 @time_machine.travel(NOW, tick=False)
-def test_an_empty_project_gets_a_short_welcome(client, root) -> None:
+def test_an_empty_project_gets_a_short_welcome(client, root, monkeypatch, language) -> None:
+    if language:  # the welcome, like the index, is for the agent: English whatever the setting
+        monkeypatch.setenv("CLAUDE_MEM_LANGUAGE", language)
     golden("context_welcome.txt", context(client, root))
 
 

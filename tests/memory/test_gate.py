@@ -91,8 +91,17 @@ def seeded(root: Path, *, hash_now: bool = True) -> tuple[Path, list[int]]:
     return target, [a.pk, b.pk, c.pk]
 
 
+# CLAUDE_MEM_LANGUAGE changes what the observer writes, never what cmem tells the agent:
+# the menu and the timeline's labels stay English (no setting changes that).
+@pytest.mark.parametrize("language", ["", "zh", "code--zh"])
 @time_machine.travel(NOW, tick=False)
-def test_deny_message_is_the_seed_message_with_a_readable_edit_line(client, la, root) -> None:
+def test_deny_message_is_the_seed_message_with_a_readable_edit_line(
+    client, la, root, monkeypatch, language
+) -> None:
+    if language.startswith("code--"):
+        monkeypatch.setenv("CLAUDE_MEM_MODE", language)
+    elif language:
+        monkeypatch.setenv("CLAUDE_MEM_LANGUAGE", language)
     target, (a, b, c) = seeded(root)
     out = post_gate(client, root, target)
     assert decision(out) == "deny"
@@ -488,7 +497,10 @@ def test_mode_off_passes_everything(client, root, monkeypatch) -> None:
     assert not LedgerEntry.objects.exists()
 
 
-def test_mode_context_allows_with_the_timeline(client, root, monkeypatch, la) -> None:
+@pytest.mark.parametrize("language", ["", "zh"])
+def test_mode_context_allows_with_the_timeline(client, root, monkeypatch, la, language) -> None:
+    if language:
+        monkeypatch.setenv("CLAUDE_MEM_LANGUAGE", language)
     target, (a, b, c) = seeded(root)
     monkeypatch.setenv("CLAUDE_MEM_READ_GATE", "context")
     with time_machine.travel(NOW, tick=False):

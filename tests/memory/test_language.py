@@ -14,7 +14,7 @@ from memory.compression.prompts import SYSTEM_PROMPT, system_prompt
 from memory.models import Observation, Summary
 from memory.tasks import session_events_process_task
 from tests.factories import SessionFactory
-from tests.fakes import add_event, bash_payload, edit_payload, read_payload
+from tests.fakes import add_event, bash_payload, edit_payload, read_payload, write_payload
 
 pytestmark = pytest.mark.django_db
 
@@ -133,3 +133,62 @@ def test_offline_falls_back_to_english_for_unshipped_languages(
     add_event(session, bash_payload('printf "x\\n" >> inventory.py', project))
     session_events_process_task(session.pk)
     assert Observation.objects.get().title == "Appended to inventory.py"
+
+
+def test_zh_offline_edit_gists_golden(
+    monkeypatch: pytest.MonkeyPatch, project: Path, tmp_path: Path
+) -> None:
+    """Edit/Write/MultiEdit and Bash edits: the offline gists in zh, identifiers and paths
+    verbatim."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CLAUDE_MEM_LANGUAGE", "zh")
+    gate = project / "memory" / "gate.py"
+    session = make_session(project, prompt="整理 gate")
+    add_event(session, edit_payload(gate, project, "def gate_rows", "def rank_rows"))
+    add_event(
+        session,
+        edit_payload(
+            gate, project, '"-created")\n', '"-created")\n\n\ndef gate_menu():\n    pass\n'
+        ),
+    )
+    add_event(session, edit_payload(gate, project, "    pass\n", "    return MENU\n"))
+    add_event(session, edit_payload(gate, project, '    return rows.order_by("-created")\n', ""))
+    add_event(session, write_payload(project / "memory" / "menu.py", project, "MENU = []\n"))
+    add_event(
+        session,
+        write_payload(project / "memory" / "rank.py", project, "def score(row):\n    return 1\n"),
+    )
+    multi = edit_payload(gate, project, "MENU", "GATE_MENU")
+    multi["tool_name"] = "MultiEdit"
+    multi["tool_input"] = {
+        "file_path": str(gate),
+        "edits": [{"old_string": "MENU", "new_string": "GATE_MENU"}],
+    }
+    add_event(session, multi)
+    add_event(session, bash_payload("sed -i 's/GATE_MENU/MENU/' memory/gate.py", project))
+    add_event(session, bash_payload("mv memory/menu.py memory/menus.py", project))
+    add_event(session, bash_payload("black memory/rank.py", project, stdout="1 file reformatted"))
+    add_event(
+        session, {"hook_event_name": "Stop", "last_assistant_message": "好了"}, kind="summary"
+    )
+    session_events_process_task(session.pk)
+    rows = list(Observation.objects.order_by("pk").values_list("title", "narrative"))
+    assert [title for title, _ in rows] == [
+        "编辑了 memory/gate.py：将 gate_rows() 重命名为 rank_rows()",
+        "编辑了 memory/gate.py：新增了 gate_menu()",
+        "编辑了 memory/gate.py：return MENU",
+        '编辑了 memory/gate.py：删除了 `return rows.order_by("-created")`',
+        "新建了 memory/menu.py: MENU = []",
+        "新建了 memory/rank.py: 定义了 score()",
+        "编辑了 memory/gate.py：GATE_MENU",
+        "用 sed 编辑了 memory/gate.py",
+        "将 memory/menu.py 移动到 memory/menus.py",
+        "用 black 格式化了 memory/rank.py",
+    ]
+    assert rows[0][1] == "编辑了 memory/gate.py：将 gate_rows() 重命名为 rank_rows()。"
+    assert rows[4][1] == "新建了 memory/menu.py（1 行）。"
+    summary = Summary.objects.get()
+    assert summary.completed.endswith(
+        "修改了 memory/gate.py, memory/menu.py, memory/rank.py, memory/menus.py"
+    )

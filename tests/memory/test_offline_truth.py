@@ -5,11 +5,13 @@ what changed."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from memory.benchmarks import offline as bench
+from memory.benchmarks import offline_sources
 from memory.compression.offline_shell import looks_like_command
 from memory.compression.shellwrites import changed_paths
 from memory.models import Observation, ObservationFile, Summary
@@ -173,3 +175,50 @@ def test_bench_offline_reaches_its_targets(tmp_path: Path, monkeypatch: pytest.M
     assert recorded["tool_uses"] >= 6
     assert recorded["recorded_as_modifying"] == recorded["file_changing"] >= 1
     assert recorded["titles_with_raw_command"] == 0, recorded["raw_titles"]
+
+
+def test_bench_runs_over_what_the_e2e_tests_recorded(tmp_path: Path) -> None:
+    """The sessions the real CLIs of tests/e2e, tests/codex/e2e and tests/agents/e2e sent,
+    recorded by tests/support/e2e_record.py into memory/benchmarks/data/e2e-recorded/, are
+    part of `cmem bench offline` and meet its targets."""
+    payloads = offline_sources.e2e_payloads()
+    agents = {name.rsplit("-", 1)[0] for name in payloads.sets}
+    assert {"claude-code", "codex", "copilot-cli", "gemini-cli", "opencode"} <= agents
+    assert payloads.unlabelled == []
+    result = bench.evaluate_source(payloads, str(tmp_path))
+    # Claude Code's Edit, Write, `| tee answer.txt` and second Edit; Codex's apply_patch.
+    assert result["file_changing"] >= 5
+    assert result["recorded_as_modifying"] == result["file_changing"], result["misses"]
+    assert result["typed_as_change"] == result["file_changing"]
+    assert result["titles_with_raw_command"] == 0, result["raw_titles"]
+    transcripts = offline_sources.e2e_transcripts()
+    assert any(s.startswith("claude-code-") for s in transcripts.sets)
+    assert any(s.startswith("codex-") for s in transcripts.sets)
+    from_transcripts = bench.evaluate_source(transcripts, str(tmp_path))
+    assert from_transcripts["file_changing"] >= 5
+    assert from_transcripts["recorded_as_modifying"] == from_transcripts["file_changing"]
+    assert from_transcripts["titles_with_raw_command"] == 0, from_transcripts["raw_titles"]
+    names = [name for name, _ in bench.results()]
+    assert names == [
+        "shared fixture payloads",
+        "shared fixture transcripts",
+        "e2e payloads",
+        "e2e transcripts",
+        "built set",
+    ]
+
+
+def test_an_unlabelled_recorded_shell_command_is_reported_not_guessed(tmp_path: Path) -> None:
+    folder = tmp_path / "agent-1.0"
+    folder.mkdir()
+    (tmp_path / "labels.json").write_text('{"shell": {"ls": []}}')
+    event = {
+        "kind": "observation",
+        "session_id": "s1",
+        "tool_name": "Bash",
+        "payload": {"tool_name": "Bash", "tool_input": {"command": "make regen"}, "cwd": "/p"},
+    }
+    (folder / "events.jsonl").write_text(json.dumps(event) + "\n")
+    source = offline_sources.e2e_payloads(tmp_path)
+    assert source.sets == ["agent-1.0"]
+    assert len(source.unlabelled) == 1 and "make regen" in source.unlabelled[0]

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from tests.e2e.harness import installed_cli, query, wait_for
 from tests.support import CMEM, REPO, LiveWorker, free_port, make_worker_env
+from tests.support.e2e_record import e2e_record
 
 NODE_BIN = REPO / ".e2e-node" / "node_modules" / ".bin"
 INDEX = "recent context"  # the SessionStart index's header line
@@ -121,3 +122,9 @@ def agent_world(
         yield World(worker, home, project, full_env, binary, installed.stdout.decode())
     finally:
         worker.stop()
+        # What this agent's real CLI sent, kept for `cmem bench offline`.
+        cli = {"gemini": "gemini-cli", "copilot": "copilot-cli"}.get(agent, agent)
+        version = pinned(cli)
+        e2e_record(
+            data_dir=data, scratch=root, name=f"{cli}-{version}", agent=agent, version=version
+        )

@@ -38,6 +38,7 @@ from tests.codex.e2e.fake_responses_api import (
 )
 from tests.e2e.harness import installed_cli, query, wait_for
 from tests.support import CMEM, REPO, LiveWorker, free_port, make_worker_env
+from tests.support.e2e_record import e2e_record
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -207,6 +208,13 @@ enabled = false
         api.stop()
         (root / "requests.json").write_text(
             json.dumps([{"headers": r.headers, "body": r.body} for r in api.requests], indent=1)
+        )
+        e2e_record(
+            data_dir=data,
+            scratch=root,
+            name=f"codex-{PINNED_VERSION}",
+            agent="codex",
+            version=PINNED_VERSION,
         )
 
 
