@@ -100,6 +100,11 @@ def main(argv: list[str] | None = None) -> int:
         from memory.service.supervisor import main as supervise
 
         return supervise()
+    if args[:1] == ["serve-process"]:
+        # The one process the supervisor runs: web server + consumer threads.
+        from memory.service.server import main as serve_process
+
+        return serve_process()
     if args and args[0] in {"--version", "-V", "version"}:
         from memory import config
 

@@ -6,10 +6,13 @@ Everything a user sets lives in `<data dir>/settings.json` or `CLAUDE_MEM_*` env
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import secrets
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
+
+from django.core.exceptions import ImproperlyConfigured
 
 from memory import config
 
@@ -126,9 +129,21 @@ TEMPLATES = [
 ]
 
 
+def _team_extra(setting: str, module: str) -> None:
+    """Team mode's drivers are the `team` extra: say so in one line instead of Django's
+    "Error loading psycopg2 or psycopg module" traceback."""
+    if importlib.util.find_spec(module) is None:
+        raise ImproperlyConfigured(
+            f"{setting} names a team-mode server, but {module} is not installed: install the "
+            "team extra into cmem's environment (`pipx install 'cmem[team]'`, "
+            "`uv tool install 'cmem[team]'`, or from a checkout `make run EXTRAS=team`)"
+        )
+
+
 def _database() -> dict[str, object]:
     url = CMEM.get("CLAUDE_MEM_DATABASE_URL", "")
     if url.startswith(("postgres://", "postgresql://")):
+        _team_extra("CLAUDE_MEM_DATABASE_URL", "psycopg")
         parts = urlparse(url)
         # libpq's spelling for a Unix socket: postgresql://user@/db?host=/run/postgresql
         socket = parse_qs(parts.query).get("host", [""])[0]
@@ -153,11 +168,13 @@ def _database() -> dict[str, object]:
             "init_command": (
                 "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
                 "PRAGMA busy_timeout=5000; PRAGMA foreign_keys=ON; "
-                # Reads of the working set (10k observations is ~30 MB with its FTS index)
-                # come from the OS page cache through mmap, not copied into each
-                # connection's own cache; the private cache stays small (8 MB at most, per
-                # connection, filled only as pages are touched).
-                "PRAGMA mmap_size=268435456; PRAGMA cache_size=-8192; PRAGMA temp_store=MEMORY;"
+                # No mmap: each connection mapped the file itself, and the kernel's
+                # fault-around mapped 64 kB around every index page read, so one count over
+                # an index showed as 9 MB more resident per connection (issue 19: idle RSS).
+                # Pages come from the OS page cache by pread into a private cache of 4 MB at
+                # most per connection, filled only as pages are touched: the hot indexes of
+                # 10k observations (FTS, by-file, recent) fit, the rest is a syscall away.
+                "PRAGMA mmap_size=0; PRAGMA cache_size=-4096; PRAGMA temp_store=MEMORY;"
             ),
             "transaction_mode": "IMMEDIATE",
             "timeout": 5,
@@ -202,6 +219,7 @@ HUEY: dict[str, object] = {
     "consumer": {"workers": 2, "worker_type": "thread", "periodic": True},
 }
 if _queue_url.startswith("redis"):
+    _team_extra("CLAUDE_MEM_QUEUE_URL", "redis")
     HUEY.update({"huey_class": "huey.PriorityRedisHuey", "url": _queue_url})
 else:
     HUEY.update({"huey_class": "huey.SqliteHuey", "filename": str(DATA_DIR / "huey.sqlite3")})

@@ -1,4 +1,9 @@
-"""The WSGI application the worker's server runs."""
+"""The WSGI application the worker's server runs (memory/service/server.py serves
+`django_application` itself, marking Unix-socket requests by listener; `application` is
+for running the app under gunicorn by hand).
+
+The embedding model is not loaded here: it loads on first use (a search by meaning, recall,
+or the consumer embedding new rows), so an idle worker never holds its 32 MB table."""
 
 from __future__ import annotations
 
@@ -28,10 +33,3 @@ def application(environ: dict[str, Any], start_response: Callable[..., Any]) -> 
     if sock is not None and getattr(sock, "family", None) == socket.AF_UNIX:
         environ[OWNER_SOCKET_ENVIRON] = True
     return django_application(environ, start_response)
-
-
-# The embedding model loads in the background (about a second), so the first search by
-# meaning or prompt-time recall does not pay for it.
-from memory.retrieval.embeddings.model import warm_in_background  # noqa: E402
-
-warm_in_background()

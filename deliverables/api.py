@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from django.http import HttpRequest
-from ninja import Query, Router, Schema
+from django.http import FileResponse, HttpRequest
+from ninja import Path, Query, Router, Schema
+from pydantic import Field
 
 from deliverables.models import Deliverable
+from deliverables.views import download_response
+from memory.team import scope
 
 router = Router(tags=["deliverables"])
 LIMIT_MAX = 200
@@ -24,8 +27,13 @@ class DeliverableOut(Schema):
     size: int
     sha256: str
     content_type: str
+    # Attached by the agent with the work_state_write MCP tool, with the call's title/note.
+    attached: bool
+    title: str
+    note: str
     created_at: datetime
-    download_url: str
+    download_url: str = Field(description="The page (a staff login in team mode).")
+    api_download_url: str = Field(description="The same bytes for an API token.")
 
 
 class DeliverablesOut(Schema):
@@ -41,7 +49,8 @@ def deliverables_list(
     limit: int = 50,
 ) -> dict[str, object]:
     """Deliverables, newest first; `project` and `session` (its id) narrow the list."""
-    rows = Deliverable.objects.select_related("prompt").order_by("-created", "-pk")
+    # A teammate's token lists only their own (memory/team/scope.py).
+    rows = scope.owned(Deliverable.objects.select_related("prompt")).order_by("-created", "-pk")
     if project:
         rows = rows.filter(project=project)
     if session is not None:
@@ -59,9 +68,24 @@ def deliverables_list(
                 "size": d.size,
                 "sha256": d.sha256,
                 "content_type": d.content_type,
+                "attached": d.attached,
+                "title": d.title,
+                "note": d.note,
                 "created_at": d.created,
                 "download_url": request.build_absolute_uri(d.get_absolute_url()),
+                "api_download_url": request.build_absolute_uri(
+                    f"/api/deliverables/{d.pk}/download"
+                ),
             }
             for d in rows[: max(1, min(limit, LIMIT_MAX))]
         ]
     }
+
+
+@router.get("/deliverables/{pk}/download")
+def deliverable_download(
+    request: HttpRequest,
+    pk: int = Path(..., ge=1, le=2**63 - 1),  # type: ignore[type-arg]
+) -> FileResponse:
+    """The stored bytes as an attachment (404 for an id this token may not read)."""
+    return download_response(pk)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
+from deliverables.work import DELIVERABLE_KINDS
 from memory.forms import DATE_INPUT
 from memory.models import Observation
 
@@ -14,4 +15,9 @@ class WorkFilterForm(forms.Form):
     date_to = forms.DateField(required=False, widget=DATE_INPUT, label="To")
     type = forms.ChoiceField(
         required=False, choices=[("", "All types"), *Observation.Type.choices], label="Type"
+    )
+    kind = forms.ChoiceField(
+        required=False,
+        choices=[("", "Any (or none)"), *DELIVERABLE_KINDS],
+        label="Deliverable kind",
     )

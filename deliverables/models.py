@@ -10,7 +10,8 @@ from memory.models import Prompt, Session
 
 
 class Deliverable(models.Model):
-    """A file the agent wrote outside the project, copied into the data dir at Stop."""
+    """A file the agent wrote outside the project (copied at Stop) or attached with the
+    `work_state_write` MCP tool (read by the tool call's PostToolUse hook)."""
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="deliverables")
     prompt = models.ForeignKey(
@@ -22,6 +23,10 @@ class Deliverable(models.Model):
     size = models.BigIntegerField()
     sha256 = models.CharField(max_length=64)
     content_type = models.CharField(max_length=200, blank=True)
+    # Attached by the agent with the work_state_write MCP tool (not only written by it).
+    attached = models.BooleanField(default=False)
+    title = models.CharField(max_length=200, blank=True)
+    note = models.TextField(blank=True)
     created = models.DateTimeField(default=timezone.now)
 
     class Meta:

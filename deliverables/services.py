@@ -9,18 +9,17 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import logging
 import mimetypes
 import os
 import re
 import stat
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import nh3
 from django.db import IntegrityError, transaction
@@ -30,20 +29,21 @@ from deliverables.models import Deliverable
 from memory import config
 from memory.agents.base import HookEvent
 from memory.capture import privacy
+from memory.capture.handover import open_no_links
 from memory.capture.secret_locations import refusal_reason
+from memory.capture.turn_files import (
+    WRITE_TOOLS,
+    paths_from_tool_input,
+    paths_from_transcript,
+    unique,
+)
 from memory.models import Event, Prompt, Session
 from memory.projects import project_for_cwd, remote_request
 
 log = logging.getLogger(__name__)
 
-WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "apply_patch"})
 # A turn that writes hundreds of files outside the project is a build, not a deliverable.
 MAX_FILES_PER_TURN = 50
-# Bounded read of the transcript's tail: the last turn is what matters, and Stop must be fast.
-TRANSCRIPT_TAIL_BYTES = 8 * 1024 * 1024
-_PATCH_FILE_RE = re.compile(
-    r"^\*\*\* (?:Add|Update) File: (.+)$|^\*\*\* Move to: (.+)$", re.MULTILINE
-)
 
 # Inline previews: what each kind of file is shown as on My Work.
 TEXT_PREVIEW_BYTES = 64 * 1024
@@ -62,7 +62,7 @@ _EXTRA_TYPES = {
     ".ipynb": "application/json",
     ".csv": "text/csv",
 }
-_IMAGE_TYPES = frozenset(
+IMAGE_TYPES = frozenset(
     {"image/png", "image/jpeg", "image/gif", "image/webp", "image/svg+xml", "image/avif"}
 )
 
@@ -73,20 +73,6 @@ def deliverables_root() -> Path:
 
 # ---------------------------------------------------------------------------------------
 # Which files did this turn write?
-
-
-def _paths_from_tool_input(tool_name: str, tool_input: Any) -> list[str]:
-    if not isinstance(tool_input, dict):
-        return []
-    if tool_name == "apply_patch":
-        patch = (
-            tool_input.get("command") or tool_input.get("patch") or tool_input.get("input") or ""
-        )
-        if not isinstance(patch, str):
-            return []
-        return [(m.group(1) or m.group(2)).strip() for m in _PATCH_FILE_RE.finditer(patch)]
-    path = tool_input.get("file_path") or tool_input.get("notebook_path") or tool_input.get("path")
-    return [path] if isinstance(path, str) and path else []
 
 
 def _paths_from_events(session: Session) -> Iterator[str]:
@@ -102,7 +88,7 @@ def _paths_from_events(session: Session) -> Iterator[str]:
             continue
         tool_name = payload.get("tool_name", "")
         tool_input = payload.get("tool_input", payload)
-        yield from _paths_from_tool_input(tool_name or "", tool_input)
+        yield from paths_from_tool_input(tool_name or "", tool_input)
 
 
 def _event_succeeded(payload: dict[str, Any]) -> bool:
@@ -118,99 +104,6 @@ def _event_succeeded(payload: dict[str, Any]) -> bool:
         if isinstance(code, int) and code != 0:
             return False
     return True
-
-
-def _is_prompt_line(entry: dict[str, Any]) -> bool:
-    """A user line that starts a turn (a typed prompt), not a tool result or meta line."""
-    if entry.get("type") != "user" or entry.get("isSidechain") or entry.get("isMeta"):
-        return False
-    content = (entry.get("message") or {}).get("content")
-    if isinstance(content, str):
-        return True
-    if isinstance(content, list):
-        return not any(isinstance(c, dict) and c.get("type") == "tool_result" for c in content)
-    return False
-
-
-def _transcript_tail(path: Path) -> list[str]:
-    with path.open("rb") as fh:
-        size = fh.seek(0, os.SEEK_END)
-        start = max(0, size - TRANSCRIPT_TAIL_BYTES)
-        fh.seek(start)
-        data = fh.read()
-    lines = data.decode("utf-8", errors="replace").splitlines()
-    return lines[1:] if start else lines  # the first line of a tail read is partial
-
-
-def paths_from_transcript(transcript_path: str) -> list[str]:
-    """File paths written by Write/Edit/MultiEdit/NotebookEdit tool uses in the last turn.
-
-    PostToolUse hooks are async, so the last tool use's event may still be in flight when
-    Stop arrives; the transcript is already on disk and closes that gap.
-    """
-    if not transcript_path:
-        return []
-    try:
-        lines = _transcript_tail(Path(transcript_path).expanduser())
-    except OSError:
-        return []
-    turn: list[dict[str, Any]] = []
-    for line in reversed(lines):
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(entry, dict):
-            continue
-        if _is_prompt_line(entry):
-            break
-        turn.append(entry)
-    succeeded = _succeeded_tool_use_ids(turn)
-    paths: list[str] = []
-    for entry in reversed(turn):
-        if entry.get("type") != "assistant":
-            continue
-        content = (entry.get("message") or {}).get("content")
-        if not isinstance(content, list):
-            continue
-        for block in content:
-            if (
-                isinstance(block, dict)
-                and block.get("type") == "tool_use"
-                and block.get("name") in WRITE_TOOLS
-                # Only a tool use whose result came back without an error: a Write the user
-                # refused, or one that failed, names a file the agent did not produce.
-                and block.get("id") in succeeded
-            ):
-                paths.extend(_paths_from_tool_input(block["name"], block.get("input")))
-    return paths
-
-
-def _succeeded_tool_use_ids(turn: list[dict[str, Any]]) -> set[str]:
-    """Ids of the turn's tool uses whose tool_result is present and not an error."""
-    ok: set[str] = set()
-    for entry in turn:
-        if entry.get("type") != "user":
-            continue
-        content = (entry.get("message") or {}).get("content")
-        if not isinstance(content, list):
-            continue
-        result = entry.get("toolUseResult")
-        failed_line = isinstance(result, str) and result.lower().startswith("error")
-        for block in content:
-            if not isinstance(block, dict) or block.get("type") != "tool_result":
-                continue
-            tool_use_id = block.get("tool_use_id")
-            if isinstance(tool_use_id, str) and not block.get("is_error") and not failed_line:
-                ok.add(tool_use_id)
-    return ok
-
-
-def _unique(paths: Iterable[str]) -> list[str]:
-    seen: dict[str, None] = {}
-    for p in paths:
-        seen.setdefault(p, None)
-    return list(seen)
 
 
 # ---------------------------------------------------------------------------------------
@@ -229,7 +122,7 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def _outside_project(path: str, *, project_root: str) -> bool:
+def outside_project(path: str, *, project_root: str) -> bool:
     """True for a file that is not part of the project's source tree, nor a secret location
     (memory.capture.secret_locations: system trees, cmem's data dir, credentials under $HOME)."""
     if project_root and _inside(path, project_root):
@@ -244,43 +137,22 @@ def _outside_project(path: str, *, project_root: str) -> bool:
     return True
 
 
-def _open_no_links(path: str) -> int:
-    """A read-only descriptor of `path`, opened one component at a time with O_NOFOLLOW
-    relative to its parent's descriptor: a symlink anywhere in the path (a parent folder
-    swapped for a link between Write and Stop included) fails with ELOOP/ENOTDIR instead of
-    being followed. A FIFO never blocks (O_NONBLOCK)."""
-    if not os.path.isabs(path) or path != os.path.normpath(path):
-        raise OSError(0, "not a normalised absolute path")
-    parts = [p for p in path.split(os.sep) if p]
-    if not parts:
-        raise OSError(0, "no file name")
-    dir_fd = os.open(os.sep, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        for part in parts[:-1]:
-            next_fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
-            os.close(dir_fd)
-            dir_fd = next_fd
-        return os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
-def _safe_segment(text: str, fallback: str) -> str:
+def safe_segment(text: str, fallback: str) -> str:
     """A single path segment: no separators, no dot-names, printable, bounded."""
     cleaned = re.sub(r"[^\w.\- ()+,@=]", "_", text).strip(" .")
     return cleaned[:120] or fallback
 
 
-def _copy_into(src: str, dest_dir: Path, name: str, max_bytes: int) -> _Copied | None:
+def copy_into(src: str, dest_dir: Path, name: str, max_bytes: int) -> _Copied | None:
     """Copy one regular file (no symlink, no FIFO, no directory) into dest_dir.
 
-    Every component is opened with O_NOFOLLOW (_open_no_links) and the file is checked
+    Every component is opened with O_NOFOLLOW (memory.capture.handover.open_no_links) and the file is checked
     with fstat on the open descriptor, so a file or parent folder swapped for a symlink, a
     pipe, or a hardlink to a file elsewhere (st_nlink > 1: a link to ~/.ssh/id_rsa has the
     same inode) is refused, and a FIFO never blocks. Text is redacted before it is stored.
     """
     try:
-        fd = _open_no_links(src)
+        fd = open_no_links(src)
     except OSError as exc:
         log.info("deliverable %s skipped: %s", src, exc.strerror or exc)
         return None
@@ -299,31 +171,36 @@ def _copy_into(src: str, dest_dir: Path, name: str, max_bytes: int) -> _Copied |
                 st.st_size,
             )
             return None
-        dest_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        digest = hashlib.sha256()
-        size = 0
-        tmp_fd, tmp_name = tempfile.mkstemp(dir=dest_dir, prefix=".incoming-")
-        try:
-            with os.fdopen(tmp_fd, "wb") as out:
-                while chunk := fh.read(1024 * 1024):
-                    size += len(chunk)
-                    if size > max_bytes:  # grew while we read it
-                        raise OSError("file grew past the size cap while copying")
-                    digest.update(chunk)
-                    out.write(chunk)
-            redacted = _redacted_copy(Path(tmp_name), name)
-            sha = _sha256_of(Path(tmp_name)) if redacted else digest.hexdigest()
-            target = dest_dir / name
-            if target.exists() and _sha256_of(target) != sha:
-                stem, dot, ext = name.rpartition(".")
-                target = dest_dir / (
-                    f"{stem}-{sha[:8]}.{ext}" if dot and stem else f"{name}-{sha[:8]}"
-                )
-            os.replace(tmp_name, target)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp_name)
-            raise
+        return store_stream(fh, dest_dir, name, max_bytes)
+
+
+def store_stream(fh: IO[bytes], dest_dir: Path, name: str, max_bytes: int) -> _Copied:
+    """Store the bytes of `fh` (a checked file on this machine, or bytes a hook handed
+    over) as `dest_dir/name`, redacted when it is text; a different content under the same
+    name gets its sha's first 8 digits appended. Raises OSError past `max_bytes`."""
+    dest_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    digest = hashlib.sha256()
+    size = 0
+    tmp_fd, tmp_name = tempfile.mkstemp(dir=dest_dir, prefix=".incoming-")
+    try:
+        with os.fdopen(tmp_fd, "wb") as out:
+            while chunk := fh.read(1024 * 1024):
+                size += len(chunk)
+                if size > max_bytes:  # grew while we read it
+                    raise OSError("file grew past the size cap while copying")
+                digest.update(chunk)
+                out.write(chunk)
+        redacted = _redacted_copy(Path(tmp_name), name)
+        sha = _sha256_of(Path(tmp_name)) if redacted else digest.hexdigest()
+        target = dest_dir / name
+        if target.exists() and _sha256_of(target) != sha:
+            stem, dot, ext = name.rpartition(".")
+            target = dest_dir / (f"{stem}-{sha[:8]}.{ext}" if dot and stem else f"{name}-{sha[:8]}")
+        os.replace(tmp_name, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+        raise
     size = os.path.getsize(target)  # the stored (redacted) size
     return _Copied(stored_path=str(target.relative_to(deliverables_root())), size=size, sha256=sha)
 
@@ -363,7 +240,9 @@ def content_type_for(name: str) -> str:
     return guessed or "application/octet-stream"
 
 
-def deliverables_capture(*, session: Session, event: HookEvent) -> list[Deliverable]:
+def deliverables_capture(
+    *, session: Session, event: HookEvent, skip: frozenset[str] | set[str] = frozenset()
+) -> list[Deliverable]:
     """Copy the files this turn wrote outside the project into the data dir.
 
     1. Off when CLAUDE_MEM_DELIVERABLES_ENABLED is false.
@@ -374,6 +253,7 @@ def deliverables_capture(*, session: Session, event: HookEvent) -> list[Delivera
        directories, symlinks, special files and files over CLAUDE_MEM_DELIVERABLES_MAX_BYTES.
     4. Copy to <data dir>/deliverables/<project>/<YYYY-MM-DD>/<name> with size and sha256,
        and attach a Deliverable to the session and the current prompt (once per content).
+    Paths in `skip` were dealt with from bytes the hook handed over (deliverables.handover).
     """
     settings = config.load()
     if not config.get_bool("CLAUDE_MEM_DELIVERABLES_ENABLED", settings):
@@ -395,11 +275,11 @@ def deliverables_capture(*, session: Session, event: HookEvent) -> list[Delivera
 
     prompt = Prompt.objects.filter(session=session, number=session.prompt_counter).first()
     day = timezone.localdate().isoformat()
-    dest_dir = deliverables_root() / _safe_segment(session.project, "project") / day
+    dest_dir = deliverables_root() / safe_segment(session.project, "project") / day
     made: list[Deliverable] = []
-    for raw in _unique(candidates)[:MAX_FILES_PER_TURN]:
+    for raw in unique(candidates)[:MAX_FILES_PER_TURN]:
         path = os.path.normpath(raw if os.path.isabs(raw) else os.path.join(cwd or "/", raw))
-        if not _outside_project(path, project_root=project_root):
+        if path in skip or not outside_project(path, project_root=project_root):
             continue
         try:
             deliverable = _deliverable_from_file(
@@ -416,31 +296,53 @@ def deliverables_capture(*, session: Session, event: HookEvent) -> list[Delivera
 def _deliverable_from_file(
     *, session: Session, prompt: Prompt | None, path: str, dest_dir: Path, max_bytes: int
 ) -> Deliverable | None:
-    name = _safe_segment(os.path.basename(path), "file")
-    copied = _copy_into(path, dest_dir, name, max_bytes)
+    name = safe_segment(os.path.basename(path), "file")
+    copied = copy_into(path, dest_dir, name, max_bytes)
     if copied is None:
         return None
+    return deliverable_record(session=session, prompt=prompt, path=path, copied=copied, name=name)
+
+
+def deliverable_record(
+    *,
+    session: Session,
+    prompt: Prompt | None,
+    path: str,
+    copied: _Copied,
+    name: str,
+    attached: bool = False,
+    title: str = "",
+    note: str = "",
+) -> Deliverable:
+    """The Deliverable row of a stored copy, once per (session, path, content). An
+    attachment of a file the turn also wrote marks the existing row attached."""
     existing = Deliverable.objects.filter(
         session=session, original_path=path, sha256=copied.sha256
     ).first()
-    if existing is not None:
-        return existing
-    try:
-        with transaction.atomic():
-            return Deliverable.objects.create(
-                session=session,
-                prompt=prompt,
-                project=session.project,
-                original_path=path,
-                stored_path=copied.stored_path,
-                size=copied.size,
-                sha256=copied.sha256,
-                content_type=content_type_for(name),
+    if existing is None:
+        try:
+            with transaction.atomic():
+                return Deliverable.objects.create(
+                    session=session,
+                    prompt=prompt,
+                    project=session.project,
+                    original_path=path,
+                    stored_path=copied.stored_path,
+                    size=copied.size,
+                    sha256=copied.sha256,
+                    content_type=content_type_for(name),
+                    attached=attached,
+                    title=title,
+                    note=note,
+                )
+        except IntegrityError:  # a concurrent Stop of the same turn stored it first
+            existing = Deliverable.objects.get(
+                session=session, original_path=path, sha256=copied.sha256
             )
-    except IntegrityError:  # a concurrent Stop of the same turn stored it first
-        return Deliverable.objects.filter(
-            session=session, original_path=path, sha256=copied.sha256
-        ).first()
+    if attached and not existing.attached:
+        existing.attached, existing.title, existing.note = True, title, note
+        existing.save(update_fields=["attached", "title", "note"])
+    return existing
 
 
 # ---------------------------------------------------------------------------------------
@@ -467,7 +369,7 @@ def deliverable_preview_kind(*, deliverable: Deliverable) -> str:
         return "markdown"
     if ctype in {"text/html", "application/xhtml+xml"}:
         return "html"
-    if ctype in _IMAGE_TYPES:
+    if ctype in IMAGE_TYPES:
         return "image"
     if ctype.startswith("text/") or ctype in {
         "application/json",

@@ -12,18 +12,33 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
 
+from deliverables.handover import (
+    attachments_record,
+    stop_handover_record,
+    transcript_attachments_record,
+)
 from deliverables.models import Deliverable
 from deliverables.services import deliverables_capture
 from memory.agents.base import HookEvent
 from memory.extensions import SessionPart
 from memory.importers.json_io import time_export, time_import
 from memory.models import Prompt, Session
+from memory.team import scope
 
-_EXPORT_FIELDS = ("original_path", "stored_path", "size", "sha256", "content_type")
+_EXPORT_FIELDS = (
+    "original_path",
+    "stored_path",
+    "size",
+    "sha256",
+    "content_type",
+    "attached",
+    "title",
+    "note",
+)
 
 
 def deliverables_count(project: str | None) -> int:
-    deliverables = Deliverable.objects.all()
+    deliverables = scope.owned(Deliverable.objects.all())
     if project:
         deliverables = deliverables.filter(project=project)
     return deliverables.count()
@@ -80,8 +95,16 @@ def deliverables_import(
 
 
 def on_turn_finished(*, session: Session, event: HookEvent) -> None:
-    """Stop: copy the turn's deliverables (memory runs this in a savepoint of its own)."""
-    deliverables_capture(session=session, event=event)
+    """Stop: record the bytes the hook handed over (worker down, or remote), then copy the
+    rest of the turn's deliverables from disk (memory runs this in a savepoint of its own)."""
+    done = stop_handover_record(session=session, event=event)
+    deliverables_capture(session=session, event=event, skip=done)
+    transcript_attachments_record(session=session, event=event, skip=done)
+
+
+def on_tool_recorded(*, session: Session, event: HookEvent) -> None:
+    """PostToolUse: a `work_state_write` call's attached files, on the current request."""
+    attachments_record(session=session, event=event)
 
 
 SESSION_PART = SessionPart(

@@ -20,6 +20,7 @@ from deliverables.services import (
 from deliverables.work import work_page
 from memory import feed, services
 from memory.models import Observation
+from memory.team import scope
 
 # Previews are rendered by the browser, so the stored file must not be able to run script
 # or reach anything: `sandbox` makes it an opaque origin even when opened directly.
@@ -35,6 +36,7 @@ def my_work(request: HttpRequest) -> HttpResponse:
         date_from=data.get("date_from"),
         date_to=data.get("date_to"),
         obs_type=data.get("type") or "",
+        deliverable_kind=data.get("kind") or "",
         page=request.GET.get("page", 1),
     )
     ctx = {
@@ -44,12 +46,15 @@ def my_work(request: HttpRequest) -> HttpResponse:
         "types": Observation.Type.choices,
         "live_poll_ms": feed.LIVE_POLL_MS,
         "cursor": feed.feed_cursor(),
+        "queue": feed.queue_waiting(project=data.get("project") or ""),
     }
     return render(request, "deliverables/my_work.html", ctx)
 
 
 def _stored_file(pk: int) -> tuple[Deliverable, Path]:
-    deliverable = get_object_or_404(Deliverable, pk=pk)
+    # Under a teammate's token (the API download) another user's id is a 404, like a
+    # missing one (memory/team/scope.py); pages are staff-only in team mode and see all.
+    deliverable = get_object_or_404(scope.owned(Deliverable.objects.all()), pk=pk)
     try:
         path = deliverable_file_path(deliverable=deliverable)
     except DeliverableMissing:
@@ -60,6 +65,11 @@ def _stored_file(pk: int) -> tuple[Deliverable, Path]:
 @require_GET
 def download(request: HttpRequest, pk: int) -> FileResponse:
     """The stored bytes, always as an attachment: looked up by pk, never by a path."""
+    return download_response(pk)
+
+
+def download_response(pk: int) -> FileResponse:
+    """The attachment response for a deliverable (the page and `/api/deliverables/{id}/download`)."""
     deliverable, path = _stored_file(pk)
     response = FileResponse(
         open(path, "rb"),  # noqa: SIM115 - FileResponse closes it

@@ -9,11 +9,12 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Exists, Max, OuterRef
+from django.db.models import Exists, Max, OuterRef, Q
 from django.utils import timezone
 
 from deliverables.models import Deliverable
 from deliverables.services import (
+    IMAGE_TYPES,
     DeliverableMissing,
     deliverable_preview_kind,
     deliverable_read_text,
@@ -23,6 +24,34 @@ from memory.feed import date_filter
 from memory.models import Event, Observation, Prompt, Session, Summary
 
 WORK_PAGE_SIZE = 20
+
+# The kinds My Work previews deliverables as (deliverable_preview_kind), plus the rest.
+DELIVERABLE_KINDS = [
+    ("markdown", "Markdown"),
+    ("html", "HTML pages"),
+    ("image", "Images"),
+    ("text", "Text and code"),
+    ("other", "Other files (download only)"),
+]
+_TEXT_APPLICATION = ("application/json", "application/xml", "application/javascript")
+
+
+def deliverable_kind_q(kind: str) -> Q:
+    """The rows deliverable_preview_kind() would call `kind`, as a filter on the stored
+    content type (set from the name when the file was copied)."""
+    markdown = Q(content_type__startswith="text/markdown")
+    html = Q(content_type__startswith="text/html") | Q(
+        content_type__startswith="application/xhtml+xml"
+    )
+    image = Q(content_type__in=sorted(IMAGE_TYPES))
+    text = Q(content_type__startswith="text/")
+    for ctype in _TEXT_APPLICATION:
+        text |= Q(content_type__startswith=ctype)
+    text &= ~markdown & ~html
+    by_kind = {"markdown": markdown, "html": html, "image": image, "text": text}
+    if kind == "other":
+        return ~(markdown | html | image | text)
+    return by_kind.get(kind, Q())
 
 
 @dataclass
@@ -102,6 +131,7 @@ def work_page(
     date_from: date | None = None,
     date_to: date | None = None,
     obs_type: str = "",
+    deliverable_kind: str = "",
     page: int | str = 1,
 ) -> WorkPage:
     """My Work: one card per prompt with what it produced, grouped by day and project.
@@ -123,6 +153,12 @@ def work_page(
                     type=obs_type,
                 )
             )
+        )
+    kind_q = deliverable_kind_q(deliverable_kind) if deliverable_kind else Q()
+    if deliverable_kind:
+        # Only the requests that delivered a file of this kind, showing just those files.
+        prompts = prompts.filter(
+            Exists(Deliverable.objects.filter(kind_q, prompt_id=OuterRef("pk")))
         )
     page_obj = Paginator(prompts, WORK_PAGE_SIZE).get_page(page)
     page_prompts: list[Prompt] = list(page_obj.object_list)
@@ -151,7 +187,7 @@ def work_page(
         .annotate(last=Max("created"))
     }
     deliverables_by: dict[int, list[Deliverable]] = defaultdict(list)
-    for d in Deliverable.objects.filter(prompt__in=page_prompts).order_by("created", "pk"):
+    for d in Deliverable.objects.filter(kind_q, prompt__in=page_prompts).order_by("created", "pk"):
         deliverables_by[d.prompt_id or 0].append(d)
 
     groups: list[WorkGroup] = []

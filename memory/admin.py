@@ -129,10 +129,11 @@ class SessionAdmin(ReadOnlyAdmin):
         "short_id",
         "status",
         "prompt_counter",
+        "owner",
         "started",
         "ended",
     )
-    list_filter = ("status", "platform", "project")
+    list_filter = ("status", "platform", "project", "owner")
     search_fields = ("session_id", "project", "cwd")
     date_hierarchy = "started"
     ordering = ("-started",)

@@ -147,6 +147,14 @@ SETTINGS: dict[str, tuple[str, str]] = {
         "6000",
         "Adaptive gate: what a refusal the model answers by reading again costs beyond its text (one more turn).",
     ),
+    "CLAUDE_MEM_SESSION_MODEL": (
+        "claude-opus-5-5",
+        "Main model assumed for money in Stats when a session's transcript names none (Claude Code 2.1.332's default).",
+    ),
+    "CLAUDE_MEM_BILLING": (
+        "auto",
+        "How Stats labels money: api, subscription (API-equivalent cost) or auto (subscription unless an API key is set).",
+    ),
     "CLAUDE_MEM_INSTALL_ROUTE": (
         "install",
         "How the agent loaded cmem's MCP server (tool names in gate text): install or plugin:<name>.",
@@ -256,6 +264,7 @@ def read_file() -> dict[str, str]:
     try:
         st = path.stat()
     except OSError:
+        _parsed.pop(str(path), None)  # load() keys its memo on this entry
         return _read_file_uncached()
     key = (st.st_ino, st.st_mtime_ns, st.st_size)
     cached = _parsed.get(str(path))
@@ -293,7 +302,15 @@ def load() -> dict[str, str]:
     """All settings with env > file > default applied."""
     file_values = read_file()
     env = _env_overrides()
-    key = (env, tuple(sorted(file_values.items())))
+    # The parsed file's cache entry stands for its contents while it is unchanged (a new
+    # entry replaces it on every re-read): no sort of every value on each of the several
+    # loads a request makes (issue 19: a fifth of an /api/health in the profile).
+    parsed = _parsed.get(str(settings_path()))
+    key: tuple[object, ...]
+    if parsed is not None and time.time_ns() - parsed[0][1] > 2_000_000_000:
+        key = (env, "file", parsed[0])  # (inode, mtime, size) of a file settled on disk
+    else:
+        key = (env, tuple(sorted(file_values.items())))
     cached = _merged.get(key)
     if cached is None:
         cached = {name: default for name, (default, _) in SETTINGS.items()}

@@ -11,15 +11,16 @@ The contract:
   `turn_finished` is sent at Stop, inside the Stop's transaction, once the summary request
   is stored (`session=`, the `Session`; `event=`, the `HookEvent`). Each receiver runs in a
   savepoint of its own: one that raises is rolled back and logged, and fails neither the
-  Stop nor the other receivers. (A plain list, not a `django.dispatch.Signal`: a signal's
+  Stop nor the other receivers. `tool_recorded` is sent the same way when a tool use is
+  stored (PostToolUse), once per tool use. (A plain list, not a `django.dispatch.Signal`: a signal's
   public API cannot give each receiver its own savepoint.)
 - Rows an app keeps per session, which memory shows (stats, the session page) and carries
   (export and import), are described by a `SessionPart` the app registers with
   `session_part_register()`. memory calls its callables and knows nothing else about it.
 
-Later deliverable features keep to this. An MCP tool such as `work_state_write` is
-registered by `deliverables` into a registry that memory's MCP server reads (added here,
-beside `SessionPart`), never imported by `memory/retrieval/mcp_server.py`. A list both apps
+Later deliverable features keep to this. The MCP tool `work_state_write` is registered by
+`deliverables` into memory.retrieval.mcp_registry, which memory's MCP server reads (a
+stdlib module, as the server imports no Django); mcp_server never imports deliverables. A list both apps
 share, such as the secret locations that capture must not copy, lives in memory (it is a
 capture and privacy concern) and `deliverables` imports it from there.
 """
@@ -62,6 +63,33 @@ def turn_finished_send(*, session: Session, event: HookEvent) -> None:
                 receiver(session=session, event=event)
         except Exception:
             log.exception("turn_finished receiver %r failed for session %s", receiver, session.pk)
+
+
+ToolRecorded = Callable[..., object]  # called as receiver(session=..., event=...)
+_tool_recorded: list[ToolRecorded] = []
+
+
+def tool_recorded_connect(receiver: ToolRecorded) -> None:
+    """Called from an app's `AppConfig.ready()`; connecting the same receiver twice is a no-op."""
+    if receiver not in _tool_recorded:
+        _tool_recorded.append(receiver)
+
+
+def tool_recorded_disconnect(receiver: ToolRecorded) -> None:
+    if receiver in _tool_recorded:
+        _tool_recorded.remove(receiver)
+
+
+def tool_recorded_send(*, session: Session, event: HookEvent) -> None:
+    """A tool use was stored (PostToolUse, inside its transaction, once per tool_use_id);
+    deliverables records a `work_state_write` call's attachments here. Each receiver in
+    its own savepoint, as for turn_finished."""
+    for receiver in list(_tool_recorded):
+        try:
+            with transaction.atomic():
+                receiver(session=session, event=event)
+        except Exception:
+            log.exception("tool_recorded receiver %r failed for session %s", receiver, session.pk)
 
 
 @dataclass(frozen=True)

@@ -10,14 +10,15 @@ import logging
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from typing import Any, Literal, cast
 
 from django.core.paginator import Page, Paginator
 from django.db.models import CharField, Max, QuerySet, Value
 from django.utils import timezone
 
-from memory.models import Observation, Prompt, Session, Summary
+from memory.capture.spool import spool_backlog
+from memory.models import Event, Observation, Prompt, Session, Summary
 from memory.retrieval.search.query import SearchQuery
 from memory.retrieval.search.service import search
 
@@ -174,10 +175,9 @@ def feed_group(items: list[FeedItem]) -> list[FeedDay]:
         if not blocks or blocks[-1].session.pk != item.obj.session_id:
             blocks.append(FeedBlock(session=item.obj.session))
         blocks[-1].items.append(item)
-    order = {"prompt": 0, "observation": 1, "summary": 2}
     for d in days:
         for block in d.blocks:
-            block.items.sort(key=lambda i: (i.created, order[i.kind], i.obj.pk))
+            block.items.sort(key=lambda i: (i.created, KIND_ORDER[i.kind], i.obj.pk))
     return days
 
 
@@ -216,6 +216,31 @@ def feed_cursor() -> FeedCursor:
 class LiveUpdate:
     items: list[FeedItem]
     cursor: FeedCursor
+    queue: int = 0  # events waiting for compression (the page's queue indicator)
+
+
+KIND_ORDER = {"prompt": 0, "observation": 1, "summary": 2}
+
+
+def feed_sort_key(item: FeedItem) -> str:
+    """The order of an item inside its session block (feed_group's key) as a string that
+    sorts the same way, so the page's script can slot a live item without parsing dates."""
+    created = item.created.astimezone(UTC)
+    return f"{created:%Y-%m-%dT%H:%M:%S.%f}|{KIND_ORDER[item.kind]}|{item.obj.pk:012d}"
+
+
+def feed_day_key(item: FeedItem) -> date:
+    """The local day an item is listed under (feed_group's day)."""
+    return timezone.localdate(item.created)
+
+
+def queue_waiting(*, project: str = "") -> int:
+    """Events captured but not compressed yet, plus the spool's backlog (the spool has no
+    project until ingested, so it counts toward every view)."""
+    events = Event.objects.pending()
+    if project:
+        events = events.filter(session__project=project)
+    return events.count() + spool_backlog()
 
 
 def feed_live(
@@ -246,6 +271,7 @@ def feed_live(
     items += [FeedItem("summary", x, x.created) for x in s]
     items.sort(key=lambda i: (i.created, i.obj.pk))
     return LiveUpdate(
+        queue=queue_waiting(project=project),
         items=items,
         cursor=FeedCursor(
             observation=o[-1].pk if o else after_observation,

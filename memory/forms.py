@@ -10,6 +10,7 @@ from django import forms
 
 from memory import config
 from memory.models import Observation
+from memory.settings_labels import SECTION_HELP, SECTION_ORDER, section_for, setting_label
 
 DATE_INPUT = forms.DateInput(attrs={"type": "date"})
 
@@ -85,7 +86,8 @@ CHOICES: dict[str, list[str]] = {
         "openai-compatible",
         "offline",
     ],
-    "CLAUDE_MEM_READ_GATE": ["deny", "context", "off"],
+    "CLAUDE_MEM_READ_GATE": ["adaptive", "deny", "context", "off"],
+    "CLAUDE_MEM_BILLING": ["auto", "api", "subscription"],
     "CLAUDE_MEM_PROJECT_IDENTITY": ["auto", "local", "remote"],
 }
 # Only meaningful as an environment variable: the file lives inside the data dir.
@@ -130,67 +132,6 @@ NEEDS_RESTART = frozenset(
 _BOOL_WORDS = {"true", "false"}
 
 
-# Settings page sections, matched in order by key fragment; the rest land in "Other".
-SECTIONS: list[tuple[str, tuple[str, ...]]] = [
-    (
-        "Team mode",
-        (
-            "WORKER_URL",
-            "API_TOKEN",
-            "DATABASE_URL",
-            "QUEUE_URL",
-            "REQUIRE_TOKEN",
-            "PROJECT_IDENTITY",
-        ),
-    ),
-    ("Worker", ("DATA_DIR", "WORKER_", "LOG_LEVEL", "HOOK_")),
-    ("SessionStart context", ("CONTEXT_", "TIME_ZONE")),
-    ("File-read gate", ("READ_GATE",)),
-    ("Deliverables", ("DELIVERABLES_",)),
-    ("Privacy and retention", ("REDACT", "EXCLUDED", "RETENTION", "PRIVATE")),
-    (
-        "Compression",
-        (
-            "MODEL",
-            "COMPRESSOR",
-            "PROVIDER",
-            "LANGUAGE",
-            "CLAUDE_MEM_MODE",
-            "CLAUDE_MEM_CLAUDE_",
-            "OPENROUTER",
-            "GEMINI",
-            "OPENAI",
-            "ANTHROPIC",
-            "TOKEN_BUDGET",
-            "API_",
-            "BATCH",
-            "CAP",
-            "CLAIM",
-            "SKIP_TOOLS",
-        ),
-    ),
-]
-
-
-SECTION_ORDER = (
-    "Worker",
-    "SessionStart context",
-    "File-read gate",
-    "Compression",
-    "Deliverables",
-    "Privacy and retention",
-    "Team mode",
-    "Other",
-)
-
-
-def section_for(key: str) -> str:
-    for title, fragments in SECTIONS:
-        if any(fragment in key for fragment in fragments):
-            return title
-    return "Other"
-
-
 @dataclass(frozen=True)
 class SettingRow:
     key: str
@@ -199,10 +140,17 @@ class SettingRow:
     from_env: bool
     read_only: bool
     needs_restart: bool
+    label: str = ""
+    changed: bool = False  # the value in effect differs from the default
+    edited: bool = False  # this (failed) submission changed it; not saved yet
 
 
 def _field_for(key: str, default: str, help_text: str, disabled: bool) -> forms.Field:
-    common: dict[str, Any] = {"label": key, "help_text": help_text, "disabled": disabled}
+    common: dict[str, Any] = {
+        "label": setting_label(key),
+        "help_text": help_text,
+        "disabled": disabled,
+    }
     if key in CHOICES:
         # The default is always valid, even if its module grew a choice this list lacks.
         options = dict.fromkeys([*CHOICES[key], default])
@@ -234,14 +182,61 @@ class SettingsForm(forms.Form):
                 initial[key] = value
         kwargs["initial"] = initial
         super().__init__(*args, **kwargs)
+        for key, (default, help_text) in config.SETTINGS.items():
+            disabled = key in os.environ or key in READ_ONLY
+            self.fields[key] = _field_for(key, default, help_text, disabled=disabled)
+        self._current = current
+
+    @property
+    def sections(self) -> list[tuple[str, str, list[SettingRow]]]:
+        """(title, what it affects, rows) in page order; built after validation so a failed
+        submission can mark the values it changed."""
+        edited = self._edited_keys()
         grouped: dict[str, list[SettingRow]] = {title: [] for title in SECTION_ORDER}
         for key, (default, help_text) in config.SETTINGS.items():
-            from_env = key in os.environ
-            read_only = key in READ_ONLY
-            self.fields[key] = _field_for(key, default, help_text, disabled=from_env or read_only)
-            row = SettingRow(key, help_text, default, from_env, read_only, key in NEEDS_RESTART)
+            value = str(self._current.get(key, default)).strip()
+            changed = bool(value) if key in SECRETS else value.lower() != default.strip().lower()
+            row = SettingRow(
+                key,
+                help_text,
+                default,
+                from_env=key in os.environ,
+                read_only=key in READ_ONLY,
+                needs_restart=key in NEEDS_RESTART,
+                label=setting_label(key),
+                changed=changed,
+                edited=key in edited and not self.fields[key].disabled,
+            )
             grouped[section_for(key)].append(row)
-        self.sections = [(title, rows) for title, rows in grouped.items() if rows]
+        return [(title, SECTION_HELP[title], rows) for title, rows in grouped.items() if rows]
+
+    def _edited_keys(self) -> set[str]:
+        """Keys whose submitted value differs from the one the page was served with, by
+        their text (Field.has_changed calls "2500" and 2500 different)."""
+        if not self.is_bound:
+            return set()
+        out = set()
+        for key, fld in self.fields.items():
+            if fld.disabled or key in SECRETS and not self.data.get(key):
+                continue
+            initial = self.initial.get(key)
+            if isinstance(fld, forms.BooleanField):
+                posted = fld.widget.value_from_datadict(self.data, self.files, self.add_prefix(key))
+                changed = bool(posted) != bool(initial)
+            else:
+                changed = str(self.data.get(key, "")).strip() != str(initial or "").strip()
+            if changed:
+                out.add(key)
+        return out
+
+    def error_list(self) -> list[tuple[str, str, str]]:
+        """(field id or "", label, message) for the summary at the top of the page."""
+        out: list[tuple[str, str, str]] = [("", "", str(e)) for e in self.non_field_errors()]
+        page_order = [row.key for _, _, rows in self.sections for row in rows]
+        for key in page_order:
+            for message in self.errors.get(key, []):
+                out.append((self[key].id_for_label, setting_label(key), str(message)))
+        return out
 
     def clean(self) -> dict[str, Any]:
         """Refuse a POST that tries to change a traffic setting (a disabled field alone would

@@ -293,10 +293,33 @@ def shrink(body: bytes, limit: int) -> bytes:
     return out
 
 
+def handover(body: bytes, kind: str) -> bytes:
+    """`body` with the bytes of the files it names handed over (memory/capture/handover.py:
+    when, and the bounds); unchanged when deliverables are off or anything goes wrong."""
+    if setting("CLAUDE_MEM_DELIVERABLES_ENABLED", "true").strip().lower() in _OFF:
+        return body
+    try:
+        from memory.capture.handover import handover_add
+
+        max_file = int(setting("CLAUDE_MEM_DELIVERABLES_MAX_BYTES", "20000000").strip())
+        return handover_add(body, kind=kind, request_limit=max_request_bytes(), max_file=max_file)
+    except Exception:  # noqa: BLE001 - the event goes without the bytes, never not at all
+        return body
+
+
+_OFF = frozenset({"false", "0", "no", "off"})
+
+
 def run(platform: str, event: str, body: bytes) -> int:
     remote = setting("CLAUDE_MEM_WORKER_URL").strip()
     if len(body) > max_request_bytes():
         body = shrink(body, max_request_bytes())
+    # A `work_state_write` call: the hook reads the attached files (the MCP server cannot
+    # tell which request they belong to). A remote worker cannot read the Stop's files.
+    if event == "observation" and b"work_state_write" in body:
+        body = handover(body, "attach")
+    elif event == "summarize" and remote:
+        body = handover(body, "stop")
     timeout = timeout_s()
     try:
         if remote:
@@ -350,6 +373,10 @@ def _post_or_start(path: str, event: str, body: bytes, timeout: float) -> tuple[
 def _spool(platform: str, event: str, body: bytes, reason: str, *, start: bool) -> int:
     if body.lstrip()[:1] != b"{":
         return _fail(f"{reason}; the payload is not a JSON object, so it is not kept")
+    if event == "summarize":
+        # The worker cannot copy this turn's deliverables now, and by the time it ingests
+        # this file the worktree or temp folder may be gone: their bytes go with the event.
+        body = handover(body, "stop")
     # Secrets and <private> passages never reach the disk (memory/capture/spool_scrub.py); this path
     # runs only when the worker is down, so the privacy rules' import cost is fine here.
     try:

@@ -12,6 +12,7 @@ from memory.agents import claude_code, codex, copilot, gemini, opencode
 from memory.agents.base import HookEvent, HookInputError, HookResult
 from memory.capture import ingest as capture
 from memory.recall import context, gate
+from memory.team.scope import ForeignSession
 
 ADAPTERS: dict[str, ModuleType] = {
     "claude-code": claude_code,
@@ -109,3 +110,8 @@ def hook_handle(*, platform: str, event: str, body: bytes, spooled: bool = False
     except RecursionError:
         # Parsed, but too deep for the recursive sanitizer (~1,000 levels): refuse it whole.
         raise HookInputError("hook payload is nested too deeply") from None
+    except ForeignSession:
+        # Team mode: the session id names another user's session. Nothing was stored (the
+        # transaction rolled back) and the hook answers as for nothing known: no context,
+        # no gate decision, so the attempt learns nothing about that session.
+        return adapter.render(hook_event, HookResult())

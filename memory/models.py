@@ -36,10 +36,27 @@ class Session(models.Model):
     )
     cwd = models.TextField(blank=True)
     transcript_path = models.TextField(blank=True)
+    # db_default too: rows written by raw SQL (benchmarks, older tools) need no value.
+    model = models.CharField(
+        max_length=120,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The agent's main model, as its transcript names it (blank: not known).",
+    )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
     prompt_counter = models.PositiveIntegerField(default=0)
     started = models.DateTimeField(default=timezone.now)
     ended = models.DateTimeField(null=True, blank=True)
+    # Team mode: the user whose token captured the session; every row below it is theirs
+    # (memory/team/scope.py). Empty for the local single-user worker and imported history.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="cmem_sessions",
+    )
 
     objects: models.Manager[Session] = SessionQuerySet.as_manager()  # type: ignore[assignment]
 
@@ -331,9 +348,29 @@ class LedgerEntry(models.Model):
         GATE_RETRY = "gate_retry"
         INJECTION = "injection"
         OBSERVER = "observer"
+        # A cmem memory tool's answer (get_observations, smart_outline, smart_unfold) that
+        # the agent called in the session: shown tokens, often in place of a refused read.
+        MEMORY_TOOL = "memory_tool"
+
+    class Outcome(models.TextChoices):
+        """What a refusal (GATE_DENY) led to in its session; blank: nothing (yet)."""
+
+        NOTHING = "", "nothing"
+        READ_AGAIN = "read_again", "read again"
+        GET_OBSERVATIONS = "get_observations", "get_observations"
+        SMART_OUTLINE = "smart_outline", "smart_outline"
+        SMART_UNFOLD = "smart_unfold", "smart_unfold"
 
     session = models.ForeignKey(
         Session, on_delete=models.SET_NULL, null=True, blank=True, related_name="ledger"
+    )
+    # The session's owner, kept on the line itself: a ledger line outlives its session.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="cmem_ledger",
     )
     project = models.CharField(max_length=200)
     kind = models.CharField(max_length=32, choices=Kind.choices)
@@ -345,6 +382,13 @@ class LedgerEntry(models.Model):
         default=0, help_text="Tokens of a read the agent did not make."
     )
     tokens_spent = models.IntegerField(default=0, help_text="API tokens the observer spent.")
+    # GATE_DENY: `reread` for a refused re-read of a file the session holds; blank for a
+    # first read refused with the timeline. INJECTION: `session_start` or `prompt_recall`.
+    # MEMORY_TOOL: the tool's bare name.
+    detail = models.CharField(max_length=32, blank=True, default="", db_default="")
+    outcome = models.CharField(
+        max_length=32, blank=True, choices=Outcome.choices, default="", db_default=""
+    )
     # Observer rows: which provider and model, the request's usage split, and its cost.
     provider = models.CharField(max_length=40, blank=True)
     model = models.CharField(max_length=120, blank=True)

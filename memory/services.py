@@ -12,6 +12,7 @@ from memory.capture.spool import spool_backlog
 from memory.models import ContextCache, Event, Observation, Prompt, Session, Summary
 from memory.recall.context import context_cache_invalidate, context_text
 from memory.recall.gate_policy import project_gate_mode
+from memory.team import scope
 
 
 def projects_list() -> list[str]:
@@ -28,7 +29,7 @@ def projects_list() -> list[str]:
         | Q(Exists(Summary.objects.filter(session=OuterRef("pk"))))
     )
     rows = (
-        Session.objects.filter(captured)
+        scope.owned(Session.objects.filter(captured), "owner")
         .values("project")
         .annotate(last=Max("started"))
         .order_by("-last")
@@ -47,11 +48,12 @@ class Stats(TypedDict):
 
 def stats_compute(*, project: str | None = None) -> Stats:
     """Counts for /api/stats; `pending` counts uncompressed events plus the spool backlog."""
-    sessions = Session.objects.all()
-    prompts = Prompt.objects.all()
-    observations = Observation.objects.all()
-    summaries = Summary.objects.all()
-    events = Event.objects.pending()
+    # A teammate's token counts only their own rows (memory/team/scope.py).
+    sessions = scope.owned(Session.objects.all(), "owner")
+    prompts = scope.owned(Prompt.objects.all())
+    observations = scope.owned(Observation.objects.all())
+    summaries = scope.owned(Summary.objects.all())
+    events = scope.owned(Event.objects.pending())
     if project:
         sessions = sessions.filter(project=project)
         prompts = prompts.filter(session__project=project)
@@ -66,7 +68,7 @@ def stats_compute(*, project: str | None = None) -> Stats:
         # Counted by the deliverables app, through the seam memory owns.
         "deliverables": extensions.session_part_count("deliverables", project=project),
         # The spool holds no project until ingested, so it counts toward every view.
-        "pending": events.count() + spool_backlog(),
+        "pending": events.count() + (spool_backlog() if scope.restricted_owner() is None else 0),
     }
 
 
@@ -143,7 +145,7 @@ class ContextPreview:
 def context_preview(*, project: str) -> ContextPreview:
     """The SessionStart text a new session of `project` would receive right now."""
     root = (
-        Session.objects.filter(project=project)
+        scope.owned(Session.objects.filter(project=project), "owner")
         .exclude(project_root="")
         .order_by("-started")
         .values_list("project_root", flat=True)

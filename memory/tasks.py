@@ -69,7 +69,7 @@ EMBED_SWEEP_ROWS = 5000
 def embeddings_sweep_task() -> None:
     """Vectors for rows that lack one of the configured model: imports, prompts of sessions
     with no compression yet, and every row after a model change."""
-    embeddings_store.embed_pending(limit=EMBED_SWEEP_ROWS)
+    embeddings_store.embed_pending(limit=EMBED_SWEEP_ROWS, skip_settled=True)
 
 
 def events_sweep(*, pending_older_than_seconds: int) -> list[int]:

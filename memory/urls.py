@@ -14,6 +14,9 @@ urlpatterns = [
         "observations/<int:pk>/forget/", views.observation_forget, name="memory-observation-forget"
     ),
     path("sessions/<int:pk>/", views.session_detail, name="memory-session-detail"),
+    # Project-scoped; the file's path is a query parameter so any stored spelling (an
+    # absolute path outside the project, odd characters) round-trips without a converter.
+    path("projects/<path:project>/file/", views.file_page, name="memory-file"),
     path("search/", views.search_page, name="memory-search"),
     path("settings/", views.settings_page, name="memory-settings"),
     path("settings/preview/", views.context_preview, name="memory-context-preview"),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_http_methods
@@ -12,8 +12,12 @@ from memory import charts, config, feed, services
 from memory.forms import FeedFilterForm, SearchForm, SettingsForm, StatsForm
 from memory.housekeeping.forget import ForgetRequest, observations_forget
 from memory.models import Observation, Prompt, Session
+from memory.recall.file_history import file_history
+from memory.recall.ledger_session import session_ledger
+from memory.recall.savings import savings
+from memory.retrieval.search.fold import hits_fold
 from memory.retrieval.search.query import KINDS, SearchQuery
-from memory.retrieval.search.service import search
+from memory.retrieval.search.service import mode_note, search
 
 
 def _int_param(request: HttpRequest, name: str) -> int:
@@ -46,6 +50,7 @@ def timeline(request: HttpRequest) -> HttpResponse:
         "live": page.page.number == 1
         and not (filters.q or filters.date_to or filters.kind or filters.type or filters.platform),
         "live_poll_ms": feed.LIVE_POLL_MS,
+        "queue": feed.queue_waiting(project=filters.project),
         "observer_provider": _observer_provider_line(),
     }
     return render(request, "memory/timeline.html", ctx)
@@ -53,13 +58,39 @@ def timeline(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 def live(request: HttpRequest) -> JsonResponse:
-    """Polling endpoint: rows newer than the page's ids, as escaped HTML plus the new ids."""
+    """Polling endpoint: rows newer than the page's ids, each as escaped HTML with where it
+    belongs (its local day, its session, its order inside the session block), the new ids
+    and the compression queue. `html` (all rows, newest first) stays for older pages."""
+    # No project name holds NUL (PostgreSQL text cannot): drop it rather than fail the poll.
+    project = request.GET.get("project", "")[:200].replace("\x00", "")
     update = feed.feed_live(
         after_observation=_int_param(request, "obs"),
         after_summary=_int_param(request, "sum"),
         after_prompt=_int_param(request, "prompt"),
-        project=request.GET.get("project", "")[:200],
+        project=project,
     )
+    items = []
+    for item in update.items:
+        day = feed.feed_day_key(item)
+        session = item.obj.session
+        items.append(
+            {
+                "id": f"{item.kind}-{item.obj.pk}"
+                if item.kind != "observation"
+                else f"obs-{item.obj.pk}",
+                "kind": item.kind,
+                "day": day.isoformat(),
+                "session": session.pk,
+                "sort": feed.feed_sort_key(item),
+                "html": render_to_string("memory/_feed_item.html", {"item": item}, request=request),
+                "day_html": render_to_string(
+                    "memory/_feed_day.html", {"day": day}, request=request
+                ),
+                "block_html": render_to_string(
+                    "memory/_feed_block.html", {"session": session}, request=request
+                ),
+            }
+        )
     html = (
         render_to_string("memory/_live_items.html", {"items": update.items}, request=request)
         if update.items
@@ -68,7 +99,9 @@ def live(request: HttpRequest) -> JsonResponse:
     return JsonResponse(
         {
             "html": html,
+            "items": items,
             "count": len(update.items),
+            "queue": update.queue,
             "obs": update.cursor.observation,
             "sum": update.cursor.summary,
             "prompt": update.cursor.prompt,
@@ -109,14 +142,32 @@ def session_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "turns": grouped.turns,
         "loose": grouped.loose,
         "loose_summaries": grouped.loose_summaries,
+        "ledger": session_ledger(session=session),
+        "gate_mode": services.gate_modes_list(project=session.project)[0],
     }
     return render(request, "memory/session_detail.html", ctx)
+
+
+@require_GET
+def file_page(request: HttpRequest, project: str) -> HttpResponse:
+    """Everything memory knows about one file of one project (memory/recall/file_history.py)."""
+    raw = request.GET.get("path", "")[:4096]
+    if "\x00" in project:
+        raise Http404("No such project.")
+    history = file_history(project=project[:200], path=raw)
+    if not history.path:
+        raise Http404("Name a file: ?path=")
+    # Unknown files still get the page (it says so), with a 404 status.
+    return render(
+        request, "memory/file.html", {"history": history}, status=200 if history.known else 404
+    )
 
 
 @require_GET
 def search_page(request: HttpRequest) -> HttpResponse:
     form = SearchForm(request.GET or None)
     hits = []
+    note = ""
     data = form.cleaned_data if form.is_valid() else {}
     if data.get("q"):
         kind = data.get("kind")
@@ -129,11 +180,14 @@ def search_page(request: HttpRequest) -> HttpResponse:
             mode=data.get("mode") or "hybrid",
         )
         hits = search(query)
+        note = mode_note(query.mode)
     ctx = {
         "form": form,
         "hits": hits,
+        "folds": hits_fold(hits),
         "projects": services.projects_list(),
         "searched": bool(data.get("q")),
+        "mode_note": note,
     }
     return render(request, "memory/search.html", ctx)
 
@@ -187,6 +241,7 @@ def stats_page(request: HttpRequest) -> HttpResponse:
             "projects": services.projects_list(),
             "database": _database_growth_line(),
             "gate_modes": services.gate_modes_list(project=data.get("project") or ""),
+            "savings": savings(project=data.get("project") or None, days=data.get("days") or 30),
             "observer_provider": _observer_provider_line(),
         },
     )

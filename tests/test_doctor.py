@@ -85,3 +85,26 @@ def test_doctor_names_the_provider_and_why(tmp_path: Path, monkeypatch: pytest.M
         "observer provider: offline, because CLAUDE_MEM_PROVIDER=openrouter but no CLAUDE_MEM_OPENROUTER_API_KEY"
         in text
     )
+
+
+def test_the_isolated_hook_entry_is_checked_to_resolve(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    entry = installer.hook_entry_argv()
+    installer.settings_install(
+        path=path, command="cmem", data_dir=installer.custom_data_dir(), entry=entry
+    )
+    text, ok = _doctor(path)
+    assert ok, text
+    assert f"hook entry resolves: {entry[0]} -I -S, cmem from {installer.package_root()}" in text
+    # An entry whose package root is gone (cmem moved or uninstalled) fails, with the fix.
+    gone = [
+        *entry[:4],
+        entry[4].replace(repr(str(installer.package_root())), repr(str(tmp_path / "gone"))),
+    ]
+    installer.settings_install(
+        path=path, command="cmem", data_dir=installer.custom_data_dir(), entry=gone
+    )
+    text, ok = _doctor(path)
+    assert not ok
+    assert f"cmem from {tmp_path / 'gone'}, which does not start" in text
+    assert "fix: run `cmem install` again" in text

@@ -66,7 +66,7 @@ def test_install_writes_the_six_entries_in_exec_form(tmp_path: Path, settings_fi
         event: [h for g in groups for h in g["hooks"] if installer.is_cmem_hook(h)]
         for event, groups in hooks.items()
     }
-    assert {e: [h["args"][2] for h in hs] for e, hs in ours.items() if hs} == {
+    assert {e: [installer.hook_args(h)[2] for h in hs] for e, hs in ours.items() if hs} == {
         "SessionStart": ["context"],
         "UserPromptSubmit": ["session-init"],
         "PostToolUse": ["observation"],
@@ -75,15 +75,17 @@ def test_install_writes_the_six_entries_in_exec_form(tmp_path: Path, settings_fi
         "Stop": ["summarize"],
         "SessionEnd": ["session-end"],
     }
-    # cmem is not on that PATH: the absolute path of this installation is written.
-    assert ours["PostToolUse"][0]["command"] == CMEM and ours["PostToolUse"][0]["async"] is True
+    # This installation's interpreter with the -I -S stdlib entry, whatever that PATH holds.
+    entry = ours["PostToolUse"][0]
+    assert Path(entry["command"]).parent == Path(CMEM).parent and entry["async"] is True
+    assert entry["args"][:3] == ["-I", "-S", "-c"] and "memory.hook_entry" in entry["args"][3]
     assert ours["PostToolUseFailure"][0]["async"] is True
     assert ours["SessionEnd"][0]["timeout"] >= 5
     matchers = {event: groups[-1].get("matcher") for event, groups in hooks.items()}
     assert matchers["SessionStart"] == "startup|clear|compact" and matchers["PreToolUse"] == "Read"
 
 
-def test_install_uses_the_bare_name_when_path_resolves_it(tmp_path: Path) -> None:
+def test_install_writes_the_isolated_entry_and_it_runs_as_cmem_hook(tmp_path: Path) -> None:
     path = tmp_path / "s.json"
     _cmem(
         "install",
@@ -93,12 +95,24 @@ def test_install_uses_the_bare_name_when_path_resolves_it(tmp_path: Path) -> Non
         path_env=f"{Path(CMEM).parent}:/usr/bin:/bin",
     )
     hook = json.loads(path.read_text())["hooks"]["Stop"][0]["hooks"][0]
+    python, *prefix = hook["command"], *hook["args"][:4]
     assert hook == {
         "type": "command",
-        "command": "cmem",
-        "args": ["hook", "claude-code", "summarize"],
+        "command": python,
+        "args": [*prefix, "hook", "claude-code", "summarize"],
         "timeout": 60,
     }
+    assert prefix[:3] == ["-I", "-S", "-c"]
+    # The installed command is `cmem hook`: worker down, the event is spooled, exit 0.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_")}
+    env.update(HOME=str(tmp_path), CLAUDE_MEM_DATA_DIR=str(tmp_path / "data"), PATH="/usr/bin:/bin")
+    done = subprocess.run(
+        [python, *hook["args"]],
+        input=b'{"session_id": "s1", "cwd": "/tmp", "last_assistant_message": "ok"}',
+        env=env, capture_output=True, cwd=tmp_path, timeout=30,
+    )  # fmt: skip
+    assert done.returncode == 0 and b"spool" in done.stderr, done.stderr
+    assert list((tmp_path / "data" / "spool").glob("*.hook"))
 
 
 def test_install_is_idempotent(tmp_path: Path, settings_file: Path) -> None:

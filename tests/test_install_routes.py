@@ -31,8 +31,10 @@ def test_install_from_a_venv_writes_the_absolute_path_and_the_data_dir(tmp_path:
     done = _run("install", "--settings-file", str(settings), env=_env(tmp_path, data))
     assert done.returncode == 0, done.stderr
     hook = json.loads(settings.read_text())["hooks"]["PreToolUse"][0]["hooks"][0]
-    assert hook["command"] == CMEM  # `cmem` is not on this PATH
-    assert hook["args"] == [
+    # This installation's interpreter with the -I -S stdlib entry (no PATH lookup at all).
+    assert Path(hook["command"]).parent == Path(CMEM).parent
+    assert hook["args"][:3] == ["-I", "-S", "-c"] and "memory.hook_entry" in hook["args"][3]
+    assert hook["args"][4:] == [
         "hook",
         "claude-code",
         "file-context",
@@ -48,6 +50,7 @@ def test_install_from_a_venv_writes_the_absolute_path_and_the_data_dir(tmp_path:
     doctor = _run("doctor", "--settings-file", str(settings), env=_env(tmp_path, data))
     assert f"ok    hooks reach this data dir ({data.resolve()})" in doctor.stdout
     assert f"ok    MCP server: {CMEM} mcp" in doctor.stdout
+    assert f"ok    hook entry resolves: {hook['command']} -I -S" in doctor.stdout
     # ...and says so when this cmem uses another one than the hooks.
     other = tmp_path / "other"
     doctor = _run("doctor", "--settings-file", str(settings), env=_env(tmp_path, other))
@@ -88,6 +91,86 @@ def test_install_sees_the_plugin_route_and_writes_no_second_set_of_hooks(tmp_pat
     settings.write_text(json.dumps({"enabledPlugins": {"cmem@cmem": True}, "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "cmem", "args": ["hook", "claude-code", "summarize"]}]}]}}))  # fmt: skip
     doctor = _run("doctor", "--settings-file", str(settings), env=_env(tmp_path, data))
     assert "FAIL  cmem is installed twice" in doctor.stdout
+
+
+def test_uninstall_on_the_settings_route_removes_hooks_mcp_and_the_route(tmp_path: Path) -> None:
+    settings = tmp_path / ".claude" / "settings.json"
+    data = tmp_path / ".claude-mem"
+    env = _env(tmp_path, data)
+    assert _run("install", "--settings-file", str(settings), env=env).returncode == 0
+    assert (data / "install-route").read_text().strip() == "settings"
+    done = _run("uninstall", "--settings-file", str(settings), env=env)
+    assert done.returncode == 0, done.stderr
+    assert "cmem hooks removed from" in done.stdout and "MCP server 'cmem' removed" in done.stdout
+    assert "plugin" not in done.stdout  # no plugin: nothing to say about one
+    assert "hooks" not in json.loads(settings.read_text())
+    assert "cmem" not in json.loads((tmp_path / ".claude.json").read_text())["mcpServers"]
+    assert not (data / "install-route").exists()
+
+
+def _plugin_and_leftover_hooks(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    """The plugin enabled, plus hooks and the MCP server from an earlier `cmem install`."""
+    settings = tmp_path / ".claude" / "settings.json"
+    data = tmp_path / ".claude-mem"
+    env = _env(tmp_path, data)
+    assert _run("install", "--settings-file", str(settings), env=env).returncode == 0
+    written = json.loads(settings.read_text())
+    settings.write_text(json.dumps({**written, "enabledPlugins": {"cmem@cmem": True}}))
+    (data / "install-route").write_text("plugin\n")
+    return settings, data, env
+
+
+def test_uninstall_on_the_plugin_route_without_claude_says_how_and_keeps_the_route(
+    tmp_path: Path,
+) -> None:
+    settings, data, env = _plugin_and_leftover_hooks(tmp_path)
+    done = _run("uninstall", "--settings-file", str(settings), env=env)  # no `claude` on PATH
+    assert done.returncode == 0, done.stderr
+    # The other route's hooks and MCP server go...
+    assert "cmem hooks removed from" in done.stdout
+    left = json.loads(settings.read_text())
+    assert "hooks" not in left and "cmem" not in json.loads((tmp_path / ".claude.json").read_text())["mcpServers"]  # fmt: skip
+    # ...the plugin stays enabled, so uninstall says how to remove it, and its route stays.
+    assert (
+        "the Claude Code plugin cmem@cmem is still installed: `claude` is not on PATH, so remove "
+        "it with `claude plugin uninstall cmem@cmem`" in done.stdout
+    )
+    assert left["enabledPlugins"] == {"cmem@cmem": True}
+    assert (data / "install-route").read_text().strip() == "plugin"
+
+
+def test_uninstall_keep_plugin_removes_only_the_settings_route(tmp_path: Path) -> None:
+    settings, data, env = _plugin_and_leftover_hooks(tmp_path)
+    doctor = _run("doctor", "--settings-file", str(settings), env=env)
+    assert "cmem uninstall --keep-plugin` (the plugin stays)" in doctor.stdout
+    done = _run("uninstall", "--keep-plugin", "--settings-file", str(settings), env=env)
+    assert done.returncode == 0, done.stderr
+    assert "the Claude Code plugin cmem@cmem stays and provides cmem's hooks" in done.stdout
+    assert "hooks" not in json.loads(settings.read_text())
+    assert (data / "install-route").read_text().strip() == "plugin"
+    doctor = _run("doctor", "--settings-file", str(settings), env=env)
+    assert "ok    hooks and MCP server come from the Claude Code plugin cmem@cmem" in doctor.stdout
+
+
+def test_uninstall_leaves_a_plugin_alone_when_the_settings_file_is_not_claudes(
+    tmp_path: Path,
+) -> None:
+    # A `--settings-file` elsewhere is not the file `claude plugin uninstall` edits: even with
+    # a `claude` on PATH, cmem does not run it (it would change the user's real settings).
+    settings, data, env = _plugin_and_leftover_hooks(tmp_path)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    claude = bin_dir / "claude"
+    claude.write_text('#!/bin/sh\necho ran >> "$HOME/claude-ran"\n')
+    claude.chmod(0o755)
+    other = tmp_path / "project-settings.json"
+    other.write_text(settings.read_text())
+    env = {**env, "PATH": f"{bin_dir}:{env['PATH']}"}
+    done = _run("uninstall", "--settings-file", str(other), env=env)
+    assert done.returncode == 0, done.stderr
+    assert f"{other} is not Claude Code's user settings, so remove it with" in done.stdout
+    assert not (tmp_path / "claude-ran").exists()
+    assert (data / "install-route").read_text().strip() == "plugin"
 
 
 def test_the_plugin_route_names_the_plugins_mcp_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip

@@ -123,7 +123,7 @@ def wait_for(predicate, timeout: float = 30.0) -> bool:  # type: ignore[no-untyp
 
 
 def all_pids(w: Worker) -> set[int]:
-    """Supervisor, gunicorn master, gunicorn worker (it answers /api/health) and consumer."""
+    """The supervisor and its serving process (it answers /api/health and runs the consumer)."""
     health = w.health()
     assert health is not None
     return {w.pid(), *w.children().values(), int(health["pid"])}  # type: ignore[call-overload]
@@ -157,7 +157,7 @@ def test_start_status_stop_leaves_nothing_running(worker: Worker) -> None:
     assert "worker.out" in logs.stdout and "cmem is running" in logs.stdout
 
     pids = all_pids(worker)
-    assert len(pids) == 4 and pids == set(processes_of(worker.data_dir))  # nothing started twice
+    assert len(pids) == 2 and pids == set(processes_of(worker.data_dir))  # nothing started twice
 
     stopped = worker.cmem("stop")
     assert stopped.returncode == 0, stopped.stderr
@@ -218,8 +218,9 @@ def test_a_port_held_by_another_program_gets_a_clear_message(worker: Worker) -> 
 
 
 def test_crashes_are_recovered_from(worker: Worker) -> None:
-    """kill -9 of gunicorn's master or the consumer: the supervisor restarts it. kill -9 of
-    the supervisor: its children follow it, and the next start replaces the stale pid file."""
+    """kill -9 of the server's or the consumer's process (one serving process runs both): the
+    supervisor restarts it. kill -9 of the supervisor: its children follow it, and the next
+    start replaces the stale pid file."""
     assert worker.cmem("start").returncode == 0
     supervisor = worker.pid()
     first = worker.children()
@@ -228,13 +229,14 @@ def test_crashes_are_recovered_from(worker: Worker) -> None:
     os.kill(first["server"], signal.SIGKILL)
     assert wait_for(lambda: worker.children()["server"] != first["server"])
     assert wait_for(lambda: (worker.health() or {}).get("pid") not in (None, first_worker_pid))
-    assert not alive(first_worker_pid)  # type: ignore[arg-type]  # the orphaned gunicorn worker went too
+    assert not alive(first_worker_pid)  # type: ignore[arg-type]  # nothing of it is left
 
-    os.kill(first["consumer"], signal.SIGKILL)
-    assert wait_for(lambda: worker.children()["consumer"] != first["consumer"])
+    second = worker.children()  # the consumer's process now is the restarted one
+    os.kill(second["consumer"], signal.SIGKILL)
+    assert wait_for(lambda: worker.children()["consumer"] != second["consumer"])
     assert alive(worker.children()["consumer"])
     assert worker.pid() == supervisor
-    assert len(processes_of(worker.data_dir)) == 4
+    assert len(processes_of(worker.data_dir)) == 2
 
     restarted = worker.cmem("restart")
     assert restarted.returncode == 0, restarted.stderr

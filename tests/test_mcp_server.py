@@ -27,6 +27,8 @@ TOOLS = {
     "smart_unfold",
     "smart_search",
     "forget",
+    # Registered by deliverables (memory.retrieval.mcp_registry), not by mcp_server itself.
+    "work_state_write",
 }
 SEED = "import json; from tests.memory.retrieval_seed import seed; print(json.dumps(seed()))"
 
@@ -151,6 +153,34 @@ def test_starts_the_worker_when_it_is_down(tmp_path: Path) -> None:
         pid_file = data / "worker.pid"
         if pid_file.exists():  # `cmem stop` failed: do not leave a worker behind
             os.killpg(int(pid_file.read_text().split()[0]), 9)
+
+
+def test_work_state_write_answers_plain_text_and_touches_no_worker(tmp_path: Path) -> None:
+    """The tool only says what the PostToolUse hook will do; no worker is started for it."""
+    data = tmp_path / "wsw-data"
+    data.mkdir(mode=0o700)
+    env = make_worker_env(data, free_port())
+    (tmp_path / "report.md").write_text("# Report\n")
+
+    async def script(session: ClientSession) -> tuple[Any, Any, Any]:
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        assert "current request" in (tools["work_state_write"].description or "")
+        ok = await session.call_tool(
+            "work_state_write", {"paths": ["report.md", "gone.md"], "title": "Q3"}
+        )
+        empty = await session.call_tool("work_state_write", {"paths": []})
+        return tools["work_state_write"], ok, empty
+
+    tool, ok, empty = asyncio.run(_session_run(env, tmp_path, script))
+    assert tool.outputSchema is None and ok.structuredContent is None
+    assert [part.type for part in ok.content] == ["text"]
+    said = _text(ok)
+    assert said.startswith(
+        "1 file(s) will be attached to the current request on My Work: report.md."
+    )
+    assert "not attached: gone.md" in said and "Title: Q3" in said
+    assert empty.isError and "at least one file path" in _text(empty)
+    assert not (data / "worker.pid").exists()
 
 
 def test_server_module_imports_no_django() -> None:

@@ -29,7 +29,7 @@ from memory.agents.base import HookEvent, HookResult
 from memory.agents.codex_shell_reads import shell_read_paths
 from memory.capture import ingest as capture
 from memory.models import LedgerEntry
-from memory.projects import is_excluded, project_for_cwd
+from memory.projects import is_excluded, project_for_cwd, remote_request
 from memory.recall import context
 from memory.recall.file_views import session_ensure
 from memory.recall.gate import gate_decide
@@ -97,7 +97,11 @@ def _index(event: HookEvent) -> str:
     text = context.context_text(project=project.name, root=project.root, platform=event.platform)
     session = session_ensure(event=event, project=project)
     ledger_record(
-        kind=LedgerEntry.Kind.INJECTION, session=session, project=project.name, shown=text
+        kind=LedgerEntry.Kind.INJECTION,
+        session=session,
+        project=project.name,
+        shown=text,
+        detail=f"session_start:{event.source or event.hook_event_name}"[:32],
     )
     return text
 
@@ -125,8 +129,8 @@ def observation_record(*, event: HookEvent) -> HookResult:
 def rollout_forked(path: str) -> bool:
     """Does this rollout start as a fork (its session_meta has `forked_from_id`)? False when
     it cannot be read: such a sub-agent gets the index."""
-    if not path:
-        return False
+    if not path or remote_request():
+        return False  # team mode: the rollout is on the client's disk, never read here
     try:
         with open(path, "rb") as fh:
             line = fh.readline(FIRST_LINE_MAX)

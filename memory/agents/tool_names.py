@@ -50,3 +50,25 @@ class ToolNames:
 
 def tool_names(*, platform: str, route: str = "") -> ToolNames:
     return ToolNames(**{t: mcp_tool_name(t, platform=platform, route=route) for t in TOOLS})
+
+
+# How agents qualify an MCP tool after the server's name: Claude Code and Codex `__`
+# (`mcp__cmem__x`, `mcp__plugin_cmem_cmem__x`), others `_`, `-` or `/`.
+_QUALIFIERS = ("__", "_", "-", "/")
+
+
+def is_cmem_tool(name: str, tool: str) -> bool:
+    """Whether `name`, as a hook payload spells it, is cmem's MCP `tool` under any install
+    route or agent (the bare name too: agents that do not qualify MCP tools). Stdlib only:
+    the hook client calls it to see a `work_state_write` call."""
+    if not name or not name.endswith(tool):
+        return False
+    if name == tool:
+        return True
+    head = name[: -len(tool)]
+    for q in _QUALIFIERS:
+        before = head[: -len(SERVER + q)] if head.endswith(SERVER + q) else None
+        # `mcp__notcmem__x` is another server's tool: the server name starts at a boundary.
+        if before is not None and (not before or before[-1] in "_-/"):
+            return True
+    return False

@@ -15,6 +15,7 @@ from ninja import Router, Schema, Status
 from memory import config
 from memory.agents.base import HookInputError
 from memory.hooks import hook_handle
+from memory.importers.json_io import memory_export
 from memory.services import stats_compute
 from memory.tasks import spool_kick
 
@@ -60,6 +61,13 @@ def health(request: HttpRequest) -> dict[str, Any]:
 @router.get("/stats", response=StatsOut)
 def stats(request: HttpRequest, project: str | None = None) -> dict[str, Any]:
     return dict(stats_compute(project=project))
+
+
+@router.get("/export", response=dict[str, Any])
+def export(request: HttpRequest, project: str = "") -> dict[str, Any]:
+    """Sessions with their prompts, observations, summaries and deliverable metadata, as
+    `cmem export` writes them (`cmem import json` reads it back); a token gets its own."""
+    return dict(memory_export(project=project))
 
 
 @router.post(

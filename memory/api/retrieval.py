@@ -23,9 +23,11 @@ from memory.retrieval.outline.outline import smart_outline
 from memory.retrieval.outline.roots import code_path, recorded_roots
 from memory.retrieval.outline.symbols import render_search, smart_search
 from memory.retrieval.outline.unfold import smart_unfold
+from memory.retrieval.search.fold import hits_with_folds
 from memory.retrieval.search.query import KINDS, Kind, SearchQuery
-from memory.retrieval.search.service import search
+from memory.retrieval.search.service import effective_mode, mode_note, search
 from memory.retrieval.timeline import TimelineError, TimelineNotFound, timeline_build
+from memory.team.scope import owned
 
 router = Router(tags=["retrieval"])
 
@@ -55,10 +57,20 @@ class SearchHitOut(Schema):
     tokens: int = Field(description="Roughly what fetching the full row costs.")
     session: int | None
     files: list[str]
+    fold: str = Field(
+        "",
+        description="Near-identical hits (same kind, type, title and first file in one session or day) share this key.",
+    )
+    fold_size: int = Field(1, description="How many hits share this `fold` key.")
+    fold_lead: bool = Field(True, description="The best-ranked hit of its fold.")
 
 
 class SearchOut(Schema):
     query: str
+    mode: Literal["hybrid", "keyword", "semantic"] = Field(
+        description="The mode the search ran in: keyword when search by meaning is not installed."
+    )
+    note: str = Field("", description="Why the search ran in another mode than asked, or empty.")
     results: list[SearchHitOut]
 
 
@@ -106,7 +118,13 @@ def search_endpoint(request: HttpRequest, filters: Query[SearchFilters]) -> Stat
         file=filters.file or None, since=filters.since, until=filters.until, limit=filters.limit, offset=filters.offset,
         mode=filters.mode,
     )  # fmt: skip
-    return Status(200, {"query": filters.q, "results": [hit.as_dict() for hit in search(query)]})
+    hits = hits_with_folds(search(query))
+    out = {
+        "query": filters.q,
+        "mode": effective_mode(filters.mode),
+        "note": mode_note(filters.mode),
+    }
+    return Status(200, {**out, "results": hits})
 
 
 class TimelineItemOut(Schema):
@@ -194,7 +212,8 @@ def observations_by_id(request: HttpRequest, ids: str) -> Status[dict[str, Any]]
         wanted = _parse_ids(ids)
     except ValueError as exc:
         return Status(400, {"error": str(exc)})
-    found = Observation.objects.in_bulk(wanted)
+    # A teammate's token: another user's ids are `missing`, exactly like ids never made.
+    found = owned(Observation.objects.all()).in_bulk(wanted)
     return Status(200, {
         "observations": [found[pk].as_dict() for pk in dict.fromkeys(wanted) if pk in found],
         "missing": [pk for pk in dict.fromkeys(wanted) if pk not in found],

@@ -9,7 +9,7 @@ ingest latency per hook call (p50/p95/p99/max) and throughput.
 
 Soak: for `--seconds` (default 600; 60 with `--quick`) a steady mix of tool uses,
 SessionStart context, file-read gate calls and searches, while RSS and open file
-descriptors of every worker process (supervisor, gunicorn master and worker, consumer) are
+descriptors of every worker process (the supervisor and the serving process) are
 sampled every few seconds. It prints first/last/max per process and the growth between the
 first and the last quarter of the run: a leak shows as steady growth, not as a warm-up step.
 """
@@ -224,6 +224,8 @@ def _worker_pids(data: Path) -> dict[str, int]:
     except (OSError, ValueError):
         children = {}
     for name, pid in children.items():
+        if int(pid) in pids.values():
+            continue  # one serving process runs both the server and the consumer
         members = sorted(group_members(int(pid)))
         for i, member in enumerate(members):
             pids[name if member == int(pid) else f"{name}-child{i}"] = member

@@ -8,6 +8,7 @@ stored for excluded projects, and everything passes through `memory.capture.priv
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 from datetime import timedelta
@@ -22,9 +23,10 @@ from memory import config
 from memory.agents.base import HookEvent, HookResult
 from memory.capture import privacy
 from memory.capture.secret_locations import refusal_reason
+from memory.capture.transcript_model import transcript_model
 from memory.db import CompiledQuery
-from memory.extensions import turn_finished_send
-from memory.models import Event, Prompt, Session
+from memory.extensions import tool_recorded_send, turn_finished_send
+from memory.models import Event, LedgerEntry, Prompt, Session
 from memory.projects import (
     Project,
     is_excluded,
@@ -34,7 +36,9 @@ from memory.projects import (
     remote_request,
 )
 from memory.recall import prompt_recall
-from memory.recall.file_views import file_facts, file_view_record_from_tool
+from memory.recall.file_views import absolute_path, file_facts, file_view_record_from_tool
+from memory.recall.ledger import ledger_record, ledger_record_memory_tool, memory_tool_bare
+from memory.team import scope
 
 log = logging.getLogger(__name__)
 
@@ -86,12 +90,15 @@ def _session_upsert(*, event: HookEvent, project: Project) -> Session:
             "project_root": project.root,
             "cwd": event.cwd,
             "transcript_path": event.transcript_path,
+            "owner_id": scope.writer_id(),
         }
         session, created = Session.objects.get_or_create(
             platform=event.platform, session_id=event.session_id, defaults=defaults
         )
         if created:
             return session
+    # A session id of another user's session (guessed or copied) stores nothing.
+    scope.session_check(session.owner_id)
     changed = []
     for name in ("cwd", "transcript_path"):
         value = getattr(event, name)
@@ -198,7 +205,16 @@ def session_init(*, event: HookEvent) -> HookResult:
         Prompt.objects.create(session=session, number=session.prompt_counter, text=text)
     if event.raw.get("cmem_spooled"):
         return HookResult()  # replayed later: the agent is no longer waiting for context
-    return HookResult(context=prompt_recall.related_notes(session=session, text=text))
+    notes = prompt_recall.related_notes(session=session, text=text)
+    if notes:
+        ledger_record(
+            kind=LedgerEntry.Kind.INJECTION,
+            session=session,
+            project=project.name,
+            shown=notes,
+            detail="prompt_recall",
+        )
+    return HookResult(context=notes)
 
 
 def _file_facts(path: str) -> dict[str, Any]:
@@ -323,9 +339,35 @@ def observation_record(*, event: HookEvent) -> HookResult:
         if event.tool_name in FILE_TOOLS and not event.failed:
             # The file was just hashed for cmem_files: hand those facts over, not the disk again.
             file_view_record_from_tool(session=session, event=event, known=payload["cmem_files"])
+        _memory_tool_record(event=event, session=session, project=project)
+        # Apps built on memory (deliverables records a work_state_write call's files) hook in.
+        tool_recorded_send(session=session, event=event)
         _enqueue_processing(session.pk)
     log.debug("recorded %s", stored)
     return HookResult()
+
+
+def _memory_tool_record(*, event: HookEvent, session: Session, project: Project) -> None:
+    """A cmem memory tool answered in this session: its answer is context cmem added, and
+    it may be what a refusal led to (the adaptive gate learns from that)."""
+    tool = memory_tool_bare(event.tool_name)
+    if not tool or event.failed or event.agent_id:
+        return
+    raw_path = event.tool_input.get("file_path")
+    path = absolute_path(raw_path, event.cwd) if isinstance(raw_path, str) and raw_path else ""
+    text = _response_text(event.tool_response)
+    ledger_record_memory_tool(
+        session=session, project=project.name, tool=tool, path=path, shown=text
+    )
+
+
+def _response_text(response: Any) -> str:
+    """An MCP tool's answer as the model saw it: its text blocks, else the JSON."""
+    if isinstance(response, str):
+        return response
+    blocks = response if isinstance(response, list) else [response]
+    texts = [b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str)]
+    return "\n".join(texts) if texts else json.dumps(response, default=str)
 
 
 def _enqueue_processing(session_pk: int) -> None:
@@ -368,6 +410,7 @@ def summary_request(*, event: HookEvent) -> HookResult:
             prompt_number=session.prompt_counter or None,
             payload=payload,
         )
+        _session_model_note(session=session, event=event)
         # Apps built on memory (deliverables copies the turn's files) hook in here.
         turn_finished_send(session=session, event=event)
         _enqueue_processing(session.pk)
@@ -380,6 +423,25 @@ def session_end(*, event: HookEvent) -> HookResult:
         return HookResult()
     with transaction.atomic():
         Session.objects.filter(
-            platform=event.platform, session_id=event.session_id, status=Session.Status.ACTIVE
+            platform=event.platform,
+            session_id=event.session_id,
+            status=Session.Status.ACTIVE,
+            owner_id=scope.writer_id(),
         ).update(status=Session.Status.COMPLETED, ended=timezone.now())
+        session = _session_get(platform=event.platform, session_id=event.session_id)
+        if session is not None:
+            _session_model_note(session=session, event=event)
     return HookResult()
+
+
+def _session_model_note(*, session: Session, event: HookEvent) -> None:
+    """Remember the session's main model from its transcript (at each Stop: `/model` can
+    change it), so Stats prices its tokens at that model. A remote client's path is never
+    opened; its sessions keep the default."""
+    path = event.transcript_path or session.transcript_path
+    if not path or remote_request():
+        return
+    model = transcript_model(path)
+    if model and model != session.model:
+        Session.objects.filter(pk=session.pk).update(model=model)
+        session.model = model

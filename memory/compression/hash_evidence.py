@@ -31,8 +31,16 @@ def _known_before(
     """(hash, when) of the newest fact cmem holds about `path` from before `before`; None
     when it holds none, or when the newest says the file was modified with no hash (already
     recorded as a change, so nothing to compare)."""
-    rows = ObservationFile.objects.filter(project=session.project, path=path)
-    views = FileView.objects.filter(path=abs_path).exclude(session=session).exclude(content_hash="")
+    # Team mode: only the session owner's own facts (memory/team/scope.py); a teammate's
+    # hash of the file must not turn into a "changed" note in this user's memory.
+    rows = ObservationFile.objects.filter(
+        project=session.project, path=path, observation__session__owner_id=session.owner_id
+    )
+    views = (
+        FileView.objects.filter(path=abs_path, session__owner_id=session.owner_id)
+        .exclude(session=session)
+        .exclude(content_hash="")
+    )
     if before is not None:
         rows = rows.filter(created__lt=before)
         views = views.filter(seen__lt=before)

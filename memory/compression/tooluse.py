@@ -263,6 +263,10 @@ class ToolUse:
         match = re.search(r"(?:^|\s|<)\s*([^\s<>|;&]+\.(?:patch|diff))\b", self.command)
         if not match or not self.root:
             return []
+        from memory.projects import remote_request
+
+        if remote_request():
+            return []  # team mode: the patch file is on the client's disk, not this server's
         from pathlib import Path
 
         target = Path(match.group(1))

@@ -20,6 +20,7 @@ from memory.models import Observation, Prompt, Summary
 from memory.recall.context import context_cache_invalidate
 from memory.retrieval.search.query import KINDS, Kind, SearchQuery
 from memory.retrieval.search.service import search
+from memory.team import scope
 
 # A query deletes at most this many rows per kind: a broad word should not empty a project.
 QUERY_LIMIT_MAX = 1000
@@ -69,7 +70,8 @@ _MODELS: dict[Kind, type[Observation] | type[Summary] | type[Prompt]] = {
 
 
 def _selection(kind: Kind, request: ForgetRequest) -> QuerySet[Any]:
-    qs: QuerySet[Any] = _MODELS[kind].objects.all()
+    # A teammate's token forgets only their own rows (memory/team/scope.py).
+    qs: QuerySet[Any] = scope.owned(_MODELS[kind].objects.all())
     if kind == "prompt":
         qs = qs.select_related("session")
     if request.ids:

@@ -26,6 +26,7 @@ from memory.importers.report import ImportReport
 from memory.models import LedgerEntry, Observation, ObservationFile, Prompt, Session, Summary
 from memory.projects import relative_path
 from memory.recall.context import context_cache_invalidate
+from memory.team import scope
 
 FORMAT = "cmem-export"
 FORMAT_VERSION = 1
@@ -74,7 +75,8 @@ def time_import(value: Any) -> datetime:
 
 def memory_export(*, project: str = "") -> ExportDocument:
     """Every session (of one project, if named) with everything hanging off it, oldest first."""
-    sessions = Session.objects.order_by("started", "pk")
+    # Under a teammate's token, only their own sessions (memory/team/scope.py).
+    sessions = scope.owned(Session.objects.order_by("started", "pk"), "owner")
     if project:
         sessions = sessions.filter(project=project)
     out: list[dict[str, Any]] = []

@@ -49,6 +49,7 @@ from memory.projects import is_excluded, project_for_cwd, relative_path
 from memory.recall import framing
 from memory.recall.file_views import file_views_reset, session_ensure
 from memory.recall.ledger import ledger_record
+from memory.team import scope
 
 MAX_CHARS = 10_000  # Claude Code cuts additionalContext here (JS string length: UTF-16 units)
 FORMAT_VERSION = "1"  # bump when the layout changes: cached bodies are then re-rendered
@@ -143,7 +144,11 @@ def context_for_hook(*, event: HookEvent) -> HookResult:
         project=project.name, root=project.root, settings=settings, platform=event.platform
     )
     ledger_record(
-        kind=LedgerEntry.Kind.INJECTION, session=session, project=project.name, shown=text
+        kind=LedgerEntry.Kind.INJECTION,
+        session=session,
+        project=project.name,
+        shown=text,
+        detail=f"session_start:{source}",
     )
     return HookResult(context=text)
 
@@ -211,6 +216,10 @@ def _cache_key(project: str, settings: dict[str, str]) -> str:
 def _cached_body(
     *, project: str, root: str, settings: dict[str, str], zone: tzinfo, room: int
 ) -> str:
+    if scope.restricted_owner() is not None:
+        # A teammate's index holds only their own rows: rendered for them, never cached (the
+        # cache is one row per project, shared by the owner's local worker and staff).
+        return context_body(project=project, root=root, settings=settings, zone=zone, room=room)
     key = _cache_key(project, settings)
     cached = ContextCache.objects.filter(project=project).values_list("key", "text").first()
     # A longer health line can leave less room than the body was rendered for.
@@ -253,7 +262,7 @@ def context_body(
     session_limit = max(0, config.get_int("CLAUDE_MEM_CONTEXT_SESSION_COUNT", settings))
     budget = max(0, config.get_int("CLAUDE_MEM_CONTEXT_TOKENS", settings))
     observations = list(
-        Observation.objects.filter(project=project)
+        scope.owned(Observation.objects.filter(project=project))
         .order_by("-created", "-pk")
         .only(
             "pk",
@@ -268,7 +277,9 @@ def context_body(
         )[:obs_limit]
     )
     summaries = list(
-        Summary.objects.filter(project=project).order_by("-created", "-pk")[:session_limit]
+        scope.owned(Summary.objects.filter(project=project)).order_by("-created", "-pk")[
+            :session_limit
+        ]
     )
     if not observations and not summaries:
         return WELCOME

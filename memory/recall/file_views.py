@@ -20,7 +20,8 @@ from django.utils import timezone
 from memory.agents.base import HookEvent
 from memory.capture.privacy import redact_text
 from memory.models import FileView, Session
-from memory.projects import Project
+from memory.projects import Project, remote_request
+from memory.team import scope
 
 # Hashing is only for staleness; a file this large is compared by mtime and size instead.
 HASH_MAX_BYTES = 16 * 1024 * 1024
@@ -71,6 +72,11 @@ def file_facts(
             )
         except (TypeError, ValueError):
             return None
+    if remote_request():
+        # Team mode: a path a client names is the client's, never this server's. Stat or
+        # hash it here and a hook naming /proc/self/environ, a 0600 file or the data dir's
+        # worker.secret would store the server's own facts (issue 15 §3).
+        return None
     try:
         st = os.stat(path)
     except OSError:
@@ -199,6 +205,7 @@ def session_ensure(*, event: HookEvent, project: Project) -> Session:
     lookup = {"platform": event.platform, "session_id": event.session_id}
     session = Session.objects.filter(**lookup).first()
     if session is not None:
+        scope.session_check(session.owner_id)  # another user's session id: nothing for it
         return session
     try:
         with transaction.atomic():
@@ -208,7 +215,10 @@ def session_ensure(*, event: HookEvent, project: Project) -> Session:
                 project_root=project.root,
                 cwd=event.cwd,
                 transcript_path=event.transcript_path,
+                owner_id=scope.writer_id(),
             )
     except IntegrityError:
         # session-init created it between our read and our insert.
-        return Session.objects.get(**lookup)
+        session = Session.objects.get(**lookup)
+        scope.session_check(session.owner_id)
+        return session

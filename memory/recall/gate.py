@@ -26,15 +26,21 @@ from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import FilteredRelation, Q
+from django.db.models import FilteredRelation, Q, QuerySet
 
 from memory import clock, config
 from memory.agents.base import GateDecision, HookEvent, HookResult
 from memory.agents.tool_names import tool_names
 from memory.db import CompiledQuery
 from memory.models import FileView, LedgerEntry, ObservationFile, Session
-from memory.netpolicy import is_loopback
-from memory.projects import Project, is_excluded, is_excluded_path, project_for_cwd, relative_path
+from memory.projects import (
+    Project,
+    is_excluded,
+    is_excluded_path,
+    project_for_cwd,
+    relative_path,
+    remote_request,
+)
 from memory.recall import framing
 from memory.recall.file_views import (
     FileFacts,
@@ -45,6 +51,7 @@ from memory.recall.file_views import (
 )
 from memory.recall.gate_policy import adaptive_mode
 from memory.recall.ledger import file_tokens, ledger_record, ledger_record_retry
+from memory.team import scope
 
 # Rows fetched per file before dedupe: a file's whole history in practice, bounded for the
 # rare file touched by thousands of observations.
@@ -136,7 +143,7 @@ def gate_decide(*, event: HookEvent, mode: str = "") -> HookResult:
         reason = f"Current: {clock.stamp(now)}\n" + REREAD.format(
             when=clock.when_phrase(clock.to_local(view.seen, zone), now)
         )
-        return _deny(event, project, path, facts, reason, session, view)
+        return _deny(event, project, path, facts, reason, session, view, detail="reread")
     for candidate in candidates:
         candidate.unchanged = candidate_unchanged(candidate, facts)
     newest_changed = candidates[0].unchanged is False
@@ -173,13 +180,16 @@ def _session_and_view(event: HookEvent, path: str) -> tuple[Session | None, File
         row = cursor.fetchone()
     if row is None:
         return None, None
-    pk, project, project_root, *view_values = row
+    pk, project, project_root, owner_id, *view_values = row
+    # Another user's session id (guessed or copied): its views and ledger are not ours.
+    scope.session_check(owner_id)
     session = Session(
         pk=pk,
         platform=event.platform,
         session_id=event.session_id,
         project=project,
         project_root=project_root,
+        owner_id=owner_id,
     )
     session._state.adding = False  # a stored row, read raw: only its pk is ever written to
     session._state.db = connection.alias
@@ -197,9 +207,9 @@ _SESSION_VIEW = CompiledQuery(
     lambda p: (
         Session.objects.filter(platform=p["platform"], session_id=p["session_id"])
         .annotate(view=FilteredRelation("file_views", condition=Q(file_views__path=p["path"])))
-        .values_list("pk", "project", "project_root", *(f"view__{name}" for name in VIEW_FIELDS))[
-            :1
-        ]
+        .values_list(
+            "pk", "project", "project_root", "owner_id", *(f"view__{name}" for name in VIEW_FIELDS)
+        )[:1]
     ),
     "platform",
     "session_id",
@@ -228,10 +238,16 @@ def file_candidates(*, project: str, rel_path: str) -> list[Candidate]:
     One indexed range read (obsfile_project_path_idx) joined to each observation by its
     primary key; the files an observation touched come from its files_read/files_modified.
     """
-    with connection.cursor() as cursor:
-        sql, params = _CANDIDATES.sql_and_params(project=project, path=rel_path)
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
+    owner = scope.restricted_owner()
+    if owner is not None:
+        # A teammate's token: only observations of their own sessions (memory/team/scope.py),
+        # filtered in the query so other users' rows never crowd theirs out of FETCH_ROWS.
+        rows = list(_candidates_query(project=project, path=rel_path, owner=owner))
+    else:
+        with connection.cursor() as cursor:
+            sql, params = _CANDIDATES.sql_and_params(project=project, path=rel_path)
+            cursor.execute(sql, params)
+            rows = cursor.fetchall()
     merged: dict[int, Candidate] = {}
     for obs_id, role, digest, created, session_pk, title, obs_type, read, written in rows:
         modified = role == ObservationFile.Role.MODIFIED
@@ -252,24 +268,25 @@ def file_candidates(*, project: str, rel_path: str) -> list[Candidate]:
 # The by-file query, built by the ORM once and then run on a plain cursor. Deliberately not
 # a QuerySet per call: on the gate's hot path, building the query and converting 40-odd rows
 # through the ORM doubled its CPU cost (~1.3 ms against ~0.55 ms at 100k observations).
+def _candidates_query(*, project: str, path: str, owner: int | None = None) -> QuerySet[Any]:
+    rows = ObservationFile.objects.filter(project=project, path=path)
+    if owner is not None:
+        rows = rows.filter(observation__session__owner_id=owner)
+    return rows.order_by("-created").values_list(
+        "observation_id",
+        "role",
+        "content_hash",
+        "created",
+        "observation__session_id",
+        "observation__title",
+        "observation__type",
+        "observation__files_read",
+        "observation__files_modified",
+    )[:FETCH_ROWS]
+
+
 _CANDIDATES = CompiledQuery(
-    lambda p: (
-        ObservationFile.objects.filter(project=p["project"], path=p["path"])
-        .order_by("-created")
-        .values_list(
-            "observation_id",
-            "role",
-            "content_hash",
-            "created",
-            "observation__session_id",
-            "observation__title",
-            "observation__type",
-            "observation__files_read",
-            "observation__files_modified",
-        )[:FETCH_ROWS]
-    ),
-    "project",
-    "path",
+    lambda p: _candidates_query(project=p["project"], path=p["path"]), "project", "path"
 )
 
 
@@ -343,7 +360,7 @@ def file_observations_ranked(*, path: str, project: str, limit: int) -> FileRank
     shared worker never reads files on its own disk on a caller's behalf."""
     rel = _project_relative(path, project)
     candidates = file_candidates(project=project, rel_path=rel)
-    local = os.path.isabs(path) and is_loopback(config.get("CLAUDE_MEM_WORKER_HOST"))
+    local = os.path.isabs(path) and not remote_request()
     facts = file_facts(path, with_hash=True) if local else None
     for candidate in candidates:
         candidate.unchanged = candidate_unchanged(candidate, facts) if facts else None
@@ -354,7 +371,7 @@ def _project_relative(path: str, project: str) -> str:
     if not os.path.isabs(path):
         return path.replace(os.sep, "/")
     roots = (
-        Session.objects.filter(project=project)
+        scope.owned(Session.objects.filter(project=project), "owner")
         .exclude(project_root="")
         .values_list("project_root", flat=True)
         .distinct()
@@ -366,9 +383,17 @@ def _project_relative(path: str, project: str) -> str:
     return relative_path(path, "")
 
 
-def _timeline(rows: list[Candidate], zone: tzinfo) -> str:
-    """Rows grouped by local day, newest day first; within a day in rank order."""
-    days: dict[str, list[str]] = {}
+def change_label(unchanged: bool | None) -> str:
+    """The gate's word for a row's file now: unchanged, changed, or unknown (no hash)."""
+    return "unknown" if unchanged is None else ("unchanged" if unchanged else "changed")
+
+
+def days_grouped(
+    rows: list[Candidate], zone: tzinfo
+) -> list[tuple[str, list[tuple[Candidate, datetime]]]]:
+    """Rows grouped by local day, newest day first; within a day in rank order. The gate's
+    text and the file page show the same grouping."""
+    days: dict[str, list[tuple[Candidate, datetime]]] = {}
     keyed: list[tuple[datetime, str]] = []
     for row in rows:
         local = clock.to_local(row.created, zone)
@@ -376,11 +401,21 @@ def _timeline(rows: list[Candidate], zone: tzinfo) -> str:
         if heading not in days:
             days[heading] = []
             keyed.append((local, heading))
-        title = framing.one_line(row.title, TITLE_MAX)
-        mark = "unknown" if row.unchanged is None else ("unchanged" if row.unchanged else "changed")
-        days[heading].append(f"{row.id} {clock.clock_time(local)}  {title} [{mark}]")
+        days[heading].append((row, local))
     keyed.sort(key=lambda item: item[0].date(), reverse=True)
-    return "\n\n".join(f"### {heading}\n" + "\n".join(days[heading]) for _, heading in keyed)
+    return [(heading, days[heading]) for _, heading in keyed]
+
+
+def _timeline(rows: list[Candidate], zone: tzinfo) -> str:
+    return "\n\n".join(
+        f"### {heading}\n"
+        + "\n".join(
+            f"{row.id} {clock.clock_time(local)}  {framing.one_line(row.title, TITLE_MAX)}"
+            f" [{change_label(row.unchanged)}]"
+            for row, local in rows_of_day
+        )
+        for heading, rows_of_day in days_grouped(rows, zone)
+    )
 
 
 def _deny(
@@ -391,6 +426,7 @@ def _deny(
     reason: str,
     session: Session | None,
     view: FileView | None,
+    detail: str = "",
 ) -> HookResult:
     """Refuse the read, remember the refusal (the next attempt passes), book the tokens."""
     try:
@@ -409,6 +445,7 @@ def _deny(
                 path=path,
                 shown=reason,
                 avoided=file_tokens(facts.size),
+                detail=detail,
             )
     except IntegrityError:
         # A parallel Read of the same file in this session was refused a moment ago: one

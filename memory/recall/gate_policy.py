@@ -1,14 +1,15 @@
 """The adaptive read gate (CLAUDE_MEM_READ_GATE=adaptive, the default): refuse while refusals
 pay off in this project, advise instead of refusing once they do not.
 
-The ledger already holds the outcome of every refusal: a GATE_RETRY row when the model read
-the refused file again in that session, nothing when it took another path (a memory tool
-such as get_observations, smart_outline or smart_unfold, or nothing at all: the timeline
-was enough). The rule, per project:
+The ledger holds the outcome of every refusal (LedgerEntry.outcome): `read_again` when the
+model read the refused file again in that session (also a GATE_RETRY row), the memory tool
+it used instead (get_observations, smart_outline, smart_unfold: a MEMORY_TOOL row with the
+tool's answer), or nothing (the timeline was enough). The rule, per project:
 
 - window: the project's latest CLAUDE_MEM_READ_GATE_WINDOW refusals (default 8) of the last
   WINDOW_DAYS days;
-- a refusal not read again saved the file's tokens minus the refusal's text;
+- a refusal not read again saved the file's tokens minus the refusal's text and minus the
+  memory tool's answer when one was used instead;
 - a refusal read again cost its text plus one more turn that resends the conversation
   (CLAUDE_MEM_READ_GATE_TURN_TOKENS, default 6000);
 - with at least MIN_EVIDENCE refusals in the window and cost > saved, the gate switches to
@@ -28,6 +29,7 @@ from django.utils import timezone
 
 from memory import config
 from memory.models import LedgerEntry
+from memory.team import scope
 
 WINDOW_DAYS = 14
 MIN_EVIDENCE = 2
@@ -62,11 +64,14 @@ def adaptive_mode(*, project: str, settings: dict[str, str] | None = None) -> Ga
     window = max(config.get_int("CLAUDE_MEM_READ_GATE_WINDOW", settings), 1)
     turn = max(config.get_int("CLAUDE_MEM_READ_GATE_TURN_TOKENS", settings), 0)
     since = timezone.now() - timedelta(days=WINDOW_DAYS)
-    ledger = LedgerEntry.objects.filter(project=project, created__gte=since)
+    # A teammate's gate weighs their own refusals only (memory/team/scope.py).
+    ledger = scope.owned(LedgerEntry.objects.filter(project=project, created__gte=since), "owner")
     refusals = list(
         ledger.filter(kind=LedgerEntry.Kind.GATE_DENY)
         .order_by("-created", "-pk")
-        .values_list("session_id", "path", "created", "tokens_shown", "tokens_avoided")[:window]
+        .values_list("session_id", "path", "created", "tokens_shown", "tokens_avoided", "outcome")[
+            :window
+        ]
     )
     if len(refusals) < MIN_EVIDENCE:
         return GateMode(
@@ -81,19 +86,43 @@ def adaptive_mode(*, project: str, settings: dict[str, str] | None = None) -> Ga
             "session_id", "path", "created"
         )
     )
+    answers = list(
+        ledger.filter(kind=LedgerEntry.Kind.MEMORY_TOOL, created__gte=oldest)
+        .order_by("created", "pk")
+        .values_list("session_id", "path", "created", "detail", "tokens_shown")
+    )
     saved = cost = read_again = 0
+    tools: dict[str, int] = {}
     outcomes: list[bool] = []  # newest first: was that refusal read again?
-    for session_pk, path, created, shown, avoided in refusals:
-        again = any(s == session_pk and p == path and c >= created for s, p, c in retries)
+    for session_pk, path, created, shown, avoided, outcome in refusals:
+        # Rows from before outcomes were recorded still count through their GATE_RETRY.
+        again = outcome == LedgerEntry.Outcome.READ_AGAIN or any(
+            s == session_pk and p == path and c >= created for s, p, c in retries
+        )
         outcomes.append(again)
         if again:
             read_again += 1
             cost += shown + turn
-        else:
-            saved += max(avoided - shown, 0)
+            continue
+        answer = 0
+        if outcome:
+            tools[outcome] = tools.get(outcome, 0) + 1
+            answer = next(
+                (
+                    t
+                    for s, p, c, tool, t in answers
+                    if s == session_pk and tool == outcome and c >= created and p in ("", path)
+                ),
+                0,
+            )
+        saved += max(avoided - shown - answer, 0)
+    answered = sum(tools.values())
+    other = len(refusals) - read_again - answered
+    used = ", ".join(f"{name} {n}" for name, n in sorted(tools.items()))
     evidence = (
-        f"{read_again} of the last {len(refusals)} refusals were read again "
-        f"(cost ~{cost} tokens, saved ~{saved})"
+        f"{read_again} of the last {len(refusals)} refusals were read again, "
+        f"{answered} answered with a memory tool{f' ({used})' if used else ''}, "
+        f"{other} with nothing more (cost ~{cost} tokens, saved ~{saved})"
     )
     if cost <= saved:
         return GateMode("deny", f"refusing: {evidence}", len(refusals), read_again, saved, cost)

@@ -15,8 +15,10 @@ import logging
 
 from memory import config
 from memory.models import Observation, Session
+from memory.retrieval import embeddings
 from memory.retrieval.search.query import SearchQuery
 from memory.retrieval.search.service import search
+from memory.team import scope
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +37,9 @@ HEADER = (
 def _index_shown(session: Session) -> set[int]:
     shown = max(0, config.get_int("CLAUDE_MEM_CONTEXT_OBSERVATIONS"))
     return set(
-        Observation.objects.filter(project=session.project, created__lt=session.started)
+        scope.owned(
+            Observation.objects.filter(project=session.project, created__lt=session.started)
+        )
         .order_by("-created", "-pk")
         .values_list("pk", flat=True)[:shown]
     )
@@ -45,6 +49,8 @@ def related_notes(*, session: Session, text: str) -> str:
     """The additionalContext for this prompt, or "" (off, nothing related, or any error)."""
     if not config.get_bool("CLAUDE_MEM_SEMANTIC_INJECT") or not text.strip():
         return ""
+    if not embeddings.available():
+        return ""  # a keyword match is no recall by meaning; doctor says why it is off
     limit = min(LIMIT_MAX, max(0, config.get_int("CLAUDE_MEM_SEMANTIC_INJECT_LIMIT")))
     if not limit:
         return ""

@@ -20,6 +20,7 @@ from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 
 from memory import config
+from memory.retrieval.mcp_registry import mcp_tools
 from memory.retrieval.outline import outline, roots, symbols, unfold
 from memory.retrieval.outline.model import OutlineError
 from memory.retrieval.render import observation_body
@@ -271,7 +272,9 @@ def search(
     data = worker.request(
         "GET", "/api/search", params={k: v for k, v in params.items() if v not in (None, "")}
     )
-    return render_search(query, data["results"])
+    text = render_search(query, data["results"])
+    # Said to the model too: a keyword-only answer to a question by meaning may miss notes.
+    return f"note: {data['note']}\n{text}" if data.get("note") else text
 
 
 @mcp.tool(
@@ -418,7 +421,20 @@ def forget(
     return "\n".join(lines)
 
 
+def extra_tools_add() -> list[str]:
+    """Add the tools apps registered (memory.retrieval.mcp_registry; deliverables'
+    work_state_write) to the server, once; their names."""
+    have = {t.name for t in mcp._tool_manager.list_tools()}
+    added = []
+    for tool in mcp_tools():
+        if tool.fn.__name__ not in have:
+            mcp.tool(structured_output=False, description=tool.description)(tool.fn)
+        added.append(tool.fn.__name__)
+    return added
+
+
 def main() -> None:
+    extra_tools_add()
     mcp.run("stdio")
 
 

@@ -17,6 +17,7 @@ from django.db.models import QuerySet
 from memory.models import Observation, Prompt, Summary
 from memory.retrieval.search.query import Kind, SearchQuery
 from memory.retrieval.search.service import search
+from memory.team import scope
 
 MAX_DEPTH = 100
 _ANCHOR = re.compile(r"^#?([SsPpOo]?)(\d+)$")
@@ -119,10 +120,11 @@ def _item(obj: Observation | Summary | Prompt, *, anchor: bool = False) -> Timel
 
 
 def _querysets(project: str) -> list[QuerySet[Any]]:
+    # A teammate's token sees only their own rows around any anchor (memory/team/scope.py).
     return [
-        Observation.objects.filter(project=project),
-        Summary.objects.filter(project=project),
-        Prompt.objects.filter(session__project=project).select_related("session"),
+        scope.owned(Observation.objects.filter(project=project)),
+        scope.owned(Summary.objects.filter(project=project)),
+        scope.owned(Prompt.objects.filter(session__project=project).select_related("session")),
     ]
 
 
@@ -143,7 +145,8 @@ def timeline_anchor_resolve(
             "P": Prompt,
         }
         model = models.get(prefix, Observation)
-        found = model.objects.filter(pk=pk).first()
+        # Another user's id answers as if it did not exist: a guessed id learns nothing.
+        found = scope.owned(model.objects.filter(pk=pk)).first()
         if found is None:
             raise TimelineNotFound(f"no {model.__name__.lower()} with id {pk}")
         return found, ""
@@ -158,7 +161,9 @@ def timeline_anchor_resolve(
         "summary": Summary,
         "prompt": Prompt,
     }
-    row: Observation | Summary | Prompt = by_kind[hit.kind].objects.get(pk=hit.id)
+    row: Observation | Summary | Prompt = scope.owned(by_kind[hit.kind].objects.all()).get(
+        pk=hit.id
+    )
     return row, query
 
 

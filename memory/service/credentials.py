@@ -12,10 +12,9 @@ Three ways in, all of them readable only by the owner of the 0700 data dir:
 
 from __future__ import annotations
 
-import hashlib
-import hmac
+import base64
+import importlib
 import os
-import secrets
 import stat
 import time
 from pathlib import Path
@@ -29,6 +28,25 @@ LOGIN_TOKEN_TTL_S = 600.0
 # The WSGI environ key cmem_site/wsgi.py sets for connections that arrived on the Unix socket.
 # Dotted keys cannot come from a client: HTTP headers only ever become HTTP_* keys.
 OWNER_SOCKET_ENVIRON = "cmem.owner_socket"
+
+
+def _random_token(nbytes: int) -> str:
+    # The recipe of secrets.token_urlsafe; that module pulls in hmac and OpenSSL, which the
+    # supervisor (it makes the secret and the login tokens) is kept free of.
+    return base64.urlsafe_b64encode(os.urandom(nbytes)).rstrip(b"=").decode("ascii")
+
+
+def _sha256_hex(text: str) -> str:
+    """SHA-256 from CPython's built-in module, the same digest as hashlib's without mapping
+    OpenSSL (~4 MB resident) into the supervisor."""
+    for name in ("_sha2", "_sha256"):  # 3.12+, 3.11
+        try:
+            return str(importlib.import_module(name).sha256(text.encode()).hexdigest())
+        except ImportError:
+            continue
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def socket_path() -> Path:
@@ -52,13 +70,13 @@ def ensure_secret() -> str:
     except FileExistsError:
         return read_secret() or _replace_secret()
     with os.fdopen(fd, "w") as fh:
-        fh.write(secrets.token_urlsafe(32) + "\n")
+        fh.write(_random_token(32) + "\n")
     return read_secret()
 
 
 def _replace_secret() -> str:
     # An empty or unreadable file: write a fresh one atomically.
-    config.write_atomic(secret_path(), (secrets.token_urlsafe(32) + "\n").encode(), mode=0o600)
+    config.write_atomic(secret_path(), (_random_token(32) + "\n").encode(), mode=0o600)
     return read_secret()
 
 
@@ -77,6 +95,8 @@ def read_secret() -> str:
 
 
 def secret_matches(offered: str) -> bool:
+    import hmac
+
     expected = read_secret()
     return bool(expected) and bool(offered) and hmac.compare_digest(expected, offered)
 
@@ -91,7 +111,7 @@ def auth_headers() -> dict[str, str]:
 
 
 def _token_file(raw: str) -> Path:
-    return login_tokens_dir() / hashlib.sha256(raw.encode()).hexdigest()
+    return login_tokens_dir() / _sha256_hex(raw)
 
 
 def login_token_create(data_dir: Path | None = None) -> str:
@@ -99,9 +119,9 @@ def login_token_create(data_dir: Path | None = None) -> str:
     folder = login_tokens_dir(data_dir)
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     _prune_tokens(folder)
-    raw = secrets.token_urlsafe(24)
+    raw = _random_token(24)
     fd = os.open(
-        folder / hashlib.sha256(raw.encode()).hexdigest(),
+        folder / _sha256_hex(raw),
         os.O_WRONLY | os.O_CREAT | os.O_EXCL,
         0o600,
     )

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from memory import config
 from memory.agents.install import claude_code as installer
@@ -67,6 +69,41 @@ def _path_checks(settings_path: Path) -> list[Check]:
     return out
 
 
+def _entry_checks(hooks: dict[str, list[dict[str, Any]]]) -> list[Check]:
+    """The `-I -S` hook entry that install writes runs here: its interpreter starts, finds
+    cmem's package root without site-packages and answers `hook --help` (what a hook would
+    run, short of an event)."""
+    out: list[Check] = []
+    seen: set[tuple[str, str]] = set()
+    for hook in (h for group in hooks.values() for h in group):
+        root = installer.entry_root(hook)
+        if root is None:
+            continue
+        args = [str(a) for a in hook.get("args") or []]
+        key = (str(hook.get("command") or ""), args[3])
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            answer = subprocess.run(
+                [key[0], *args[:4], "hook", "--help"], capture_output=True, text=True, timeout=15
+            )
+            ok = answer.returncode == 0 and "usage: cmem hook" in answer.stdout
+        except (OSError, subprocess.TimeoutExpired):
+            ok = False
+        if ok:
+            out.append(Check("ok", f"hook entry resolves: {key[0]} -I -S, cmem from {root}"))
+        else:
+            out.append(
+                Check(
+                    "fail",
+                    f"hooks run {key[0]} -I -S with cmem from {root}, which does not start",
+                    "run `cmem install` again from the installation you use",
+                )
+            )
+    return out
+
+
 def _resolves(command: str) -> bool:
     return bool(shutil.which(command)) if "/" not in command else os.access(command, os.X_OK)
 
@@ -97,6 +134,7 @@ def _reach_checks(settings_path: Path) -> list[Check]:
         )
     elif hooks:
         out.append(Check("ok", f"hooks reach this data dir ({here})"))
+    out.extend(_entry_checks(hooks))
     entry = mcp_install.mcp_registered(home=Path.home())
     if entry is not None:
         command = str(entry.get("command") or "")
@@ -125,7 +163,7 @@ def _hook_checks(settings_path: Path) -> list[Check]:
             Check(
                 "fail",
                 f"cmem is installed twice: the plugin {plugin} and hooks in {settings_path} (every event would be captured twice)",
-                f"keep one: `cmem uninstall` (the plugin stays) or `claude plugin uninstall {plugin}`",
+                f"keep one: `cmem uninstall --keep-plugin` (the plugin stays) or `claude plugin uninstall {plugin}`",
             )
         ]
     if plugin:
@@ -303,6 +341,24 @@ def _provider_checks() -> list[Check]:
     ]
 
 
+def _search_checks() -> list[Check]:
+    """Search by meaning needs the embeddings extra; without it search is keyword-only."""
+    from memory.retrieval import embeddings
+
+    if embeddings.available():
+        return [
+            Check("ok", "search: hybrid (words and meaning; the embeddings extra is installed)")
+        ]
+    return [
+        Check(
+            "warn",
+            f"search: keyword only, search by meaning is off ({', '.join(embeddings.missing())} "
+            "not installed)",
+            embeddings.INSTALL_HINT,
+        )
+    ]
+
+
 def _access_checks() -> list[Check]:
     """The data dir (0700), the worker's credential (0600) and its socket: who can reach memory."""
     fixes = {
@@ -339,6 +395,7 @@ def doctor_checks(*, settings_path: Path | None = None) -> list[Check]:
         _database_checks,
         _spool_checks,
         _provider_checks,
+        _search_checks,
         _agent_checks,
     ):
         checks.extend(group())

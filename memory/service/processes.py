@@ -1,5 +1,5 @@
 """Processes by pid and process group: alive or not, which are cmem's and of this data dir,
-and signalling a whole group (a child runs in its own group with gunicorn's worker)."""
+and signalling a whole group (each child runs in its own group)."""
 
 from __future__ import annotations
 

@@ -7,23 +7,23 @@ Files in the data dir:
   the pid file alone cannot say that (claude-mem #1231: start trusted a stale pid file).
 - `worker.pid`: the supervisor's pid (written after the lock is taken, removed last). Its
   mtime is the start time `cmem status` reports uptime from.
-- `worker.children`: `{"server": pid, "consumer": pid}`, so `cmem stop` can take the whole
-  tree down even when the supervisor itself was killed.
+- `worker.children`: `{"server": pid, "consumer": pid}`: the process that runs each part
+  (one serving process runs both), so `cmem stop` can take the whole tree down even when
+  the supervisor itself was killed.
 - `worker.port`: `host port`, written once the server answers, read by the hook client.
-- `logs/worker.out`: stdout/stderr of a detached supervisor; `logs/server.log`: gunicorn.
+- `logs/worker.out`: stdout/stderr of a detached supervisor; `logs/cmem.log`: every process.
 """
 
 from __future__ import annotations
 
 import fcntl
-import http.client
+import functools
 import json
 import os
 import socket
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from memory import config
 
@@ -84,6 +84,10 @@ def out_path() -> Path:
 
 def health(address: Address, timeout: float = 1.0) -> dict[str, object] | None:
     """The worker's /api/health answer, or None when nothing (or not cmem) answers."""
+    # Imported here: the supervisor imports this module and is kept free of urllib and ssl.
+    import urllib.error
+    import urllib.request
+
     try:
         with urllib.request.urlopen(f"{address.url}/api/health", timeout=timeout) as resp:
             data = json.loads(resp.read())
@@ -94,23 +98,38 @@ def health(address: Address, timeout: float = 1.0) -> dict[str, object] | None:
     return None
 
 
-class _UnixConnection(http.client.HTTPConnection):
-    """HTTP over the worker's Unix socket: only the owner's worker can be listening there."""
+@functools.cache
+def _unix_connection() -> Any:
+    import http.client
 
-    def __init__(self, path: str, timeout: float) -> None:
-        super().__init__("localhost", timeout=timeout)
-        self._path = path
+    class UnixConnection(http.client.HTTPConnection):
+        """HTTP over the worker's Unix socket: only the owner's worker can be listening there."""
 
-    def connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
-        sock.connect(self._path)
-        self.sock = sock
+        def __init__(self, path: str, timeout: float) -> None:
+            super().__init__("localhost", timeout=timeout)
+            self._path = path
+
+        def connect(self) -> None:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(self.timeout)
+            sock.connect(self._path)
+            self.sock = sock
+
+    return UnixConnection
+
+
+def __getattr__(name: str) -> Any:
+    # `_UnixConnection` is built on first use: http.client stays out of the supervisor.
+    if name == "_UnixConnection":
+        return _unix_connection()
+    raise AttributeError(name)
 
 
 def owner_get(path: str, timeout: float = 2.0) -> dict[str, object] | None:
     """GET a JSON object from the local worker over its Unix socket, or None."""
-    conn = _UnixConnection(str(config.data_dir() / "worker.sock"), timeout)
+    import http.client
+
+    conn = _unix_connection()(str(config.data_dir() / "worker.sock"), timeout)
     try:
         conn.request("GET", path)
         resp = conn.getresponse()

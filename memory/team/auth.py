@@ -3,7 +3,9 @@
 A shared worker is reachable by everyone on the network, so every `/api/` call must carry
 `Authorization: Bearer <token>` of a live ApiToken (see memory/team/tokens.py); otherwise it is
 answered 401 before any view runs, so nothing is stored. Health stays open: the hook
-client and load balancers probe it. Pages then need a staff login (the admin's).
+client and load balancers probe it. Pages then need a staff login (the admin's), and a
+staff user sees every user's rows there. A token's request runs inside `viewer_scope`, so
+it reads and writes only its own user's rows (memory/team/scope.py).
 
 Off for the local single-user default (the worker binds loopback only); on with
 CLAUDE_MEM_REQUIRE_TOKEN=true, and always when the worker binds a non-loopback address.
@@ -19,6 +21,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from memory import config
 from memory.models import ApiToken
 from memory.netpolicy import is_loopback
+from memory.projects import request_remote_scope
 
 OPEN_API_PATHS = frozenset({"/api/health"})
 OPEN_PAGE_PREFIXES = ("/admin/", "/static/", "/favicon")
@@ -54,7 +57,14 @@ class ApiTokenMiddleware:
 
     def __call__(self, request: TokenRequest) -> HttpResponse:  # type: ignore[override]
         request.api_token = None
-        if not token_required():
+        required = token_required()
+        # A worker that needs tokens serves other machines: no path a request names is
+        # read from this server's disk (memory.projects.remote_request).
+        with request_remote_scope(required):
+            return self._handle(request, required)
+
+    def _handle(self, request: TokenRequest, required: bool) -> HttpResponse:
+        if not required:
             return self.get_response(request)
         path = request.path_info
         if path.startswith("/api/"):
@@ -76,7 +86,12 @@ class ApiTokenMiddleware:
             if token is None:
                 return _unauthorized("invalid or revoked API token")
             request.api_token = token
-            return self.get_response(request)
+            # Every service this request reaches reads and writes only what the token's
+            # user may (memory/team/scope.py); staff read everything.
+            from memory.team.scope import viewer_scope
+
+            with viewer_scope(user_id=token.user_id, staff=token.user.is_staff):
+                return self.get_response(request)
         if path.startswith(OPEN_PAGE_PREFIXES) or request.user.is_staff:
             return self.get_response(request)
         return redirect_to_login(request.get_full_path())

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
+from urllib.parse import urlencode
 
 from django import template
-from django.utils.html import escape
+from django.urls import reverse
+from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
 register = template.Library()
@@ -52,6 +54,14 @@ def duration(value: timedelta | None) -> str:
         return f"{minutes}m {seconds:02d}s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours}h {minutes:02d}m"
+
+
+@register.filter
+def usd(value: float | None) -> str:
+    """Dollars readable at every size ($0.0042, $0.42, $12.40), a minus sign when negative."""
+    from memory.recall.savings import usd as dollars
+
+    return dollars(float(value or 0.0))
 
 
 @register.filter
@@ -116,3 +126,29 @@ def marked(text: str, spans: Iterable[tuple[int, int]]) -> SafeString:
         at = end
     out.append(escape(text[at:]))
     return mark_safe("".join(out))
+
+
+@register.simple_tag
+def file_url(project: str, path: str) -> str:
+    """The file page of `path` in `project` (both escaped by reverse/urlencode)."""
+    return reverse("memory-file", args=[project or "unknown"]) + "?" + urlencode({"path": path})
+
+
+@register.simple_tag
+def file_link(project: str, path: str, label: str = "", css: str = "file-link") -> SafeString:
+    """An <a> to the file page; the text is `label` or the path, always escaped."""
+    return format_html(
+        '<a class="{}" href="{}" title="{}">{}</a>',
+        css,
+        file_url(project, path),
+        path,
+        label or path,
+    )
+
+
+@register.filter
+def feed_sort(item: Any) -> str:
+    """A feed item's order inside its session block, as a sortable string (memory.feed)."""
+    from memory.feed import feed_sort_key
+
+    return feed_sort_key(item)

@@ -2,12 +2,79 @@
 (function () {
   "use strict";
 
-  // Live updates by short polling of /live/?obs=&sum=&prompt= (see docs/readme/07-web-app.md).
-  // The server renders (and escapes) the new rows; we only insert its HTML.
+  // Live updates by short polling of /live/?obs=&sum=&prompt= (see docs/07-web-app.md).
+  // The server renders (and escapes) each new row and says where it belongs: its local day,
+  // its session and its order inside the session block (`sort`, a string that sorts like
+  // memory.feed.feed_group). The timeline slots each row there; My Work only counts them.
+  function fromHtml(html) {
+    var t = document.createElement("template");
+    t.innerHTML = html.trim();
+    return t.content.firstElementChild;
+  }
+
+  function lastSort(block) {
+    var items = block.querySelectorAll("[data-sort]");
+    return items.length ? items[items.length - 1].dataset.sort : "";
+  }
+
+  // Days run newest first; a missing day is created in its place.
+  function dayFor(feedRoot, item) {
+    var days = feedRoot.querySelectorAll("section.day[data-day]");
+    for (var i = 0; i < days.length; i++) {
+      if (days[i].dataset.day === item.day) return days[i];
+      if (days[i].dataset.day < item.day) {
+        var made = fromHtml(item.day_html);
+        feedRoot.insertBefore(made, days[i]);
+        return made;
+      }
+    }
+    var last = fromHtml(item.day_html);
+    feedRoot.appendChild(last);
+    return last;
+  }
+
+  // Blocks run newest first and hold one session's consecutive items, oldest first. The
+  // item joins the session's block it borders (above or below its place), else a new block
+  // of its session is made at its place.
+  function blockFor(day, item) {
+    var blocks = day.querySelectorAll(".block[data-session]");
+    var i = 0;
+    while (i < blocks.length && lastSort(blocks[i]) > item.sort) i++;
+    var above = i > 0 ? blocks[i - 1] : null;
+    var below = i < blocks.length ? blocks[i] : null;
+    var session = String(item.session);
+    if (above && above.dataset.session === session) return above;
+    if (below && below.dataset.session === session) return below;
+    var made = fromHtml(item.block_html);
+    if (below) day.insertBefore(made, below); else day.appendChild(made);
+    return made;
+  }
+
+  function slot(feedRoot, item) {
+    if (document.getElementById(item.id)) return false; // already shown
+    var block = blockFor(dayFor(feedRoot, item), item);
+    var row = fromHtml(item.html);
+    row.classList.add("is-new");
+    var rows = block.querySelectorAll("[data-sort]");
+    var before = null;
+    for (var i = 0; i < rows.length; i++) {
+      if (rows[i].dataset.sort > item.sort) { before = rows[i]; break; }
+    }
+    if (before) block.insertBefore(row, before); else block.appendChild(row);
+    var marker = block.querySelector(".new-count");
+    if (marker) {
+      var n = block.querySelectorAll(".is-new").length;
+      marker.textContent = n + " new";
+      marker.hidden = false;
+    }
+    return true;
+  }
+
   function startLive(root) {
     var status = document.getElementById("live-status");
     var interval = parseInt(root.dataset.interval, 10) || 4000;
     var mode = root.dataset.mode;
+    var feedRoot = document.getElementById("feed");
     var pending = 0;
     var timer = null;
     var failures = 0;
@@ -18,6 +85,29 @@
       status.textContent = text;
       status.classList.toggle("off", !!off);
     }
+
+    function setQueue(count) {
+      var box = document.getElementById("queue-status");
+      var text = document.getElementById("queue-text");
+      if (!box || !text || typeof count !== "number") return;
+      box.dataset.count = String(count);
+      text.textContent = count ? count + " event" + (count === 1 ? "" : "s") + " waiting for compression" : "Compression queue empty";
+    }
+
+    function showNew() {
+      var box = document.getElementById("live-new");
+      if (!box) return;
+      box.hidden = pending === 0;
+      document.getElementById("live-new-count").textContent = pending + " new since this page loaded";
+    }
+
+    var clear = document.getElementById("live-new-clear");
+    if (clear) clear.addEventListener("click", function () {
+      pending = 0;
+      document.querySelectorAll(".is-new").forEach(function (el) { el.classList.remove("is-new"); });
+      document.querySelectorAll(".new-count").forEach(function (el) { el.hidden = true; el.textContent = ""; });
+      showNew();
+    });
 
     function schedule(delay) {
       clearTimeout(timer);
@@ -34,11 +124,13 @@
         .then(function (data) {
           failures = 0;
           root.dataset.obs = data.obs; root.dataset.sum = data.sum; root.dataset.prompt = data.prompt;
+          setQueue(data.queue);
           if (data.count) {
-            if (mode === "insert") {
-              document.getElementById("live-items").insertAdjacentHTML("afterbegin", data.html);
+            if (mode === "insert" && feedRoot && data.items) {
+              data.items.forEach(function (item) { if (slot(feedRoot, item)) pending += 1; });
               var empty = document.querySelector(".empty");
-              if (empty) empty.remove();
+              if (empty && pending) empty.remove();
+              showNew();
             } else {
               pending += data.count;
               document.getElementById("live-count").textContent = pending + " new item" + (pending === 1 ? "" : "s") + " since this page loaded.";
@@ -78,6 +170,39 @@
     });
   }
 
+  // Settings: an "edited" marker on each value changed in the form (against what the page
+  // was served with), a count beside the save button, and the error summary focused.
+  function startSettings(form) {
+    var count = document.getElementById("edited-count");
+    function edited(el) {
+      if (el.type === "checkbox") return el.checked !== el.defaultChecked;
+      if (el.tagName === "SELECT") {
+        for (var i = 0; i < el.options.length; i++) {
+          if (el.options[i].selected !== el.options[i].defaultSelected) return true;
+        }
+        return false;
+      }
+      return el.value !== el.defaultValue;
+    }
+    function refresh(el) {
+      var row = el.closest(".setting");
+      if (!row) return;
+      var tag = row.querySelector(".tag-edited");
+      var on = edited(el) || row.classList.contains("is-edited-server");
+      row.classList.toggle("is-edited", on);
+      if (tag) tag.hidden = !on;
+      var n = form.querySelectorAll(".setting.is-edited").length;
+      if (count) count.textContent = n ? n + " edited, not saved yet" : "";
+    }
+    form.querySelectorAll(".setting.is-edited").forEach(function (row) { row.classList.add("is-edited-server"); });
+    form.addEventListener("input", function (e) { refresh(e.target); });
+    form.addEventListener("change", function (e) { refresh(e.target); });
+    var summary = document.getElementById("error-summary");
+    if (summary) summary.focus();
+    var n = form.querySelectorAll(".setting.is-edited").length;
+    if (count && n) count.textContent = n + " edited, not saved yet";
+  }
+
   // "/" focuses the page's search or text filter, as on most sites.
   document.addEventListener("keydown", function (e) {
     if (e.key !== "/" || e.ctrlKey || e.metaKey || e.altKey) return;
@@ -92,5 +217,7 @@
     if (live && window.fetch) startLive(live);
     var preview = document.getElementById("preview-form");
     if (preview && window.fetch) startPreview(preview);
+    var settings = document.getElementById("settings-form");
+    if (settings) startSettings(settings);
   });
 })();

@@ -53,6 +53,27 @@ def make_observation(
     )
 
 
+def make_file_rows(obs: Any, hashes: dict[str, str] | None = None) -> None:
+    """The gate's by-file rows for an observation, as memory.compression.store writes them."""
+    from memory.models import ObservationFile
+
+    hashes = hashes or {}
+    modified = list(obs.files_modified or [])
+    rows = [("modified", p) for p in modified]
+    rows += [("read", p) for p in obs.files_read or [] if p not in modified]
+    ObservationFile.objects.bulk_create(
+        ObservationFile(
+            observation=obs,
+            project=obs.project,
+            path=path,
+            role=role,
+            content_hash=hashes.get(path, ""),
+            created=obs.created,
+        )
+        for role, path in rows
+    )
+
+
 def make_summary(
     session: Any, *, prompt_number: int | None = None, minutes_ago: float = 0, **fields: Any
 ) -> Any:
@@ -144,12 +165,42 @@ def seed_demo() -> dict[str, Any]:
         files_read=["auth/views.py"],
         tool_name="Read",
     )
+    for obs in (o1, o2, o3):
+        make_file_rows(obs)
     return {
         "prompts": [p1.pk, p2.pk],
         "observations": [o1.pk, o2.pk, o3.pk],
         "deliverables": {"md": d1.pk, "html": d2.pk, "txt": d3.pk, "png": d4.pk},
         "sessions": [web.pk, api.pk],
     }
+
+
+def seed_file(root: str) -> dict[str, Any]:
+    """Project `filedemo` at `root`, whose app/cart.py two sessions touched: one read an
+    older version, the other modified it into what is on disk now."""
+    from tests.factories import SessionFactory
+
+    path = "app/cart.py"
+    with open(os.path.join(root, path), "rb") as fh:
+        now = fh.read()
+    first = SessionFactory(project="filedemo", root=root, session_id="sess-file-1")
+    make_prompt(first, "How does the cart total work?", minutes_ago=300)
+    old = make_observation(
+        first, "Cart total sums line items", minutes_ago=299, files_read=[path, "app/tax.py"]
+    )
+    make_file_rows(old, {path: hashlib.sha256(b"old version").hexdigest()})
+    second = SessionFactory(project="filedemo", root=root, session_id="sess-file-2")
+    make_prompt(second, "Round the cart total to cents", minutes_ago=30)
+    new = make_observation(
+        second,
+        "Cart total rounded to cents",
+        type="bugfix",
+        minutes_ago=29,
+        files_modified=[path],
+        tool_name="Edit",
+    )
+    make_file_rows(new, {path: hashlib.sha256(now).hexdigest()})
+    return {"observations": [old.pk, new.pk], "sessions": [first.pk, second.pk]}
 
 
 # A 1x1 PNG.
@@ -173,6 +224,46 @@ def _main(argv: list[str]) -> None:
         session = Session.objects.get(session_id="sess-web-1")
         obs = make_observation(session, argv[1], type="change", files_modified=["shop/cart.py"])
         print(json.dumps({"id": obs.pk}))
+    elif argv[0] == "observation-at":
+        from memory.models import Session
+
+        session = Session.objects.get(session_id=argv[3])
+        obs = make_observation(
+            session,
+            argv[1],
+            type="change",
+            minutes_ago=float(argv[2]),
+            files_modified=["shop/cart.py"],
+        )
+        print(json.dumps({"id": obs.pk}))
+    elif argv[0] == "pending-event":
+        from memory.models import Event, Session
+
+        session = Session.objects.get(session_id="sess-web-1")
+        # Claimed long ago by nobody: a compression that cannot run yet (no consumer picks
+        # up a row the test made behind its back).
+        event = Event.objects.create(
+            session=session, kind=Event.Kind.OBSERVATION, payload={}, status=Event.Status.CLAIMED
+        )
+        print(json.dumps({"id": event.pk}))
+    elif argv[0] == "fold":
+        from memory.models import Session
+
+        session = Session.objects.get(session_id="sess-web-1")
+        titles = [
+            "Parser cache invalidated",
+            "parser cache invalidated!",
+            "Parser  cache invalidated",
+        ]
+        made = [
+            make_observation(
+                session, title, type="change", minutes_ago=10 - i, files_modified=["shop/parser.py"]
+            ).pk
+            for i, title in enumerate(titles)
+        ]
+        print(json.dumps({"ids": made}))
+    elif argv[0] == "file":
+        print(json.dumps(seed_file(argv[1])))
     else:
         raise SystemExit(f"unknown command {argv[0]!r}")
 

@@ -12,6 +12,7 @@ import json
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,12 +28,13 @@ from tests.e2e.harness import (
     wait_until_compressed,
 )
 from tests.support.e2e_record import e2e_record
-from tests.support.paths import REPO
+from tests.support.paths import CMEM, REPO
 from tests.support.worker import LiveWorker, free_port, make_worker_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-RUN1, RUN2 = "PLUGIN-RUN-ONE", "PLUGIN-RUN-TWO"
+RUN1, RUN2, RUN3 = "PLUGIN-RUN-ONE", "PLUGIN-RUN-TWO", "PLUGIN-RUN-ATTACH"
+ATTACH = "mcp__plugin_cmem_cmem__work_state_write"
 TARGET = "".join(f"def view_{i}(request):\n    return {{'view': {i}}}\n\n\n" for i in range(60))
 
 
@@ -55,9 +57,16 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PluginWorld]:
     data.mkdir(mode=0o700)
     target = project / "views.py"
     target.write_text(TARGET)
+    (root / "summary.md").write_text("# Summary\n")
     scripts = {
         RUN1: [tool("Read", {"file_path": str(target)}), text("Read the views.")],
         RUN2: [tool("Read", {"file_path": str(target)}), text("Looked again.")],
+        # The plugin route's name for work_state_write, loaded through Claude Code's tool search.
+        RUN3: [
+            tool("ToolSearch", {"query": f"select:{ATTACH}"}),
+            tool(ATTACH, {"paths": [str(root / "summary.md")], "title": "Summary"}),
+            text("Attached the summary."),
+        ],
     }
     api = FakeClaudeAPI(scripts=scripts).start()
     port = free_port()
@@ -136,3 +145,42 @@ def test_the_index_names_the_plugins_tools_and_the_gate_refuses(ran: PluginWorld
     refused = tool_results(ran.sent[RUN2][-1])[0]
     assert refused.get("is_error") is True and "Current:" in str(refused["content"])
     assert "mcp__plugin_cmem_cmem__smart_outline(" in str(refused["content"])
+
+
+def test_work_state_write_attaches_through_the_plugins_name(ran: PluginWorld) -> None:
+    """After the capture tests: its session comes after the two they count."""
+    done = ran.claude.run(f"{RUN3}: attach the summary", timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.result.get("result") == "Attached the summary.", done.result
+    answers = [str(r.get("content")) for b in ran.api.requests_for(RUN3) for r in tool_results(b)]
+    assert any("will be attached to the current request" in a for a in answers), answers
+    rows = wait_for(
+        lambda: query(
+            ran.worker,
+            "SELECT original_path, attached, title FROM deliverables_deliverable",
+        ),
+        timeout=30,
+    )
+    assert [(r["original_path"].rsplit("/", 1)[-1], r["attached"], r["title"]) for r in rows] == [
+        ("summary.md", 1, "Summary")
+    ]
+
+
+def test_cmem_uninstall_removes_the_plugin_through_the_real_cli(ran: PluginWorld) -> None:
+    """Last in this module: it takes the plugin away. `cmem uninstall` finds the plugin route
+    and runs the real `claude plugin uninstall` (on the hooks' PATH here), which removes it from
+    Claude Code's settings; the recorded route goes with it."""
+    env = {**ran.claude.env, "PATH": f"{ran.claude.binary.parent}:{ran.claude.env['PATH']}"}
+    env.pop("CLAUDE_MEM_WORKER_PORT", None)  # uninstall never needs the worker
+    done = subprocess.run(
+        [CMEM, "uninstall"], env=env, cwd=Path(env["HOME"]), capture_output=True, text=True, timeout=180
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Claude Code plugin cmem@cmem removed (`claude plugin uninstall`)" in done.stdout
+    settings = json.loads(ran.claude.settings.read_text())
+    assert "cmem@cmem" not in (settings.get("enabledPlugins") or {}) and "hooks" not in settings
+    assert not (ran.worker.data_dir / "install-route").exists()
+    listed = subprocess.run(
+        [str(ran.claude.binary), "plugin", "list"], env=env, capture_output=True, text=True, timeout=120
+    )  # fmt: skip
+    assert "cmem@cmem" not in listed.stdout, listed.stdout

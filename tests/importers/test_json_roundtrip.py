@@ -100,6 +100,10 @@ def seed() -> None:
             size=12,
             sha256="cd" * 32,
             content_type="text/markdown",
+            # One attached with work_state_write: the mark, title and note round-trip too.
+            attached=n == 0,
+            title="Weekly report" if n == 0 else "",
+            note="for the review" if n == 0 else "",
             created=T0 + timedelta(days=n, minutes=55),
         )
 
@@ -130,6 +134,8 @@ def test_round_trip_into_an_empty_database_loses_nothing(tmp_path: Path) -> None
     second = export(tmp_path / "two.json")
     assert second == first
     assert Deliverable.objects.filter(prompt__number=2).count() == 3
+    attached = Deliverable.objects.get(attached=True)
+    assert (attached.title, attached.note) == ("Weekly report", "for the review")
     assert LedgerEntry.objects.filter(kind="gate_deny").count() == 3
 
 

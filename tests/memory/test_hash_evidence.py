@@ -118,3 +118,23 @@ def test_zh_titles_for_hash_changes(root: Path, monkeypatch: pytest.MonkeyPatch)
     add_event(second, read(root, "b" * 64))
     session_events_process_task(second.pk)
     assert [c.title for c in changes_of(second)] == ["schema.py 在会话之外被修改"]
+
+
+def test_a_teammates_hash_is_not_evidence_in_another_users_memory(root: Path) -> None:
+    """Team mode: Alice's hash of the file (an observation file and a file view) must not
+    become a "changed" note in Bob's memory; his own earlier hash still does."""
+    from django.contrib.auth import get_user_model
+
+    alice, bob = (get_user_model().objects.create(username=n) for n in ("alice", "bob"))
+    first = SessionFactory(root=root, session_id="s-alice", owner=alice)
+    add_event(first, read(root, "a" * 64))
+    session_events_process_task(first.pk)
+    FileView.objects.create(session=first, path=str(root / "schema.py"), content_hash="c" * 64)
+    second = SessionFactory(root=root, session_id="s-bob", owner=bob)
+    add_event(second, read(root, "b" * 64))
+    session_events_process_task(second.pk)
+    assert changes_of(second) == []
+    third = SessionFactory(root=root, session_id="s-bob-2", owner=bob)
+    add_event(third, read(root, "d" * 64))
+    session_events_process_task(third.pk)
+    assert [c.title for c in changes_of(third)] == ["schema.py changed outside the session"]

@@ -154,7 +154,8 @@ def test_cmem_stats_prints_net_savings(client, root) -> None:
     call_command("stats", stdout=out)
     text = out.getvalue()
     net = ledger_report().total.net
-    assert text.startswith(f"cmem token ledger, all projects, last 30 days: net {net:+,} tokens")
+    assert text.startswith("cmem ledger, all projects, last 30 days: net $")
+    assert f"token ledger: net {net:+,} tokens" in text
     assert "per day" in text and "per project" in text and "per session" in text
     assert "proj" in text
     out = StringIO()

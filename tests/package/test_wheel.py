@@ -9,7 +9,9 @@ runs the installed `cmem`, never the checkout's.
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -24,7 +26,9 @@ import pytest
 from tests.support.paths import REPO
 from tests.support.worker import free_port, make_worker_env
 
-pytestmark = [pytest.mark.package, pytest.mark.slow]
+# pip resolving and installing the runtime set into a fresh venv is most of the module's
+# time (minutes on a loaded 2-core machine): above pytest's default 300 s per test.
+pytestmark = [pytest.mark.package, pytest.mark.slow, pytest.mark.timeout(900)]
 
 PAGES = ["/", "/live/", "/search/?q=checkout", "/settings/", "/stats/", "/work/", "/admin/login/", "/api/docs", "/api/health"]  # fmt: skip
 
@@ -36,6 +40,7 @@ class Installed:
     folder: Path  # an empty working folder, outside the checkout
     env: dict[str, str]
     url: str
+    wheel: Path
 
 
 def _run(installed: Installed, *args: str, stdin: str = "", timeout: float = 180) -> subprocess.CompletedProcess[str]:  # fmt: skip
@@ -98,6 +103,7 @@ def installed() -> Iterator[Installed]:
         folder=folder,
         env=env,
         url=f"http://127.0.0.1:{port}",
+        wheel=wheel,
     )
     started = _run(it, "start")
     assert started.returncode == 0, started.stdout + started.stderr
@@ -220,3 +226,64 @@ def test_starting_twice_reports_the_running_worker(installed: Installed) -> None
     status = _run(installed, "status", "--json")
     pid = json.loads(status.stdout)["pid"]
     assert f"(pid {pid})" in again.stdout and f"(pid {pid})" in served.stdout
+
+
+def test_the_runtime_set_is_lean_and_search_says_it_is_keyword_only(installed: Installed) -> None:
+    # Team mode, search by meaning and the test tools are extras: not in a plain install.
+    site = next(installed.venv.glob("lib/python3*/site-packages"))
+    for name in ("numpy", "wordllama", "tokenizers", "psycopg", "redis", "pytest", "playwright"):
+        assert not (site / name).exists(), name
+    _sign_in(installed)
+    status, _, body = _get(f"{installed.url}/api/search?q=checkout&mode=hybrid")
+    data = json.loads(body)
+    assert status == 200 and data["mode"] == "keyword"
+    assert "search by meaning is off" in data["note"] and "cmem[embeddings]" in data["note"]
+    doctor = _run(installed, "doctor")
+    assert "search: keyword only, search by meaning is off" in doctor.stdout
+    status_text = _run(installed, "status").stdout
+    assert "search   keyword only" in status_text
+    # Team mode without its extra: one sentence naming it, not Django's driver traceback.
+    team = subprocess.run(
+        [str(installed.cmem), "status"], cwd=installed.folder, capture_output=True, text=True,
+        env={**installed.env, "CLAUDE_MEM_DATABASE_URL": "postgres://cmem@127.0.0.1:9/cmem"}, timeout=120,
+    )  # fmt: skip
+    assert (
+        team.returncode == 1 and "psycopg is not installed: install the team extra" in team.stderr
+    )
+    assert "Traceback" not in team.stderr
+
+
+def _uv() -> str:
+    """uv from PATH, or the one `make` bootstrapped into the checkout (.tools/uv)."""
+    found = shutil.which("uv") or str(REPO / ".tools" / "uv" / "bin" / "uv")
+    assert os.access(found, os.X_OK), "uv is missing: `make setup` bootstraps it into .tools/uv"
+    return found
+
+
+def test_uv_tool_install_of_the_wheel_with_and_without_embeddings(installed: Installed) -> None:
+    """The README's install line: `uv tool install WHEEL`, and the extra spelled as it says."""
+    root = installed.folder.parent / "uv-tool"
+    env = {
+        **installed.env,
+        "UV_TOOL_DIR": str(root / "tools"),
+        "UV_TOOL_BIN_DIR": str(root / "bin"),
+        "UV_PYTHON_DOWNLOADS": "never",
+        "UV_PYTHON": sys.executable,
+    }
+    for spec in (str(installed.wheel), f"cmem[embeddings] @ {installed.wheel}"):
+        done = subprocess.run(
+            [_uv(), "tool", "install", "-q", "--force", spec], env=env, capture_output=True,
+            text=True, timeout=900,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        version = subprocess.run(
+            [str(root / "bin" / "cmem"), "--version"], env=env, cwd=installed.folder,
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert version.returncode == 0 and version.stdout.startswith("cmem "), version.stderr
+    # With the extra, doctor in that install finds search by meaning.
+    doctor = subprocess.run(
+        [str(root / "bin" / "cmem"), "doctor"], env={**env, "CLAUDE_MEM_DATA_DIR": str(root / "data")},
+        cwd=installed.folder, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert "search: hybrid (words and meaning" in doctor.stdout, doctor.stdout

@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
 from django.test import Client
+from django.urls import reverse
 
-from memory.models import Event, Observation, Prompt, Session
+from memory.models import Event, Observation, ObservationFile, Prompt, Session
 from tests.factories import SessionFactory
 
 pytestmark = pytest.mark.django_db
@@ -457,6 +459,10 @@ def test_html_from_prompts_and_tool_output_is_escaped_on_every_page(
         "/settings/",
     ]
     pages += [f"/observations/{pk}/" for pk in Observation.objects.values_list("pk", flat=True)]
+    pages += [
+        reverse("memory-file", args=[project]) + "?" + urlencode({"path": path})
+        for project, path in ObservationFile.objects.values_list("project", "path")
+    ]
     assert len(pages) > 8, "the offline compressor stored no observation"
     for page in pages:
         resp = client.get(page)
@@ -505,6 +511,8 @@ def test_no_page_or_api_answers_5xx_to_odd_query_strings(client: Client) -> None
         "/api/ledger",
         "/api/stats",
         "/api/deliverables",
+        "/projects/webshop/file/",
+        "/projects/%3Cscript%3E/file/",
     ]
     for url in urls:
         for value in odd:

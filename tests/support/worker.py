@@ -34,12 +34,13 @@ def free_port() -> int:
 
 @dataclass
 class LiveWorker:
-    """A real `cmem serve` (gunicorn + huey consumer) on a free port with its own data dir."""
+    """A real `cmem serve` (supervisor + one serving process) on a free port, own data dir."""
 
     data_dir: Path
     port: int
     env: dict[str, str] = field(default_factory=dict)
     proc: subprocess.Popen[bytes] | None = None
+    serve_args: tuple[str, ...] = ()
 
     @property
     def url(self) -> str:
@@ -48,7 +49,7 @@ class LiveWorker:
     def start(self, timeout: float = 30.0) -> None:
         log = open(self.data_dir / "serve.out", "ab")  # noqa: SIM115 - the worker child writes to it until it stops
         self.proc = subprocess.Popen(
-            [CMEM, "serve"],
+            [CMEM, "serve", *self.serve_args],
             env=self.env,
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -71,6 +71,60 @@ def hook_command(path_env: str | None = None) -> str:
     return str(own)
 
 
+# The -c line of the stdlib hook entry (memory/hook_entry.py): the package root is spelled in
+# it, since `-S` leaves site-packages (and the editable install's path entry) off sys.path.
+HOOK_ENTRY_CODE = "import sys;sys.path.insert(0,{root!r});from memory.hook_entry import run;run()"
+ENTRY_FLAGS = ["-I", "-S", "-c"]
+
+
+def package_root() -> Path:
+    """The folder holding this installation's `memory` package (site-packages or a checkout)."""
+    return Path(__file__).resolve().parents[3]
+
+
+def hook_entry_argv() -> list[str]:
+    """What Claude Code's hooks run before `hook claude-code <event>`: this installation's
+    interpreter with `-I -S` and the stdlib entry. It starts faster than the `cmem` console
+    script (no site-packages scan or `.pth` files; `cmem bench hooks` / `bench lean` measure
+    both) and needs no PATH lookup; it behaves exactly as `cmem hook`."""
+    return [sys.executable, *ENTRY_FLAGS, HOOK_ENTRY_CODE.format(root=str(package_root()))]
+
+
+def hook_args(hook: Any) -> list[str] | None:
+    """The `hook claude-code <event> …` part of one of our installed hooks (either form:
+    `cmem hook …` or the `-I -S` entry), else None."""
+    if not isinstance(hook, dict):
+        return None
+    command = str(hook.get("command") or "")
+    args = hook.get("args")
+    if not isinstance(args, list):
+        return None
+    words = [str(a) for a in args]
+    if command == "cmem" or command.endswith("/cmem"):
+        return words
+    if words[:3] == ENTRY_FLAGS and len(words) > 3 and "memory.hook_entry" in words[3]:
+        return words[4:]
+    return None
+
+
+def entry_root(hook: Any) -> str | None:
+    """The package root an installed `-I -S` entry puts on sys.path (for doctor), else None."""
+    args = hook.get("args") if isinstance(hook, dict) else None
+    if not isinstance(args, list) or len(args) < 4 or [str(a) for a in args[:3]] != ENTRY_FLAGS:
+        return None
+    head, sep, rest = str(args[3]).partition("sys.path.insert(0,")
+    if not sep:
+        return None
+    literal = rest.split(")", 1)[0]
+    import ast
+
+    try:
+        value = ast.literal_eval(literal)
+    except (ValueError, SyntaxError):
+        return None
+    return value if isinstance(value, str) else None
+
+
 def custom_data_dir() -> str | None:
     """This cmem's data dir when it is not the default one, else None.
 
@@ -94,14 +148,18 @@ def hook_data_dir(args: list[str]) -> str | None:
     return None
 
 
-def hook_entries(*, command: str, data_dir: str | None = None) -> dict[str, list[dict[str, Any]]]:
-    """The matcher groups cmem adds, per Claude Code event (also used for the plugin folder)."""
+def hook_entries(
+    *, command: str, data_dir: str | None = None, entry: list[str] | None = None
+) -> dict[str, list[dict[str, Any]]]:
+    """The matcher groups cmem adds, per Claude Code event (also used for the plugin folder).
+    With `entry` (hook_entry_argv()) the hooks run it instead of `command`."""
+    program, prefix = (entry[0], entry[1:]) if entry else (command, [])
     entries: dict[str, list[dict[str, Any]]] = {}
     for claude_event, matcher, event, timeout, is_async in HOOKS:
         hook: dict[str, Any] = {
             "type": "command",
-            "command": command,
-            "args": ["hook", "claude-code", event, *data_dir_args(data_dir)],
+            "command": program,
+            "args": [*prefix, "hook", "claude-code", event, *data_dir_args(data_dir)],
             "timeout": timeout,
         }
         if is_async:
@@ -119,10 +177,7 @@ def is_cmem_hook(hook: Any) -> bool:
     command = str(hook.get("command") or "")
     args = hook.get("args")
     if isinstance(args, list):
-        return (command == "cmem" or command.endswith("/cmem")) and [str(a) for a in args[:2]] == [
-            "hook",
-            "claude-code",
-        ]
+        return (hook_args(hook) or [])[:2] == ["hook", "claude-code"]
     # Shell form, as an older install or a hand edit might have it.
     words = command.split()
     return (
@@ -238,11 +293,14 @@ def hooks_remove(*, path: Path, is_ours: Callable[[Any], bool]) -> InstallReport
     return InstallReport(path=path, changed=True, backup=settings_write(path, new, original))
 
 
-def settings_install(*, path: Path, command: str, data_dir: str | None = None) -> InstallReport:
-    """Add cmem's hooks to `path` (replacing any older cmem entries), keeping everything else."""
+def settings_install(
+    *, path: Path, command: str, data_dir: str | None = None, entry: list[str] | None = None
+) -> InstallReport:
+    """Add cmem's hooks to `path` (replacing any older cmem entries), keeping everything else.
+    `cmem install` passes `entry` (the `-I -S` hook entry); `command` is then only reported."""
     return hooks_add(
         path=path,
-        entries=hook_entries(command=command, data_dir=data_dir),
+        entries=hook_entries(command=command, data_dir=data_dir, entry=entry),
         is_ours=is_cmem_hook,
         command=command,
     )

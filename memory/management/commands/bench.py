@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 # Each benchmark is a module memory/benchmarks/<name>.py with
 # `add_arguments(parser)` (optional) and `run(*, out, options) -> None`.
 BENCHMARKS = [
+    "lean",
     "worker",
     "hooks",
     "compress",
@@ -20,6 +21,7 @@ BENCHMARKS = [
     "recall",
     "recall_pg",
     "offline",
+    "economy",
 ]
 
 

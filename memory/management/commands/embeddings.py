@@ -5,10 +5,11 @@ from __future__ import annotations
 from argparse import ArgumentParser
 from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from rich.progress import Progress
 
-from memory.retrieval.embeddings import KINDS, store
+from memory.retrieval import embeddings
+from memory.retrieval.embeddings import INSTALL_HINT, KINDS, store
 from memory.retrieval.embeddings.model import get_model
 
 
@@ -23,6 +24,10 @@ class Command(BaseCommand):
         parser.add_argument("--no-progress", action="store_true", help="No progress bar.")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if embeddings.missing():
+            raise CommandError(
+                f"search by meaning is not installed ({', '.join(embeddings.missing())} missing): {INSTALL_HINT}"
+            )
         model = get_model()
         pending = {kind: store.pending_count(kind, model.version) for kind in KINDS}
         if options["action"] == "status":

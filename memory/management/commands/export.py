@@ -3,9 +3,11 @@ from __future__ import annotations
 from argparse import ArgumentParser
 from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
 
 from memory.importers.json_io import export_write, memory_export
+from memory.team.scope import viewer_scope
 
 
 class Command(BaseCommand):
@@ -14,9 +16,21 @@ class Command(BaseCommand):
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("file", help="Where to write the export; - for stdout.")
         parser.add_argument("--project", default="", help="Only this project.")
+        parser.add_argument(
+            "--user",
+            default="",
+            help="Team mode: only what this user's token may export (their own sessions).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        document = memory_export(project=options["project"])
+        if options["user"]:
+            user = get_user_model().objects.filter(username=options["user"]).first()
+            if user is None:
+                raise CommandError(f"no user named {options['user']!r}")
+            with viewer_scope(user_id=user.pk, staff=user.is_staff):
+                document = memory_export(project=options["project"])
+        else:
+            document = memory_export(project=options["project"])
         export_write(document=document, path=options["file"])
         sessions = document["sessions"]
         counts = {

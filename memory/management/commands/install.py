@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import sys
 from argparse import ArgumentParser
 from pathlib import Path
 from typing import Any
@@ -68,7 +69,9 @@ class Command(BaseCommand):
         command = installer.hook_command()
         data_dir = installer.custom_data_dir()
         try:
-            report = installer.settings_install(path=path, command=command, data_dir=data_dir)
+            report = installer.settings_install(
+                path=path, command=command, data_dir=data_dir, entry=installer.hook_entry_argv()
+            )
         except installer.InstallError as exc:
             raise CommandError(str(exc)) from None
         if report.changed:
@@ -77,8 +80,7 @@ class Command(BaseCommand):
         else:
             self.stdout.write(f"cmem hooks already installed in {path}")
         routes.route_record("settings")
-        if command != "cmem":
-            self.stdout.write(f"`cmem` is not on the PATH hooks see, so hooks run {command}")
+        self.stdout.write(f"hooks run {sys.executable} -I -S with cmem's stdlib hook entry")
         if data_dir:
             self.stdout.write(f"hooks and the MCP server use the data dir {data_dir}")
         if not options["no_mcp"]:

@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from memory.retrieval.search.query import KINDS, MODES, SearchHit, SearchQuery
-from memory.retrieval.search.service import search
+from memory.retrieval.search.service import effective_mode, mode_note, search
 
 MARKS = {"observation": "#", "summary": "#S", "prompt": "#P"}
 
@@ -77,9 +77,13 @@ class Command(BaseCommand):
             limit=max(1, options["limit"]), mode=options["mode"],
         )  # fmt: skip
         hits = search(query)
+        note = mode_note(query.mode)
         if options["json"]:
-            self.stdout.write(json.dumps({"results": [h.as_dict() for h in hits]}, indent=2))
+            out = {"mode": effective_mode(query.mode), "note": note}
+            self.stdout.write(json.dumps({**out, "results": [h.as_dict() for h in hits]}, indent=2))
             return
+        if note:
+            self.stderr.write(f"cmem: {note}")
         if hits:
             width = shutil.get_terminal_size((100, 24)).columns
             for row in hit_rows(hits, width=width):

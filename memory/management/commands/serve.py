@@ -20,6 +20,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--no-migrate", action="store_true", help="Skip applying migrations first."
         )
+        parser.add_argument(
+            "--ensure-admin",
+            action="store_true",
+            help="Also create the local admin login if there is none, and say how to log in "
+            "(what `make run` does: one Django start instead of three).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         address = worker.worker_address()
@@ -42,6 +48,8 @@ class Command(BaseCommand):
         if not options["no_migrate"] and not schema_stamp.is_current(database):
             call_command("migrate", interactive=False, verbosity=0)
             schema_stamp.record(database)
+        if options["ensure_admin"]:
+            call_command("ensure_admin")
         # The supervisor only spawns, watches and signals: it needs no Django, so this
         # process becomes a lean one (same pid, so `cmem start` and the pid file still name
         # it) instead of keeping ~60 MB of Django resident for the worker's whole life.

@@ -6,7 +6,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from memory.recall.ledger import LedgerLine, LedgerReport, ledger_report
+from memory.recall.ledger import LedgerLine
+from memory.recall.savings import Savings, savings, usd
 
 SECTIONS = ("day", "project", "session")
 
@@ -31,19 +32,36 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        report = ledger_report(project=options["project"], days=max(1, options["days"]))
+        found = savings(project=options["project"], days=max(1, options["days"]))
+        report = found.report
         if options["json"]:
-            self.stdout.write(json.dumps(report.as_dict(), indent=2))
+            data = {
+                **report.as_dict(),
+                "billing": found.billing,
+                "net_usd": round(found.net_usd, 6),
+            }
+            self.stdout.write(json.dumps(data, indent=2))
             return
-        self.write_report(report, by=options["by"], sessions=options["sessions"])
+        self.write_report(found, by=options["by"], sessions=options["sessions"])
 
-    def write_report(self, report: LedgerReport, *, by: str, sessions: int) -> None:
+    def write_report(self, found: Savings, *, by: str, sessions: int) -> None:
+        report = found.report
         scope = f"project {report.project}" if report.project else "all projects"
         total = report.total
         self.stdout.write(
-            f"cmem token ledger, {scope}, last {report.days} days: net {total.net:+,} tokens "
+            f"cmem ledger, {scope}, last {report.days} days: net {usd(found.net_usd)} "
+            f"({found.money_label}): {found.net_line}"
+        )
+        for tile in found.tiles:
+            self.stdout.write(
+                f"  {tile.title}: {usd(tile.usd)}, {tile.tokens:,} tokens. {tile.help}"
+            )
+        self.stdout.write(f"  {found.billing_line}")
+        self.stdout.write(
+            f"token ledger: net {total.net:+,} tokens "
             f"(avoided {total.avoided:,}, shown {total.shown:,}, observer {total.spent:,}; "
-            f"{total.denials} reads refused, {total.retries} retried, {total.injections} indexes injected)"
+            f"{total.denials} reads refused, {total.retries} retried, {total.injections} indexes injected, "
+            f"{total.memory_tools} memory-tool answers)"
         )
         if report.observer:
             self.stdout.write(
@@ -68,10 +86,10 @@ class Command(BaseCommand):
             self.stdout.write("  (nothing recorded)")
             return
         width = max(len(line.label or line.key) for line in lines)
-        header = f"  {'':<{width}}  {'net':>10}  {'avoided':>10}  {'shown':>9}  {'observer':>10}  {'refused':>7}  {'retried':>7}"
+        header = f"  {'':<{width}}  {'net $':>9}  {'net':>10}  {'avoided':>10}  {'shown':>9}  {'observer':>10}  {'refused':>7}  {'retried':>7}"
         self.stdout.write(header)
         for line in lines:
             self.stdout.write(
-                f"  {line.label or line.key:<{width}}  {line.net:>+10,}  {line.avoided:>10,}  {line.shown:>9,}  "
+                f"  {line.label or line.key:<{width}}  {usd(line.usd_net):>9}  {line.net:>+10,}  {line.avoided:>10,}  {line.shown:>9,}  "
                 f"{line.spent:>10,}  {line.denials:>7}  {line.retries:>7}"
             )

@@ -40,6 +40,13 @@ def observer_sources() -> dict[str, str]:
     return {"provider": choice.name, "why": choice.why, **sources}
 
 
+def search_modes() -> dict[str, Any]:
+    """Whether search by meaning is installed (the embeddings extra) in this environment."""
+    from memory.retrieval import embeddings
+
+    return {"semantic": embeddings.available(), "note": embeddings.unavailable_note()}
+
+
 class Command(BaseCommand):
     help = "Say whether the cmem worker runs, with pid, URL, version, uptime and pending work."
 
@@ -69,6 +76,7 @@ class Command(BaseCommand):
                         "pending": pending,
                         "stale": state.stale_reason or None,
                         "observer": observer_sources(),
+                        "search": search_modes(),
                     }
                 )
             )
@@ -78,6 +86,11 @@ class Command(BaseCommand):
             self.stdout.write(f"  observer {observer['provider']} ({observer['why']})")
             self.stdout.write(f"    key      from {observer['key']}")
             self.stdout.write(f"    base URL from {observer['base_url']}")
+            search = search_modes()
+            if search["semantic"]:
+                self.stdout.write("  search   hybrid: words and meaning")
+            else:
+                self.stdout.write(f"  search   keyword only: {search['note']}")
         if not state.running:
             raise SystemExit(NOT_RUNNING)
 

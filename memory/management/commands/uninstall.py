@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 from memory.agents.install import claude_code as installer
 from memory.agents.install import codex as codex_install
 from memory.agents.install import mcp as mcp_install
+from memory.agents.install import routes
 from memory.agents.install.agents import AGENTS, agent_uninstall
 from memory.management.install_arguments import (
     add_agent_arguments,
@@ -18,12 +19,21 @@ from memory.management.install_arguments import (
 
 
 class Command(BaseCommand):
-    help = "Remove cmem's hooks (and only them) from Claude Code's settings, and its MCP server."
+    help = (
+        "Remove cmem from Claude Code, whichever way it was installed: its hooks (and only them) "
+        "in settings.json, its MCP server, and the cmem plugin (through `claude plugin "
+        "uninstall` when `claude` is on PATH; else it says what to run)."
+    )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         add_claude_settings_argument(parser)
         parser.add_argument(
             "--keep-mcp", action="store_true", help="Leave the MCP server registered."
+        )
+        parser.add_argument(
+            "--keep-plugin",
+            action="store_true",
+            help="Leave the Claude Code plugin installed (remove only the settings.json hooks).",
         )
         parser.add_argument(
             "--codex", action="store_true", help="Remove the Codex CLI hooks instead."
@@ -54,6 +64,8 @@ class Command(BaseCommand):
             self.stdout.write(f"your memory stays in {installer.config.data_dir()}")
             return
         path = options["claude_settings"] or installer.claude_settings_path()
+        # Both routes, so that neither leaves hooks behind (an earlier `cmem install` under
+        # the plugin, or a plugin added after it).
         try:
             report = installer.settings_uninstall(path=path)
         except installer.InstallError as exc:
@@ -63,7 +75,29 @@ class Command(BaseCommand):
             note = mcp_install.mcp_unregister(home=Path.home())
             if note:
                 self.stdout.write(note)
+        self._plugin(path, keep=options["keep_plugin"])
         self.stdout.write(f"your memory stays in {installer.config.data_dir()}")
+
+    def _plugin(self, path: Path, *, keep: bool) -> None:
+        """The plugin route: removed (or how to), and the recorded route follows what is left."""
+        plugin = routes.plugin_installed(path)
+        if not plugin:
+            routes.route_clear()
+            return
+        if keep:
+            self.stdout.write(f"the Claude Code plugin {plugin} stays and provides cmem's hooks")
+            routes.route_record("plugin")
+            return
+        removal = routes.plugin_remove(
+            plugin, settings=path, default_settings=installer.claude_settings_path()
+        )
+        if removal.removed:
+            self.stdout.write(removal.message)
+            routes.route_clear()
+            return
+        # Still enabled: its hooks still run, so the route (and the tool names) stay "plugin".
+        self.stdout.write(f"the Claude Code plugin {plugin} is still installed: {removal.message}")
+        routes.route_record("plugin")
 
     def _say_removed(self, what: str, report: installer.InstallReport) -> None:
         if report.changed:

@@ -1,7 +1,16 @@
-"""Embeddings: the bundled static model, vectors stored next to their rows, nearest-row scans."""
+"""Embeddings: the bundled static model, vectors stored next to their rows, nearest-row scans.
+
+The model and numpy come with the `embeddings` extra (about 120 MB: numpy and its OpenBLAS,
+wordllama, tokenizers and what tokenizers pulls), kept out of the runtime set so that a plain
+install stays small. Without it `available()` is false: search answers by keyword and says
+so (API `mode`/`note`, MCP, `cmem search`, the search page), nothing is embedded, prompt-time
+recall stays quiet, and `cmem doctor`/`status` name the missing packages.
+"""
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import os
 
 # A search is one matrix-vector product: memory-bound, and on a small shared machine
@@ -16,3 +25,30 @@ from typing import Literal
 # this package, so this package does not import search back).
 Kind = Literal["observation", "summary", "prompt"]
 KINDS: tuple[Kind, ...] = ("observation", "summary", "prompt")
+
+# What the bundled model needs at run time (memory/retrieval/embeddings/model.py).
+REQUIRED = ("numpy", "tokenizers", "safetensors", "wordllama")
+INSTALL_HINT = (
+    "install the embeddings extra into cmem's environment (`uv tool install 'cmem[embeddings]'`, "
+    "`pipx install 'cmem[embeddings]'`, or from a checkout `make run EXTRAS=embeddings`)"
+)
+
+
+@functools.cache
+def missing() -> tuple[str, ...]:
+    """The packages of the embeddings extra that are not installed (found without importing)."""
+    return tuple(name for name in REQUIRED if importlib.util.find_spec(name) is None)
+
+
+def available() -> bool:
+    return not missing()
+
+
+def unavailable_note() -> str:
+    """One sentence for every surface that would have searched by meaning; "" when it can."""
+    if available():
+        return ""
+    return (
+        f"search by meaning is off ({', '.join(missing())} not installed), so search answers by "
+        f"keyword; for meaning, {INSTALL_HINT}"
+    )

@@ -37,7 +37,7 @@ class EmbeddingModel:
     """A token table and its tokenizer. `version` is stored with every vector."""
 
     version: str
-    table: Any  # np.ndarray (vocab, dim) float32
+    table: Any  # np.ndarray (vocab, dim), float16 or float32 as stored
     tokenizer: Any  # tokenizers.Tokenizer
 
     @property
@@ -60,7 +60,7 @@ class EmbeddingModel:
         np.clip(ids, 0, self.table.shape[0] - 1, out=ids)
         starts = np.concatenate(([0], np.cumsum(lengths[nonempty])[:-1]))
         # Sum of each text's token rows in one pass, no padding.
-        sums = np.add.reduceat(self.table[ids], starts, axis=0)
+        sums = np.add.reduceat(self.table[ids].astype(np.float32, copy=False), starts, axis=0)
         norms = np.linalg.norm(sums, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         out[nonempty] = sums / norms
@@ -84,15 +84,26 @@ def _table(path: Path, keys: tuple[str, ...]) -> Any:
         key = next((k for k in keys if k in f.keys()), None)  # noqa: SIM118 - safe_open is not a dict
         if key is None:
             raise ValueError(f"{path}: none of the tensors {keys}")
-        return np.ascontiguousarray(f.get_tensor(key).astype(np.float32))
+        # Kept as stored (the bundled table is float16: 16 MB resident, not 32): embed()
+        # widens only the rows a text uses, and float16 -> float32 is exact, so the vectors
+        # are the same as from a table widened up front.
+        table = f.get_tensor(key)
+        if table.dtype not in (np.float16, np.float32):
+            table = table.astype(np.float32)
+        return np.ascontiguousarray(table)
 
 
 def _bundled() -> EmbeddingModel:
+    import importlib.util
     from importlib.metadata import version
 
-    import wordllama
-
-    root = Path(wordllama.__file__).parent
+    # The package's folder, found without importing it: wordllama's __init__ pulls requests,
+    # pydantic and its own loader, none of which reading two files needs. huggingface_hub
+    # (a dependency of tokenizers) is never imported either: Tokenizer.from_file is local.
+    spec = importlib.util.find_spec("wordllama")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("wordllama is not installed (the embeddings extra)")
+    root = Path(next(iter(spec.submodule_search_locations)))
     return EmbeddingModel(
         version=f"{DEFAULT_NAME}@{version('wordllama')}",
         table=_table(root / "weights" / "l2_supercat_256.safetensors", ("embedding.weight",)),
@@ -140,6 +151,38 @@ def get_model() -> EmbeddingModel:
             else:
                 _loaded[name] = _bundled()
         return _loaded[name]
+
+
+_versions: dict[tuple[str, float, int], str] = {}
+
+
+def model_version() -> str:
+    """The configured model's `version`, without loading it when it is not loaded yet.
+
+    Equal to `get_model().version`: the bundled model's comes from wordllama's metadata, a
+    local folder's from the digest of its weights (kept while the file is unchanged); a
+    folder that cannot be read means the bundled model, as in get_model."""
+    name = configured_name()
+    loaded = _loaded.get(name)
+    if loaded is not None:
+        return loaded.version
+    from importlib.metadata import version
+
+    bundled = f"{DEFAULT_NAME}@{version('wordllama')}"
+    if not name:
+        return bundled
+    weights = Path(name).expanduser() / "model.safetensors"
+    try:
+        stat = weights.stat()
+        if not (weights.parent / "tokenizer.json").is_file():
+            return bundled
+    except OSError:
+        return bundled
+    key = (str(weights), stat.st_mtime, stat.st_size)
+    if key not in _versions:
+        digest = hashlib.sha256(weights.read_bytes()).hexdigest()[:12]
+        _versions[key] = f"local/{weights.parent.name}@{digest}"
+    return _versions[key]
 
 
 def embed(texts: list[str]) -> np.ndarray:

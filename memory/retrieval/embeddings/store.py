@@ -17,8 +17,8 @@ from typing import Any
 from django.db import connection, transaction
 
 from memory.models import Embedding, Observation, Prompt, Summary
-from memory.retrieval.embeddings import KINDS, Kind
-from memory.retrieval.embeddings.model import get_model
+from memory.retrieval.embeddings import KINDS, Kind, available
+from memory.retrieval.embeddings.model import get_model, model_version
 
 BATCH = 256
 _TABLES: dict[Kind, str] = {
@@ -110,32 +110,93 @@ def embed_rows(kind: Kind, ids: list[int]) -> int:
     return len(order)
 
 
+def _fingerprint(kind: Kind, version: str) -> list[int]:
+    """Rows, newest row id and vectors of `version` for `kind`, each read from an index
+    (under 1 MB of pages at 10k rows; the pending query reads both tables, 12 MB)."""
+    table = _TABLES[kind]
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM {table}")
+        rows = cursor.fetchone()[0]
+        cursor.execute(f"SELECT max(id) FROM {table}")
+        newest = cursor.fetchone()[0] or 0
+        cursor.execute(
+            "SELECT count(*) FROM memory_embedding WHERE kind = %s AND model = %s", [kind, version]
+        )
+        vectors = cursor.fetchone()[0]
+    return [int(rows), int(newest), int(vectors)]
+
+
+def _settled_path() -> Any:
+    from memory import config
+
+    return config.data_dir() / "state" / "embeddings-settled.json"
+
+
+def _settled_read() -> dict[str, Any]:
+    try:
+        data = json.loads(_settled_path().read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _settled_write(data: dict[str, Any]) -> None:
+    from memory import config
+
+    path = _settled_path()
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(mode=0o700, exist_ok=True)
+        config.write_atomic(path, json.dumps(data).encode())
+
+
 def embed_pending(
     kinds: Iterable[Kind] = KINDS,
     *,
     limit: int | None = None,
     progress: Callable[[Kind, int], None] | None = None,
+    skip_settled: bool = False,
 ) -> int:
-    """Embed rows lacking a current vector, batch by batch; `limit` bounds one call."""
-    model = get_model()
+    """Embed rows lacking a current vector, batch by batch; `limit` bounds one call.
+
+    The consumer's minute sweep calls this: it asks with the model's version only, so the
+    model (numpy, the 32 MB table) is loaded when there is something to embed, not before.
+    With `skip_settled` (the sweep) a kind whose rows, newest id and vectors are as they were
+    when a sweep last found nothing pending is skipped without the pending query: ids only
+    grow, so any new row moves the newest id, a deletion the count, a vector the third."""
+    if not available():
+        return 0  # no embeddings extra: search answers by keyword, the sweep has nothing to do
+    version = model_version()
+    settled = _settled_read() if skip_settled else {}
     done = 0
     for kind in kinds:
+        mark = _fingerprint(kind, version) if skip_settled else []
+        if skip_settled and settled.get(kind) == [version, *mark]:
+            continue
+        found, exhausted = 0, False
         after = 0
         while limit is None or done < limit:
             size = BATCH if limit is None else min(BATCH, limit - done)
-            ids = pending_ids(kind, model.version, limit=size, after=after)
+            ids = pending_ids(kind, version, limit=size, after=after)
             if not ids:
+                exhausted = True
                 break
             count = embed_rows(kind, ids)
             after = ids[-1]
             done += count
+            found += len(ids)
             if progress:
                 progress(kind, count)
+        if skip_settled and exhausted and not found:
+            settled[kind] = [version, *mark]
+            _settled_write(settled)
     return done
 
 
 def embed_session(session_pk: int) -> int:
-    """The consumer's step after storing a session's observations and summaries."""
+    """The consumer's step after storing a session's observations and summaries (a no-op
+    without the embeddings extra: search answers by keyword then)."""
+    if not available():
+        return 0
     model = get_model()
     done = 0
     for kind, qs in (

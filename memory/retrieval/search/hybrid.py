@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from memory.retrieval.search.query import KINDS, Kind, SearchHit, SearchQuery
+from memory.retrieval import embeddings
+from memory.retrieval.search.query import KINDS, Kind, Mode, SearchHit, SearchQuery
 
 if TYPE_CHECKING:
     import numpy as np
@@ -100,9 +101,19 @@ def fuse(
     return sorted(((score, item) for item, score in scores.items()), key=lambda p: -p[0])
 
 
+def effective_mode(mode: Mode) -> Mode:
+    """The mode a search in `mode` runs in: keyword when the embeddings extra is absent."""
+    return mode if embeddings.available() else "keyword"
+
+
+def mode_note(mode: Mode) -> str:
+    """Why a search in `mode` answered by keyword instead, or "" (it ran as asked)."""
+    return "" if mode == "keyword" else embeddings.unavailable_note()
+
+
 def search_mode(backend: Backend, query: SearchQuery) -> list[SearchHit]:
     """`query.mode` over `backend`; no text always means newest first (keyword path)."""
-    if query.mode == "keyword" or not query.text.strip():
+    if effective_mode(query.mode) == "keyword" or not query.text.strip():
         return backend.keyword(query)
     window = query.offset + query.limit
     if query.mode == "semantic":

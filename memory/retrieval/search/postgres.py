@@ -118,6 +118,11 @@ def tsquery_terms(text: str) -> list[str]:
 def _filters(query: SearchQuery, kind: Kind, spec: _Kind) -> tuple[list[str], list[Any]]:
     where: list[str] = []
     params: list[Any] = []
+    if query.owner is not None:
+        where.append(
+            f"{spec.session} IN (SELECT scope_s.id FROM memory_session scope_s WHERE scope_s.owner_id = %s)"
+        )
+        params.append(query.owner)
     if query.project:
         where.append(f"{spec.project} = %s")
         params.append(query.project)

@@ -66,6 +66,9 @@ class SearchQuery:
     # The surfaces (API, MCP, `cmem search`, the search page) default to hybrid; internal
     # callers that select rows to act on (forget, the timeline filter) keep keyword.
     mode: Mode = "keyword"
+    # Team mode: only rows of this user's sessions. Set by `search()` from the request's
+    # viewer (memory/team/scope.py), never by a caller, so no surface can forget it.
+    owner: int | None = None
 
     def wants(self, kind: Kind) -> bool:
         if kind not in self.kinds:
@@ -76,7 +79,13 @@ class SearchQuery:
     @property
     def filtered(self) -> bool:
         return bool(
-            self.project or self.types or self.concept or self.file or self.since or self.until
+            self.project
+            or self.types
+            or self.concept
+            or self.file
+            or self.since
+            or self.until
+            or self.owner is not None
         )
 
 

@@ -9,13 +9,21 @@ hybrid (both, fused by rank: `hybrid.py`). Every path returns the same `SearchHi
 
 from __future__ import annotations
 
-from memory.retrieval.search.hybrid import search_mode
+from dataclasses import replace
+
+from memory.retrieval.search.hybrid import effective_mode, mode_note, search_mode
 from memory.retrieval.search.query import SearchHit, SearchQuery
+from memory.team.scope import restricted_owner
+
+__all__ = ["effective_mode", "mode_note", "search"]
 
 
 def search(query: SearchQuery) -> list[SearchHit]:
-    """Ranked hits for `query`, best first (newest first without text)."""
+    """Ranked hits for `query`, best first (newest first without text). Under a teammate's
+    token, every mode (keyword, semantic, hybrid) ranks only that user's rows."""
     from django.db import connection
+
+    query = replace(query, owner=restricted_owner())
 
     if connection.vendor == "postgresql":
         from memory.retrieval.search.postgres import PostgresBackend

@@ -49,11 +49,18 @@ class _Sql:
         return "".join(f" AND {clause}" for clause in self.where)
 
 
-def _common_filters(query: SearchQuery, *, project_col: str | None, created_col: str) -> _Sql:
+def _common_filters(
+    query: SearchQuery, *, project_col: str | None, created_col: str, session_col: str
+) -> _Sql:
     """Row-level filters; project_col None when the FTS tag already filters the project."""
     from django.db import connection
 
     sql = _Sql()
+    if query.owner is not None:
+        sql.add(
+            f"{session_col} IN (SELECT scope_s.id FROM memory_session scope_s WHERE scope_s.owner_id = %s)",
+            query.owner,
+        )
     if query.project and project_col:
         sql.add(f"{project_col} = %s", query.project)
     if query.since:
@@ -65,7 +72,10 @@ def _common_filters(query: SearchQuery, *, project_col: str | None, created_col:
 
 def _observation_filters(query: SearchQuery, *, in_fts: bool) -> _Sql:
     sql = _common_filters(
-        query, project_col=None if in_fts else "o.project", created_col="o.created"
+        query,
+        project_col=None if in_fts else "o.project",
+        created_col="o.created",
+        session_col="o.session_id",
     )
     if query.types and not in_fts:
         sql.add(f"o.type IN ({', '.join(['%s'] * len(query.types))})", *query.types)
@@ -160,9 +170,14 @@ def _filters(kind: Kind, query: SearchQuery, *, in_fts: bool = False) -> _Sql:
         return _observation_filters(query, in_fts=in_fts)
     if kind == "summary":
         return _common_filters(
-            query, project_col=None if in_fts else "s.project", created_col="s.created"
+            query,
+            project_col=None if in_fts else "s.project",
+            created_col="s.created",
+            session_col="s.session_id",
         )
-    return _common_filters(query, project_col="ss.project", created_col="p.created")
+    return _common_filters(
+        query, project_col="ss.project", created_col="p.created", session_col="p.session_id"
+    )
 
 
 def _hit(kind: Kind, row: tuple[Any, ...], score: float, snippet: str) -> SearchHit:

@@ -1,0 +1,269 @@
+"""`cmem bench lean`: every row of issue 19's table in one run, beside claude-mem's figure.
+
+One temporary data dir with 10,000 observations (the gate bench's seed: 5,000 real files,
+20 observations a session, a summary each, real content hashes), embedded beforehand
+(`cmem embeddings backfill`), as a worker that has been in use holds them. Then:
+
+1. `cmem serve` twice; the second start (schema unchanged) is "cold start to first healthy
+   answer": spawn to the first 200 from /api/health.
+2. Idle memory of the whole tree (RSS and PSS from /proc/<pid>/smaps_rollup).
+3. Over HTTP on 127.0.0.1 (keep-alive unless said): /api/health; an authenticated call
+   (Bearer secret, GET /api/observations?ids=…); keyword search, observations only and
+   mixed; ingest of one PostToolUse; the by-file query on a fresh connection; the whole
+   gate decision (POST file-context, a session's first Read of a file with history).
+4. The SessionStart index render at 10k with its cache invalidated (in-process, the gate
+   bench's child), since over HTTP the cache would answer.
+5. Memory again after a hybrid search has loaded the embedding model.
+6. Hooks: fork/exec/wait of the hook command against the venv's bare `python -c pass`,
+   same stdin, interleaved A B A B; the `-I -S` entry (what install writes) and `cmem hook`.
+
+Medians throughout; the load average is printed with the figures (the machine is shared).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from memory.benchmarks import gate as gate_bench
+from memory.benchmarks import hooks as hooks_bench
+from memory.benchmarks import worker as worker_bench
+from memory.benchmarks.harness import child_env, child_json, cmem_migrate, free_port
+
+SIZE = 10_000
+
+# (key, what, target, claude-mem 13.25.3 on this kind of machine: measured-anchors.md
+# "Side by side"; cmem before issue 19 in brackets where the table had it)
+ROWS: list[tuple[str, str, str, str]] = [
+    ("rss_idle", "worker memory, all processes, idle at 10k (RSS / PSS)", "<= 100 MB RSS", "99 / 97 MB, 1 process"),
+    ("rss_after", "same, after a workload that loads the embedding model", "<= 160 MB RSS", "113 MB RSS"),
+    ("cold_start", "cold start to first healthy answer", "<= 1.0 s", "2.09 s"),
+    ("floor", "HTTP floor GET /api/health, keep-alive", "<= 0.5 ms", "0.53 ms"),
+    ("floor_auth", "authenticated API call (Bearer), keep-alive", "<= 0.5 ms", "-"),
+    ("search_obs", "search, observations only, 10k, keyword", "<= 2 ms", "5.45 ms"),
+    ("search_mixed", "search, mixed, 10k, keyword", "<= 3 ms", "12.3-12.9 ms"),
+    ("ingest", "ingest one tool use, keep-alive", "<= 1.5 ms", "5.17 ms"),
+    ("by_file", "gate by-file query at 10k, HTTP, fresh connection", "<= 1 ms", "12.9 ms"),
+    ("gate", "whole gate decision (file-context endpoint) at 10k", "<= 2 ms", "~26 ms inside its hook"),
+    ("context_cold", "context render at 10k, cache cold", "<= 3 ms", "35 ms"),
+    ("hook_ratio", "hook process / bare interpreter (fork-exec-wait)", "<= 1.3x", "15-18x node"),
+]  # fmt: skip
+
+
+def _ms(values: list[float]) -> float:
+    return statistics.median(values) * 1000
+
+
+def _get(conn: http.client.HTTPConnection, path: str, headers: dict[str, str]) -> float:
+    started = time.perf_counter()
+    conn.request("GET", path, headers=headers)
+    resp = conn.getresponse()
+    resp.read()
+    elapsed = time.perf_counter() - started
+    if resp.status != 200:
+        raise RuntimeError(f"GET {path} answered {resp.status}")
+    return elapsed
+
+
+def _post(
+    conn: http.client.HTTPConnection, path: str, body: bytes, headers: dict[str, str]
+) -> tuple[float, bytes]:
+    started = time.perf_counter()
+    conn.request("POST", path, body=body, headers={"Content-Type": "application/json", **headers})
+    resp = conn.getresponse()
+    data = resp.read()
+    elapsed = time.perf_counter() - started
+    if resp.status != 200:
+        raise RuntimeError(f"POST {path} answered {resp.status}: {data[:200]!r}")
+    return elapsed, data
+
+
+def _memory(root: int) -> tuple[float, float, int]:
+    rss = pss = 0
+    pids = worker_bench._tree(root)
+    for pid in pids:
+        try:
+            r, p, _ = worker_bench._memory_kb(pid)
+        except OSError:
+            continue
+        rss, pss = rss + r, pss + p
+    return rss / 1024, pss / 1024, len(pids)
+
+
+def _hook_ratio(env: dict[str, str], payload: bytes, runs: int) -> dict[str, float]:
+    """Interleaved fork/exec/wait: bare interpreter, the -I -S entry, `cmem hook`."""
+    from memory.agents.install.claude_code import hook_entry_argv
+
+    python = sys.executable
+    commands = {
+        "bare": [python, "-c", "pass"],
+        "entry": [*hook_entry_argv(), "hook", "claude-code", "file-context"],
+        "cmem": [str(Path(python).with_name("cmem")), "hook", "claude-code", "file-context"],
+    }
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(3):  # page cache and bytecode warm
+        for cmd in commands.values():
+            subprocess.run(cmd, input=payload, env=env, capture_output=True, check=False)
+    for _ in range(runs):
+        for name, cmd in commands.items():
+            times[name].append(hooks_bench._time(cmd, payload, env))
+    return {name: _ms(t) for name, t in times.items()}
+
+
+def run(*, out: Any, options: dict[str, Any]) -> None:
+    runs = options.get("runs") or (60 if options.get("quick") else 300)
+    hook_runs = max(10, runs // 10)
+    work = Path(tempfile.mkdtemp(prefix="cmem-bench-lean-"))
+    data = work / "data"
+    data.mkdir(mode=0o700)
+    project = work / "bench-project"
+    rng = random.Random(3)
+    for i in range(gate_bench.FILES):
+        path = project / gate_bench._rel(i)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(
+            f"# module {i}\n" + "value = compute(value)  # padding line\n" * rng.randrange(50, 150)
+        )
+    port = free_port()
+    env = child_env(
+        data, CLAUDE_MEM_COMPRESSOR="offline", CLAUDE_MEM_WORKER_PORT=str(port),
+        CLAUDE_MEM_WORKER_HOST="127.0.0.1", DJANGO_SETTINGS_MODULE="cmem_site.settings",
+    )  # fmt: skip
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    cmem = worker_bench._cmem()
+    figures: dict[str, str] = {}
+    try:
+        cmem_migrate(env)
+        out.write(f"seeding {SIZE:,} observations over {gate_bench.FILES:,} files…")
+        seeded = child_json("memory.benchmarks.gate", env, "seed", str(SIZE), str(project))
+        subprocess.run([cmem, "embeddings", "backfill", "--no-progress"], env=env, check=True, capture_output=True, timeout=900)  # fmt: skip
+        inproc = child_json(
+            "memory.benchmarks.gate", env, "measure", str(max(50, runs // 3)), str(project)
+        )
+        figures["context_cold"] = (
+            f"{inproc['context_cold_p50_ms']:.2f} ms (in-process, cache invalidated)"
+        )
+        with open(data / "serve.out", "ab") as log:
+            proc, first = worker_bench._start(env, port, log)
+            worker_bench._stop(proc)
+            proc, cold = worker_bench._start(env, port, log)
+            try:
+                figures["cold_start"] = f"{cold:.2f} s (first start, migrations: {first:.2f} s)"
+                time.sleep(5)  # idle: the consumer's start-up tasks and the server settle
+                rss, pss, count = _memory(proc.pid)
+                figures["rss_idle"] = f"{rss:.1f} / {pss:.1f} MB, {count} processes"
+                _http_rows(figures, port=port, data=data, project=project, seeded=seeded, runs=runs)
+                time.sleep(2)
+                rss, pss, count = _memory(proc.pid)
+                figures["rss_after"] = f"{rss:.1f} / {pss:.1f} MB RSS / PSS"
+                payload = json.dumps({
+                    "session_id": f"hook-{uuid.uuid4().hex}", "cwd": str(project), "hook_event_name": "PreToolUse",
+                    "tool_name": "Read", "tool_input": {"file_path": str(project / gate_bench._rel(7))},
+                    "tool_use_id": "toolu_bench_hook",
+                }).encode()  # fmt: skip
+                hooks = _hook_ratio(env, payload, hook_runs)
+                figures["hook_ratio"] = (
+                    f"{hooks['entry'] / hooks['bare']:.2f}x with the -I -S entry ({hooks['entry']:.1f} ms), "
+                    f"{hooks['cmem'] / hooks['bare']:.2f}x via `cmem hook` ({hooks['cmem']:.1f} ms); "
+                    f"bare `python -c pass` {hooks['bare']:.1f} ms"
+                )
+            finally:
+                worker_bench._stop(proc)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    load = os.getloadavg()
+    out.write(
+        f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} (2 cores shared); medians, {runs} runs"
+    )
+    out.write("| what | cmem | target | claude-mem |")
+    out.write("|---|---|---|---|")
+    for key, what, target, theirs in ROWS:
+        out.write(f"| {what} | {figures.get(key, 'not measured')} | {target} | {theirs} |")
+
+
+def _http_rows(
+    figures: dict[str, str],
+    *,
+    port: int,
+    data: Path,
+    project: Path,
+    seeded: dict[str, Any],
+    runs: int,
+) -> None:
+    secret = (data / "worker.secret").read_text().strip()
+    auth = {"Authorization": f"Bearer {secret}"}
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    for _ in range(30):
+        _get(conn, "/api/health", {})
+    figures["floor"] = f"{_ms([_get(conn, '/api/health', {}) for _ in range(runs)]):.3f} ms"
+    figures["floor_auth"] = (
+        f"{_ms([_get(conn, '/api/observations?ids=1', auth) for _ in range(runs)]):.3f} ms "
+        "(GET /api/observations?ids=1)"
+    )
+    words = [
+        "cache",
+        "gate",
+        "session",
+        "token",
+        "search",
+        "index",
+        "worker",
+        "queue",
+        "hook",
+        "retry",
+    ]
+    rng = random.Random(7)
+
+    def search_path(kind: str) -> str:
+        query = {"q": " ".join(rng.sample(words, 2)), "mode": "keyword", "limit": "20"}
+        return "/api/search?" + urlencode({**query, **({"kind": kind} if kind else {})})
+
+    figures["search_obs"] = (
+        f"{_ms([_get(conn, search_path('observation'), auth) for _ in range(runs)]):.2f} ms"
+    )
+    figures["search_mixed"] = (
+        f"{_ms([_get(conn, search_path(''), auth) for _ in range(runs)]):.2f} ms"
+    )
+    from memory.benchmarks.hooks import _observation
+
+    ingest = [
+        _post(conn, "/api/hooks/claude-code/observation", _observation(n), auth)[0]
+        for n in range(runs)
+    ]
+    figures["ingest"] = f"{_ms(ingest):.2f} ms"
+    name = seeded["project"]
+    fresh = []
+    for _ in range(runs):
+        one = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        rel = gate_bench._rel(rng.randrange(gate_bench.FILES))
+        fresh.append(
+            _get(
+                one, "/api/observations/by-file?" + urlencode({"path": rel, "project": name}), auth
+            )
+        )
+        one.close()
+    figures["by_file"] = f"{_ms(fresh):.2f} ms"
+    decisions = []
+    for _ in range(runs):
+        body = json.dumps({
+            "session_id": f"gate-{uuid.uuid4().hex}", "cwd": str(project), "hook_event_name": "PreToolUse",
+            "tool_name": "Read", "tool_input": {"file_path": str(project / gate_bench._rel(rng.randrange(gate_bench.FILES)))},
+            "tool_use_id": "toolu_bench_gate",
+        }).encode()  # fmt: skip
+        decisions.append(_post(conn, "/api/hooks/claude-code/file-context", body, auth)[0])
+    figures["gate"] = f"{_ms(decisions):.2f} ms (HTTP keep-alive)"
+    # A search by meaning loads the embedding model: the "after a workload" memory.
+    _get(conn, "/api/search?" + urlencode({"q": "cache invalidation", "mode": "hybrid"}), auth)
+    conn.close()

@@ -1,0 +1,54 @@
+"""The agent's main model, read from the tail of its transcript (Claude Code's JSONL: each
+assistant line carries `message.model`), so the ledger can price a session's tokens.
+
+Only a local worker reads it: the path comes from the owner's own hook over the owner-only
+socket, and a shared worker never opens a path a client names (issue 15 §3). The read is
+bounded (the last TAIL_BYTES), refuses links and anything but a regular file, and never
+raises: an unknown model just leaves the session at the documented default.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+TAIL_BYTES = 256 * 1024
+# Claude Code writes this for messages it made up itself (an interrupted turn, an error).
+SYNTHETIC = "<synthetic>"
+
+
+def transcript_model(path: str) -> str:
+    """The newest assistant message's model in the transcript at `path`, or ""."""
+    if not path or not path.endswith(".jsonl"):
+        return ""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return ""
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return ""
+        start = max(0, info.st_size - TAIL_BYTES)
+        os.lseek(fd, start, os.SEEK_SET)
+        data = os.read(fd, TAIL_BYTES)
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+    lines = data.split(b"\n")
+    if start:
+        lines = lines[1:]  # the first line is cut
+    for line in reversed(lines):
+        if b'"assistant"' not in line or b'"model"' not in line:
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        message = entry.get("message") if isinstance(entry, dict) else None
+        model = message.get("model") if isinstance(message, dict) else None
+        if entry.get("type") == "assistant" and isinstance(model, str) and model != SYNTHETIC:
+            return model.strip()[:120]
+    return ""

@@ -1,0 +1,149 @@
+"""The worker's one serving process: the web app and hook API, and the huey consumer.
+
+Issue 19 measured the old tree (gunicorn master + gunicorn worker + a consumer process, each
+a Python with Django) at 4 processes and 228 MB. Here one process does all of it:
+- waitress serves the WSGI app on TCP and on the owner's Unix socket, with one pool of
+  threads for both (a single process keeps one SQLite writer and shares its connections);
+- the huey consumer's scheduler and workers are threads of the same process
+  (memory/service/inprocess_consumer.py).
+The supervisor (memory/service/supervisor.py) restarts this process if it dies.
+
+Why waitress: it is a production, pure-Python, dependency-free WSGI server that needs no
+master process, can serve a TCP socket and a Unix socket from one loop, and measured the
+lowest floor of the servers tried (README "Benchmarks": gunicorn gthread, waitress, cheroot).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+from collections.abc import Callable, Iterable
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+# waitress's task threads: hooks, the dashboard's polling and the MCP server share them.
+# Each keeps its own SQLite connection and page cache (cmem_site/settings.py); a hook's
+# request takes a few ms, so 4 serve one user's parallel tool calls without a queue.
+SERVER_THREADS = 4
+# memory.service.credentials.OWNER_SOCKET_ENVIRON, spelled here to stay import-light.
+OWNER_SOCKET_ENVIRON = "cmem.owner_socket"
+
+
+class _Stop(Exception):
+    """Raised in the main thread by SIGTERM/SIGINT/SIGHUP to leave waitress's loop."""
+
+
+def owner_socket_app(app: Callable[..., Iterable[bytes]]) -> Callable[..., Iterable[bytes]]:
+    """The app as served on the Unix socket: only the owner can connect there, so its
+    requests carry the mark (memory/owner_auth.py). The mark comes from which listener
+    accepted the connection, never from anything the client sends."""
+
+    def marked(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        environ[OWNER_SOCKET_ENVIRON] = True
+        return app(environ, start_response)
+
+    return marked
+
+
+def tcp_app(app: Callable[..., Iterable[bytes]]) -> Callable[..., Iterable[bytes]]:
+    def unmarked(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        environ.pop(OWNER_SOCKET_ENVIRON, None)
+        return app(environ, start_response)
+
+    return unmarked
+
+
+def _raise_stop(signum: int, frame: object) -> None:
+    raise _Stop
+
+
+def _skip_redis_unless_used() -> None:
+    """huey imports the redis client at import time for its Redis storage (and redis pulls
+    in asyncio and cryptography: ~12 MB resident). The local worker's queue is SQLite, so
+    there the import is refused and huey keeps its no-redis fallback; team mode
+    (CLAUDE_MEM_QUEUE_URL=redis://…) imports it as before."""
+    from memory import config
+
+    if not config.get("CLAUDE_MEM_QUEUE_URL").startswith("redis") and "redis" not in sys.modules:
+        sys.modules["redis"] = None  # type: ignore[assignment]
+
+
+def main() -> int:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cmem_site.settings")
+    _skip_redis_unless_used()
+    import django
+
+    django.setup()
+    from waitress import wasyncore  # type: ignore[import-untyped]
+    from waitress.server import create_server  # type: ignore[import-untyped]
+    from waitress.task import ThreadedTaskDispatcher  # type: ignore[import-untyped]
+
+    from cmem_site.wsgi import django_application
+    from memory.service.credentials import socket_path
+    from memory.service.inprocess_consumer import InProcessConsumer
+    from memory.service.worker_state import worker_address
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, _raise_stop)
+    address = worker_address()
+    threads = int(os.environ.get("CMEM_SERVER_THREADS", str(SERVER_THREADS)))
+    # The body limit is Django's (CMEM_MAX_REQUEST_BYTES, answered 413 with the reason);
+    # waitress's own is a backstop above it, so a client cannot make it buffer gigabytes.
+    body_limit = 2 * int(os.environ.get("CMEM_MAX_REQUEST_BYTES", str(8 * 1024 * 1024)))
+    common: dict[str, Any] = {
+        "ident": "cmem",
+        "max_request_body_size": body_limit,
+        "channel_timeout": 60,
+        "connection_limit": 200,
+        "clear_untrusted_proxy_headers": True,
+        "asyncore_use_poll": True,
+    }
+    dispatcher = ThreadedTaskDispatcher()
+    dispatcher.set_thread_count(threads)
+    shared_map: dict[int, Any] = {}
+    sock = socket_path()
+    servers = [
+        create_server(
+            tcp_app(django_application),
+            map=shared_map,
+            _dispatcher=dispatcher,
+            host=address.host,
+            port=address.port,
+            **common,
+        ),
+        # 0600 inside the 0700 data dir: hooks, CLI and MCP connect here.
+        create_server(
+            owner_socket_app(django_application),
+            map=shared_map,
+            _dispatcher=dispatcher,
+            unix_socket=str(sock),
+            unix_socket_perms="600",
+            **common,
+        ),
+    ]
+    consumer = None
+    if os.environ.get("CMEM_WORKER_CONSUMER", "1") != "0":
+        consumer = InProcessConsumer()
+        consumer.start()
+    log.info("serving on %s and %s, %d threads", address.url, sock, threads)
+    try:
+        servers[0].run()  # the loop serves every server registered in the shared map
+    except _Stop:
+        pass
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)
+        # No new connections, then the running requests get a few seconds to finish.
+        wasyncore.close_all(shared_map)
+        dispatcher.shutdown(cancel_pending=True, timeout=5)
+        if consumer is not None:
+            consumer.stop()
+        sock.unlink(missing_ok=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

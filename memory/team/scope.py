@@ -1,0 +1,94 @@
+"""Team mode: whose rows a request may see and write (the one scoping seam).
+
+On a shared server every row belongs to the user whose token captured it: a session has an
+`owner` (migration 0009), and everything else hangs off a session (prompts, events,
+observations, their files, summaries, file views, deliverables, vectors through their row)
+or carries the owner itself (ledger lines, which outlive their session). The token
+middleware (memory/team/auth.py) opens `viewer_scope(user)` around each `/api/` request;
+the services read the viewer from here and never from the request, so a new endpoint
+that calls an existing service is scoped without knowing it.
+
+- No scope (the local single-user worker, the consumer, the CLI on the server): every row,
+  exactly as before team mode existed; new rows have no owner.
+- A token of a **staff** user (Django's `is_staff`, the flag that also opens the pages and
+  the admin): reads every row; writes rows owned by that user.
+- Any other token: reads and forgets only rows of sessions its user owns; writes rows
+  owned by its user; a session another user owns is foreign (`ForeignSession`): a hook
+  naming it stores nothing and learns nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TypeVar
+
+from django.db.models import Model, QuerySet
+
+
+@dataclass(frozen=True)
+class Viewer:
+    user_id: int
+    staff: bool
+
+
+_viewer: ContextVar[Viewer | None] = ContextVar("cmem_viewer", default=None)
+
+M = TypeVar("M", bound=Model)
+
+
+class ForeignSession(PermissionError):
+    """A hook named a session another user owns: nothing is stored or answered for it."""
+
+
+@contextmanager
+def viewer_scope(*, user_id: int, staff: bool) -> Iterator[Viewer]:
+    viewer = Viewer(user_id=user_id, staff=staff)
+    token = _viewer.set(viewer)
+    try:
+        yield viewer
+    finally:
+        _viewer.reset(token)
+
+
+def current_viewer() -> Viewer | None:
+    return _viewer.get()
+
+
+def writer_id() -> int | None:
+    """The owner of rows created now: the token's user, or None (local, internal work)."""
+    viewer = _viewer.get()
+    return viewer.user_id if viewer else None
+
+
+def restricted_owner() -> int | None:
+    """The owner reads are limited to, or None when this request may read every row."""
+    viewer = _viewer.get()
+    if viewer is None or viewer.staff:
+        return None
+    return viewer.user_id
+
+
+def owned(rows: QuerySet[M], owner_path: str = "session__owner") -> QuerySet[M]:
+    """`rows` narrowed to what the current viewer may read (`owner_path`: the lookup from
+    the row to its owner's id, e.g. `owner` on a session, `session__owner` below it)."""
+    owner = restricted_owner()
+    if owner is None:
+        return rows
+    return rows.filter(**{f"{owner_path}_id": owner})
+
+
+def session_check(owner_id: int | None) -> None:
+    """Refuse a session the current writer does not own (a guessed or copied session id).
+
+    Local and internal work (no scope) may use any session, as before team mode; a token
+    may use only sessions of its own user, staff included: staff read everything, but a
+    staff hook never writes into a teammate's session.
+    """
+    viewer = _viewer.get()
+    if viewer is None:
+        return
+    if owner_id != viewer.user_id:
+        raise ForeignSession("this session belongs to another user")
