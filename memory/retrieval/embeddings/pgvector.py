@@ -1,6 +1,6 @@
 """pgvector in team mode: a `vector(256)` column beside the blob, HNSW indexes, cosine distance.
 
-Which path a PostgreSQL database takes is decided at migrate time (migration 0008 calls
+Which path a PostgreSQL database takes is decided at migrate time (migration 0010 calls
 `install`): a server that offers the `vector` extension gets it, the `embedding` column and
 one partial HNSW index per row kind; a server without it keeps only the float16 blob, and
 the search service scans those instead (`postgres.py`'s fallback). The blob is always

@@ -26,7 +26,7 @@ def backwards(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("memory", "0007_ledger_observer_usage"),
+        ("memory", "0009_owner"),
     ]
 
     operations = [migrations.RunPython(forwards, backwards)]
