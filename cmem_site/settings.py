@@ -10,7 +10,7 @@ import importlib.util
 import os
 import secrets
 from pathlib import Path
-from urllib.parse import unquote, urlparse
+from urllib.parse import parse_qs, unquote, urlparse
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -145,12 +145,14 @@ def _database() -> dict[str, object]:
     if url.startswith(("postgres://", "postgresql://")):
         _team_extra("CLAUDE_MEM_DATABASE_URL", "psycopg")
         parts = urlparse(url)
+        # libpq's spelling for a Unix socket: postgresql://user@/db?host=/run/postgresql
+        socket = parse_qs(parts.query).get("host", [""])[0]
         return {
             "ENGINE": "django.db.backends.postgresql",
             "NAME": unquote(parts.path.lstrip("/")) or "cmem",
             "USER": unquote(parts.username or ""),
             "PASSWORD": unquote(parts.password or ""),
-            "HOST": parts.hostname or "",
+            "HOST": socket or parts.hostname or "",
             "PORT": str(parts.port or ""),
             "CONN_MAX_AGE": 60,
             "CONN_HEALTH_CHECKS": True,

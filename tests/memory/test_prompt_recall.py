@@ -119,3 +119,29 @@ def test_the_hook_stays_fast_with_recall_on(
         assert "additionalContext" in out["hookSpecificOutput"]
     # Generous for a shared CI machine; `cmem bench recall` reports the figure itself.
     assert sorted(times)[2] < 0.25
+
+
+def test_many_long_related_notes_stay_within_the_token_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLAUDE_MEM_SEMANTIC_INJECT", "true")
+    monkeypatch.setenv("CLAUDE_MEM_CONTEXT_OBSERVATIONS", "0")
+    monkeypatch.setenv("CLAUDE_MEM_SEMANTIC_INJECT_LIMIT", "10")
+    cwd = tmp_path / "demo"
+    cwd.mkdir()
+    old = Session.objects.create(
+        session_id="earlier", project="demo", started=timezone.now() - timedelta(days=3)
+    )
+    # Ten notes all about refunds disagreeing with purchases, each title ~170 tokens long:
+    # the limit would allow all ten, the budget only a few.
+    for n in range(10):
+        Observation.objects.create(
+            session=old, project="demo", type="bugfix",
+            title=f"Refund {n} paid back to buyers disagreed with the purchase total " * 10,
+            narrative="Refund amounts had their own rounding; the refund path calls compute_total().",
+        )  # fmt: skip
+    store.embed_pending()
+    context = _prompt(Client(), cwd)["hookSpecificOutput"]["additionalContext"]
+    notes = context.splitlines()[1:]
+    assert 1 <= len(notes) < 10
+    assert len(context) // 4 <= TOKEN_BUDGET

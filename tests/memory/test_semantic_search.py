@@ -123,6 +123,26 @@ def test_filters_hold_in_every_mode(rows: dict[str, int]) -> None:
     assert _ids(text=PARAPHRASE, mode="semantic", project="infra")[:1] != [rows["refunds"]]
 
 
+def test_concept_and_kind_filters_hold_in_every_mode(rows: dict[str, int]) -> None:
+    Observation.objects.filter(pk=rows["redis"]).update(concepts=["pooling"])
+    Prompt.objects.create(
+        session=Session.objects.get(project="shop"), number=1, text="refunds do not match checkout"
+    )
+    store.embed_pending()
+    text = "things failing under heavy traffic"
+    for mode in ("keyword", "semantic", "hybrid"):
+        assert set(_ids(text=text, mode=mode, concept="Pooling")) <= {rows["redis"]}
+        assert _ids(text="redis pool connections", mode=mode, concept="pooling") == [rows["redis"]]
+        kinds = {
+            hit.kind
+            for hit in search(SearchQuery(text=PARAPHRASE, mode=mode, kinds=("prompt",)))  # type: ignore[arg-type]
+        }
+        assert kinds <= {"prompt"}
+    assert (
+        search(SearchQuery(text=PARAPHRASE, mode="semantic", kinds=("prompt",)))[0].kind == "prompt"
+    )
+
+
 def test_fusion_order_on_hand_made_lists() -> None:
     fused = [item for _, item in fuse(["a", "b", "c"], ["c", "a", "d"])]
     # a: 1/61 + 1/62 > c: 1/63 + 1/61 > b: 1/62 > d: 1/63

@@ -67,3 +67,39 @@ def test_vectors_follow_rows_on_postgres(rows: dict[str, int]) -> None:
     Session.objects.filter(project="shop").delete()
     assert not Embedding.objects.exists()
     assert _ids(text=PARAPHRASE, mode="semantic") == []
+
+
+def test_the_fallback_scan_is_bounded_and_adds_the_keyword_candidates(
+    rows: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without pgvector (this server), only the newest FALLBACK_SCAN_BOUND vectors are
+    scanned; a keyword candidate older than that is still scored by its own vector."""
+    import numpy as np
+
+    from memory.retrieval.embeddings import index, pgvector
+    from memory.retrieval.embeddings.model import get_model
+    from memory.retrieval.search import hybrid
+    from memory.retrieval.search.postgres import PostgresBackend
+
+    assert not pgvector.ready()
+    monkeypatch.setattr(hybrid, "FALLBACK_SCAN_BOUND", 1)
+    index.clear()
+    model = get_model()
+    vector = model.embed([PARAPHRASE])[0]
+    query = SearchQuery(text=PARAPHRASE, kinds=("observation",), mode="semantic")
+    scanned = PostgresBackend.nearest("observation", query, model.version, vector, 10, [])
+    assert [pk for _, pk in scanned] in ([], [rows["redis"]])  # the newest row only
+    with_candidate = PostgresBackend.nearest(
+        "observation", query, model.version, vector, 10, [rows["refunds"]]
+    )
+    assert with_candidate[0][1] == rows["refunds"]
+    assert with_candidate[0][0] == pytest.approx(
+        float(
+            np.frombuffer(
+                bytes(Embedding.objects.get(kind="observation", object_id=rows["refunds"]).vector),
+                dtype=np.float16,
+            ).astype(np.float32)
+            @ vector
+        ),
+        abs=1e-5,
+    )

@@ -19,6 +19,7 @@ BENCHMARKS = [
     "load",
     "scale",
     "recall",
+    "recall_pg",
     "offline",
     "economy",
 ]

@@ -33,14 +33,19 @@ class _Matrix:
 
 
 _lock = threading.Lock()
-_cache: dict[tuple[str, str, Kind], _Matrix] = {}
+_cache: dict[tuple[str, str, Kind, int | None], _Matrix] = {}
 
 
-def stored_count(kind: Kind) -> int:
-    """Vectors of any model stored for `kind` (0: skip embedding the query at all)."""
+def kinds_stored(kinds: list[Kind]) -> list[Kind]:
+    """Which of `kinds` have any vector (of any model) stored: one round trip, one index
+    probe per kind; a kind with none is not searched at all."""
+    if not kinds:
+        return []
+    probes = ", ".join("EXISTS (SELECT 1 FROM memory_embedding WHERE kind = %s)" for _ in kinds)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT 1 FROM memory_embedding WHERE kind = %s LIMIT 1", [kind])
-        return 1 if cursor.fetchone() else 0
+        cursor.execute(f"SELECT {probes}", list(kinds))
+        flags = cursor.fetchone()
+    return [kind for kind, flag in zip(kinds, flags, strict=True) if flag]
 
 
 def _generation() -> int:
@@ -61,15 +66,24 @@ def _signature(kind: Kind, model: str) -> tuple[int, int]:
     return int(count), int(max_id)
 
 
-def _load(kind: Kind, model: str, after: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
+def _load(
+    kind: Kind, model: str, after: int, dim: int, bound: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Vectors stored after vector row `after`, oldest first; only the newest `bound`."""
     import numpy as np
 
+    sql = (
+        "SELECT object_id, vector FROM memory_embedding WHERE kind = %s AND model = %s AND id > %s"
+    )
+    params: list[str | int] = [kind, model, after]
+    if bound is not None:
+        sql = f"SELECT * FROM ({sql} ORDER BY id DESC LIMIT %s) newest"
+        params.append(bound)
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT object_id, vector FROM memory_embedding WHERE kind = %s AND model = %s AND id > %s",
-            [kind, model, after],
-        )
+        cursor.execute(sql, params)
         rows = cursor.fetchall()
+    if bound is not None:
+        rows.reverse()
     if not rows:
         return np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32)
     ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
@@ -78,11 +92,14 @@ def _load(kind: Kind, model: str, after: int, dim: int) -> tuple[np.ndarray, np.
     return ids, vectors
 
 
-def matrix(kind: Kind, model: str, dim: int) -> tuple[np.ndarray, np.ndarray]:
-    """(ids, vectors) of every stored vector of `kind` made by `model`, current as of now."""
+def matrix(
+    kind: Kind, model: str, dim: int, bound: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, vectors) of every stored vector of `kind` made by `model`, current as of now;
+    with `bound`, of the newest `bound` only (the PostgreSQL fallback's bounded scan)."""
     import numpy as np
 
-    key = (connection.alias + ":" + str(connection.settings_dict.get("NAME")), model, kind)
+    key = (connection.alias + ":" + str(connection.settings_dict.get("NAME")), model, kind, bound)
     generation = _generation()
     cached = _cache.get(key)
     if cached and cached.generation == generation:
@@ -94,14 +111,18 @@ def matrix(kind: Kind, model: str, dim: int) -> tuple[np.ndarray, np.ndarray]:
             cached.generation = generation
             return cached.ids, cached.vectors
         if cached and max_id > cached.max_id:
-            ids, vectors = _load(kind, model, cached.max_id, dim)
+            ids, vectors = _load(kind, model, cached.max_id, dim, bound)
             if cached.count + len(ids) == count:
-                cached.ids = np.concatenate([cached.ids, ids])
-                cached.vectors = np.concatenate([cached.vectors, vectors])
+                keep = -bound if bound is not None else 0
+                # One contiguous float32 block per kind: the scan is a single matmul.
+                cached.ids = np.concatenate([cached.ids, ids])[keep:]
+                cached.vectors = np.ascontiguousarray(
+                    np.concatenate([cached.vectors, vectors])[keep:]
+                )
                 cached.count, cached.max_id, cached.generation = count, max_id, generation
                 return cached.ids, cached.vectors
-        ids, vectors = _load(kind, model, 0, dim)
-        _cache[key] = _Matrix(model, len(ids), max_id, generation, ids, vectors)
+        ids, vectors = _load(kind, model, 0, dim, bound)
+        _cache[key] = _Matrix(model, count, max_id, generation, ids, vectors)
         return ids, vectors
 
 
@@ -113,12 +134,14 @@ def nearest(
     k: int,
     allowed: set[int] | None = None,
     min_score: float = 0.0,
+    bound: int | None = None,
 ) -> list[tuple[float, int]]:
     """The `k` rows most similar to `query` (a unit vector), best first, as (cosine, id);
-    `allowed` restricts the scan to those ids (the filtered rows)."""
+    `allowed` restricts the scan to those ids (the filtered rows), `bound` to the newest
+    `bound` vectors."""
     import numpy as np
 
-    ids, vectors = matrix(kind, model, int(query.shape[0]))
+    ids, vectors = matrix(kind, model, int(query.shape[0]), bound)
     if not len(ids) or k <= 0:
         return []
     if allowed is not None:
@@ -135,3 +158,25 @@ def nearest(
 def clear() -> None:
     with _lock:
         _cache.clear()
+
+
+def vectors_of(kind: Kind, model: str, object_ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, vectors) of these rows read from the table (the fallback's keyword candidates)."""
+    import numpy as np
+
+    if not object_ids:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
+    marks = ", ".join(["%s"] * len(object_ids))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT object_id, vector FROM memory_embedding WHERE kind = %s AND model = %s "
+            f"AND object_id IN ({marks})",
+            [kind, model, *object_ids],
+        )
+        rows = cursor.fetchall()
+    if not rows:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    blob = b"".join(bytes(r[1]) for r in rows)
+    vectors = np.frombuffer(blob, dtype=np.float16).reshape(len(rows), -1).astype(np.float32)
+    return ids, vectors

@@ -103,6 +103,10 @@ def embed_rows(kind: Kind, ids: list[int]) -> int:
                 for pk, vec in zip(order, vectors, strict=True)
             ]
         )
+        if connection.vendor == "postgresql":
+            from memory.retrieval.embeddings import pgvector
+
+            pgvector.write(kind, order, vectors.astype(np.float32))
     return len(order)
 
 

@@ -1,8 +1,11 @@
 """Search by meaning: vector candidates, and their fusion with the keyword ranking.
 
-`semantic`: the query text is embedded with the stored rows' model and each wanted kind's
-vectors are scanned (`embeddings.index`); with filters, only rows passing them (read by the
-backend, newest first, bounded) are scanned. `hybrid`: the keyword backend's best
+`semantic`: the query text is embedded with the stored rows' model and the backend finds
+each wanted kind's nearest vectors (`Backend.nearest`): SQLite scans every vector
+(`embeddings.index`); PostgreSQL asks pgvector where migrate installed it, else scans the
+newest `FALLBACK_SCAN_BOUND` vectors plus the keyword candidates. Whatever the path, a
+query with filters (or, in team mode, an owner) ranks only the rows those filters select,
+the same SQL the keyword search uses, newest first and bounded. `hybrid`: the keyword backend's best
 `CANDIDATES` and the semantic best `CANDIDATES` are fused by reciprocal rank (RRF,
 k = 60): a row's score is the sum of 1 / (60 + rank) over the lists it is in, so a row
 both lists agree on wins, and one list's long tail cannot outweigh the other's head.
@@ -11,20 +14,27 @@ both lists agree on wins, and one list's long tail cannot outweigh the other's h
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memory.retrieval import embeddings
 from memory.retrieval.search.query import KINDS, Kind, Mode, SearchHit, SearchQuery
+
+if TYPE_CHECKING:
+    import numpy as np
 
 RRF_K = 60
 CANDIDATES = 50
 # A filtered semantic scan reads at most this many of the newest rows that pass the filters.
 FILTER_SCAN_BOUND = 50_000
+# PostgreSQL without pgvector scans only this many of the newest vectors (plus the keyword
+# candidates): the whole table at 1M rows would be a gigabyte of float32 per process.
+FALLBACK_SCAN_BOUND = 100_000
 # Below this cosine a vector neighbour is noise, whatever its rank.
 MIN_SIMILARITY = 0.2
-# The keyword list's weight in the fusion when only the any-word fallback matched (0.2:
-# measured on the recall set; 0.5 lost paraphrases, 0 lost keyword queries).
-FALLBACK_WEIGHT = 0.2
+# The keyword list's weight in the fusion when only the any-word fallback matched. 0.1:
+# the best hybrid R@5 on the tuning half of `cmem bench recall`'s queries (even ids; the
+# odd half is held out and reported); 0 loses keyword queries, 0.5 and up lose paraphrases.
+FALLBACK_WEIGHT = 0.1
 
 
 class Backend(Protocol):
@@ -34,21 +44,34 @@ class Backend(Protocol):
 
     def hits_by_ids(self, page: list[tuple[float, Kind, int]], text: str) -> list[SearchHit]: ...
 
-    def allowed_ids(self, kind: Kind, query: SearchQuery, bound: int) -> set[int]: ...
+    def nearest(
+        self,
+        kind: Kind,
+        query: SearchQuery,
+        model: str,
+        vector: np.ndarray,
+        k: int,
+        candidates: list[int],
+    ) -> list[tuple[float, int]]:
+        """(cosine, id) of the `k` nearest rows of `kind` the query's filters allow, best
+        first; `candidates`: the keyword list's ids of this kind (a bounded scan adds them)."""
+        ...
 
 
-def _has_vectors(kinds: list[Kind]) -> bool:
-    from memory.retrieval.embeddings import index
-
-    return any(index.stored_count(kind) for kind in kinds)
-
-
-def semantic_ranked(backend: Backend, query: SearchQuery, k: int) -> list[tuple[float, Kind, int]]:
+def semantic_ranked(
+    backend: Backend,
+    query: SearchQuery,
+    k: int,
+    keyword: list[tuple[float, Kind, int]] | None = None,
+) -> list[tuple[float, Kind, int]]:
     """(cosine, kind, id) of the `k` nearest rows over the wanted kinds, best first."""
-    kinds = [kind for kind in KINDS if query.wants(kind)]
-    if not query.text.strip() or not kinds or not _has_vectors(kinds):
-        return []
     from memory.retrieval.embeddings import index
+
+    if not query.text.strip():
+        return []
+    kinds = index.kinds_stored([kind for kind in KINDS if query.wants(kind)])
+    if not kinds:
+        return []
     from memory.retrieval.embeddings.model import get_model
 
     model = get_model()
@@ -57,12 +80,10 @@ def semantic_ranked(backend: Backend, query: SearchQuery, k: int) -> list[tuple[
         return []
     ranked: list[tuple[float, Kind, int]] = []
     for kind in kinds:
-        allowed = backend.allowed_ids(kind, query, FILTER_SCAN_BOUND) if query.filtered else None
+        candidates = [pk for _, k_, pk in keyword or [] if k_ == kind]
         ranked += [
             (score, kind, pk)
-            for score, pk in index.nearest(
-                kind, model.version, vector, k=k, allowed=allowed, min_score=MIN_SIMILARITY
-            )
+            for score, pk in backend.nearest(kind, query, model.version, vector, k, candidates)
         ]
     ranked.sort(key=lambda row: row[0], reverse=True)
     return ranked[:k]
@@ -100,7 +121,7 @@ def search_mode(backend: Backend, query: SearchQuery) -> list[SearchHit]:
         return backend.hits_by_ids(page, query.text)
     depth = max(CANDIDATES, window)
     keyword, strict = backend.keyword_ranked(replace(query, limit=depth, offset=0))
-    semantic = semantic_ranked(backend, query, depth)
+    semantic = semantic_ranked(backend, query, depth, keyword)
     if not semantic:
         return backend.keyword(query)
     # A keyword list from the any-word fallback (no row holds every term) is a weak signal:

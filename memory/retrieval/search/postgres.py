@@ -309,17 +309,68 @@ def hits_by_ids(page: list[tuple[float, Kind, int]], text: str) -> list[SearchHi
     ]
 
 
+def _scope(kind: Kind, query: SearchQuery, bound: int) -> tuple[str, list[Any]] | None:
+    """SQL for the ids of the newest `bound` rows of `kind` passing the query's filters (the
+    keyword search's own `_filters`), or None when nothing filters this kind."""
+    spec = KINDS[kind]
+    where, params = _filters(query, kind, spec)
+    if not where:
+        return None
+    return (
+        f"SELECT o.id FROM {spec.table} {spec.join} WHERE {' AND '.join(where)} "
+        "ORDER BY o.id DESC LIMIT %s",
+        [*params, bound],
+    )
+
+
 def allowed_ids(kind: Kind, query: SearchQuery, bound: int) -> set[int]:
     """Ids of the newest `bound` rows of `kind` passing the query's filters."""
     spec = KINDS[kind]
-    where, params = _filters(query, kind, spec)
+    sql, params = _scope(kind, query, bound) or (
+        f"SELECT o.id FROM {spec.table} ORDER BY o.id DESC LIMIT %s",
+        [bound],
+    )
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT o.id FROM {spec.table} {spec.join} "
-            f"{'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY o.id DESC LIMIT %s",
-            [*params, bound],
-        )
+        cursor.execute(sql, params)
         return {row[0] for row in cursor.fetchall()}
+
+
+def nearest(
+    kind: Kind, query: SearchQuery, model: str, vector: Any, k: int, candidates: list[int]
+) -> list[tuple[float, int]]:
+    """pgvector where migrate installed it; else the fallback: the newest
+    FALLBACK_SCAN_BOUND vectors (or, with filters, the rows they select) scanned in memory,
+    plus the keyword candidates' own vectors, so a keyword match older than the bound is
+    still scored by meaning."""
+    from memory.retrieval.embeddings import index, pgvector
+    from memory.retrieval.search.hybrid import (
+        FALLBACK_SCAN_BOUND,
+        FILTER_SCAN_BOUND,
+        MIN_SIMILARITY,
+    )
+
+    scope = _scope(kind, query, FILTER_SCAN_BOUND)
+    found = pgvector.nearest(kind, model, vector, k=k, scope=scope, min_score=MIN_SIMILARITY)
+    if found is not None:
+        return found
+    if scope is not None:
+        scan = index.nearest(
+            kind, model, vector, k=k, allowed=allowed_ids(kind, query, FILTER_SCAN_BOUND),
+            min_score=MIN_SIMILARITY,
+        )  # fmt: skip
+    else:
+        scan = index.nearest(
+            kind, model, vector, k=k, bound=FALLBACK_SCAN_BOUND, min_score=MIN_SIMILARITY
+        )
+    seen = {pk for _, pk in scan}
+    ids, vectors = index.vectors_of(kind, model, [pk for pk in candidates if pk not in seen])
+    if len(ids) and vectors.shape[1] == vector.shape[0]:
+        scores = vectors @ vector
+        scan += [
+            (float(s), int(pk)) for s, pk in zip(scores, ids, strict=True) if s > MIN_SIMILARITY
+        ]
+    scan.sort(key=lambda row: row[0], reverse=True)
+    return scan[:k]
 
 
 class PostgresBackend:
@@ -334,4 +385,4 @@ class PostgresBackend:
         return [(h.score, h.kind, h.id) for h in search_postgres(query)], True
 
     hits_by_ids = staticmethod(hits_by_ids)
-    allowed_ids = staticmethod(allowed_ids)
+    nearest = staticmethod(nearest)

@@ -326,6 +326,20 @@ def allowed_ids(kind: Kind, query: SearchQuery, bound: int) -> set[int]:
         return {row[0] for row in cursor.fetchall()}
 
 
+def nearest(
+    kind: Kind, query: SearchQuery, model: str, vector: Any, k: int, candidates: list[int]
+) -> list[tuple[float, int]]:
+    """Every vector of `kind` scanned (one matmul over the cached matrix); with filters,
+    only the rows the keyword search's own filter SQL selects (`allowed_ids`)."""
+    from memory.retrieval.embeddings import index
+    from memory.retrieval.search.hybrid import FILTER_SCAN_BOUND, MIN_SIMILARITY
+
+    # Keyword candidates are in the full scan already.
+    scoped = bool(_filters(kind, query).where)
+    allowed = allowed_ids(kind, query, FILTER_SCAN_BOUND) if scoped else None
+    return index.nearest(kind, model, vector, k=k, allowed=allowed, min_score=MIN_SIMILARITY)
+
+
 class SqliteBackend:
     """The SQLite side of `hybrid.search_mode`."""
 
@@ -337,4 +351,4 @@ class SqliteBackend:
         return ranked, strict
 
     hits_by_ids = staticmethod(hits_by_ids)
-    allowed_ids = staticmethod(allowed_ids)
+    nearest = staticmethod(nearest)
