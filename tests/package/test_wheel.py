@@ -77,13 +77,14 @@ def installed() -> Iterator[Installed]:
     outside = Path(tempfile.mkdtemp(prefix="cmem-wheel-"))
     assert not outside.is_relative_to(REPO)
     dist = outside / "dist"
+    venv = outside / "venv"
+    # The fresh venv's own pip builds the wheel: the test venv may have none (uv seeds no pip).
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(REPO)],
+        [str(venv / "bin" / "python"), "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(REPO)],
         check=True, capture_output=True, timeout=300,
     )  # fmt: skip
     (wheel,) = dist.glob("cmem-*.whl")
-    venv = outside / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     done = subprocess.run(
         [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)],
         capture_output=True, text=True, timeout=900,
