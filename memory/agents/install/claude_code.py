@@ -323,6 +323,17 @@ def installed_events(path: Path) -> dict[str, list[dict[str, Any]]]:
     return found
 
 
+def file_remove_with_backup(path: Path, what: str) -> str:
+    """Remove a file cmem wrote for an agent, keeping a `.<name>.removed` copy beside it;
+    the line says what happened (`what`: e.g. "cmem Copilot CLI hooks")."""
+    if not path.exists():
+        return ""
+    backup = path.with_name(f".{path.name}.removed")
+    backup.write_bytes(path.read_bytes())
+    path.unlink()
+    return f"{what} removed: {path} (backup: {backup})"
+
+
 def server_entry_set(
     path: Path,
     *,

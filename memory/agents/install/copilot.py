@@ -107,14 +107,10 @@ def _mcp_set(path: Path, entry: dict[str, Any] | None) -> str:
 
 def uninstall(*, home: Path | None = None, keep_mcp: bool = False) -> list[str]:
     path = hooks_path(home)
-    lines = []
-    if path.exists():
-        backup = path.with_name(f".{path.name}.removed")
-        backup.write_bytes(path.read_bytes())
-        path.unlink()
-        lines.append(f"cmem Copilot CLI hooks removed: {path} (backup: {backup})")
-    else:
-        lines.append(f"no cmem hooks in {path}")
+    lines = [
+        installer.file_remove_with_backup(path, "cmem Copilot CLI hooks")
+        or f"no cmem hooks in {path}"
+    ]
     if not keep_mcp:
         note = _mcp_set(mcp_path(home), None)
         if note:

@@ -108,14 +108,10 @@ def install(*, command: str, home: Path | None = None, mcp: bool = True) -> list
 
 def uninstall(*, home: Path | None = None, keep_mcp: bool = False) -> list[str]:
     path = plugin_path(home)
-    lines = []
-    if path.exists():
-        backup = path.with_name(f".{path.name}.removed")
-        backup.write_bytes(path.read_bytes())
-        path.unlink()
-        lines.append(f"cmem OpenCode plugin removed: {path} (backup: {backup})")
-    else:
-        lines.append(f"no cmem plugin in {path}")
+    lines = [
+        installer.file_remove_with_backup(path, "cmem OpenCode plugin")
+        or f"no cmem plugin in {path}"
+    ]
     if not keep_mcp:
         note = _mcp_set(config_path(home), None)
         if note:
