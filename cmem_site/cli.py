@@ -100,6 +100,13 @@ def main(argv: list[str] | None = None) -> int:
         from memory.service.supervisor import main as supervise
 
         return supervise()
+    if args in (["serve"], ["serve", "--no-migrate"]):
+        # The usual start, on an unchanged schema: no Django in this process at all.
+        from memory.service.fast_start import serve_if_ready
+
+        code = serve_if_ready(migrate=args == ["serve"])
+        if code is not None:
+            return code
     if args[:1] == ["serve-process"]:
         # The one process the supervisor runs: web server + consumer threads.
         from memory.service.server import main as serve_process

@@ -10,7 +10,7 @@ SQLite only: a shared PostgreSQL is migrated by whichever worker starts, every t
 from __future__ import annotations
 
 import contextlib
-import hashlib
+import importlib.util
 import os
 from pathlib import Path
 
@@ -23,6 +23,17 @@ def stamp_path() -> Path:
     return config.data_dir() / STAMP_NAME
 
 
+def local_database() -> dict[str, object] | None:
+    """settings.DATABASES["default"]'s engine and file, read without Django (the fast start,
+    memory/service/fast_start.py), or None for a PostgreSQL (always migrated).
+    cmem_site/settings.py `_database()` is the one that Django uses; a test pins the two
+    together."""
+    url = config.load().get("CLAUDE_MEM_DATABASE_URL", "")
+    if url.startswith(("postgres://", "postgresql://")):
+        return None
+    return {"ENGINE": "django.db.backends.sqlite3", "NAME": config.data_dir() / "cmem.sqlite3"}
+
+
 def current_stamp(database: dict[str, object]) -> str | None:
     """The stamp for this database now, or None when it must always migrate."""
     if database.get("ENGINE") != "django.db.backends.sqlite3":
@@ -32,14 +43,28 @@ def current_stamp(database: dict[str, object]) -> str | None:
         st = db_file.stat()
     except OSError:
         return None
-    import django
-
-    parts = [django.get_version(), str(db_file.resolve()), f"{st.st_dev}:{st.st_ino}"]
+    parts = [_django_release(), str(db_file.resolve()), f"{st.st_dev}:{st.st_ino}"]
     root = Path(__file__).resolve().parents[2]
     for app in ("memory", "deliverables"):
         folder = root / app / "migrations"
         parts.extend(sorted(f"{app}/{p.name}:{p.stat().st_size}" for p in folder.glob("0*.py")))
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+    # The lines themselves, not a digest: the fast start runs in the supervisor's process,
+    # which stays without hashlib's OpenSSL (memory/service/supervisor.py).
+    return "\n".join(parts)
+
+
+def _django_release() -> str:
+    """Which Django is installed, without importing it (the fast start has no Django): its
+    distribution's metadata folder names the version, and its package file changes with
+    any reinstall."""
+    spec = importlib.util.find_spec("django")
+    if spec is None or spec.origin is None:
+        return "no django"
+    init = Path(spec.origin)
+    site = init.parent.parent
+    releases = sorted(p.name for p in site.glob("[Dd]jango-*.dist-info"))
+    st = init.stat()
+    return f"{','.join(releases)} {init}:{st.st_size}:{st.st_mtime_ns}"
 
 
 def is_current(database: dict[str, object]) -> bool:
@@ -47,7 +72,7 @@ def is_current(database: dict[str, object]) -> bool:
     if stamp is None:
         return False
     try:
-        return stamp_path().read_text().strip() == stamp
+        return stamp_path().read_text().strip() == stamp.strip()
     except OSError:
         return False
 
