@@ -137,8 +137,14 @@ class Supervisor:
         )
         # glibc gives each thread that allocates its own malloc arena (up to 8 per core);
         # the serving process has a dozen threads, and every arena keeps freed memory
-        # resident. Two arenas: ~15 MB less after a workload, no measurable latency cost.
-        env.setdefault("MALLOC_ARENA_MAX", "2")
+        # resident. Two arenas were ~15 MB less after a workload than the default; one is
+        # 4 MB less again (the threads take the GIL to allocate anyway).
+        env.setdefault("MALLOC_ARENA_MAX", "1")
+        # numpy's OpenBLAS starts a thread per core, each with its own buffers, at import;
+        # the one matrix product cmem runs (a 10k x 256 scan, memory/retrieval/embeddings/
+        # index.py) takes well under a millisecond on one thread.
+        env.setdefault("OPENBLAS_NUM_THREADS", "1")
+        env.setdefault("OMP_NUM_THREADS", "1")
         # Own process group per child, so stop can take its whole subtree.
         self.children[name] = subprocess.Popen(
             cmd,
