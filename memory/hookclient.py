@@ -17,9 +17,18 @@ lives in memory.hookclient_remote, imported only then; the spool's file names in
 memory.capture.spool_names, imported only when spooling.
 """
 
-import os
 import sys
 import time
+
+# `os` is not imported on the hook's path: under `-I -S` nothing has imported it yet, and
+# its module body (with posixpath and _collections_abc) is 1.2 ms of a 10 ms interpreter
+# start (issue 19). The path needs the environment, a join and the C `posix` calls only;
+# the spool and the worker start, which need more, import `os` then (`hookclient.os`, via
+# __getattr__ below, is that module).
+try:
+    import posix as _posix
+except ImportError:  # not POSIX: `os` it is
+    import os as _posix  # type: ignore[no-redef]
 
 # Codex's `compaction` (PostCompact) only marks the thread, but losing it loses one re-injection:
 # spool it like the capture events. `subagent-context` answers with the index, so it waits.
@@ -49,8 +58,45 @@ class WorkerDown(HookFailure):
 # --- settings (env > settings.json > default) ----------------------------------------------
 
 
+def __getattr__(name: str) -> object:
+    if name == "os":
+        import os
+
+        return os
+    raise AttributeError(name)
+
+
+_environ: dict[str, str] = {}
+
+
+def env(key: str) -> str | None:
+    """`os.environ.get(key)`: os.environ itself once anything imported `os` (it may have been
+    changed since start: `--data-dir`, tests); else the environment the process began with."""
+    os_module = sys.modules.get("os")
+    if os_module is not None:
+        return os_module.environ.get(key)  # type: ignore[no-any-return]
+    if not _environ:
+        _environ.update(
+            (k.decode("utf-8", "surrogateescape"), v.decode("utf-8", "surrogateescape"))
+            for k, v in _posix.environ.items()  # type: ignore[union-attr]
+        )
+    return _environ.get(key)
+
+
 def data_dir() -> str:
-    return os.path.expanduser(os.environ.get("CLAUDE_MEM_DATA_DIR") or "~/.claude-mem")
+    raw = env("CLAUDE_MEM_DATA_DIR") or "~/.claude-mem"
+    if raw[:1] != "~":
+        return raw
+    home = env("HOME")
+    if home and (raw == "~" or raw[1] == "/"):
+        return (home.rstrip("/") + raw[1:]) or "/"  # what os.path.expanduser does
+    import os  # `~user`, or no HOME: the password database
+
+    return os.path.expanduser(raw)
+
+
+def _join(folder: str, name: str) -> str:
+    return folder + name if folder.endswith("/") else f"{folder}/{name}"
 
 
 _file_values: list[dict[str, str]] = []
@@ -61,7 +107,7 @@ def file_settings() -> dict[str, str]:
     if not _file_values:
         from memory.settings_file import read
 
-        _file_values.append(read(os.path.join(data_dir(), "settings.json"))[0])
+        _file_values.append(read(_join(data_dir(), "settings.json"))[0])
     return _file_values[0]
 
 
@@ -71,8 +117,9 @@ def forget_settings() -> None:
 
 
 def setting(key: str, default: str = "") -> str:
-    if key in os.environ:
-        return os.environ[key]
+    value = env(key)
+    if value is not None:
+        return value
     return file_settings().get(key, default)
 
 
@@ -87,7 +134,7 @@ def timeout_s() -> float:
 
 
 def socket_path() -> str:
-    return os.path.join(data_dir(), "worker.sock")
+    return _join(data_dir(), "worker.sock")
 
 
 def post_local(path: str, body: bytes, timeout: float) -> tuple[int, bytes]:
@@ -176,6 +223,8 @@ def error_reason(exc: BaseException) -> str:
 def spool_write(platform: str, event: str, body: bytes) -> str:
     """Write the event atomically under a name that sorts by time (then pid, then a counter),
     `<ns>.<pid>.<n>.<platform>.<event>.hook`; the worker ingests in name order."""
+    import os
+
     from memory.capture.spool_names import spool_name, temp_name
 
     global _counter
@@ -198,6 +247,8 @@ def spool_write(platform: str, event: str, body: bytes) -> str:
 
 def spawn_worker() -> bool:
     """Start the worker detached unless another hook did so within SPAWN_LOCK_STALE_S."""
+    import os
+
     folder = data_dir()
     os.makedirs(folder, mode=0o700, exist_ok=True)
     lock = os.path.join(folder, "worker.spawn.lock")
@@ -258,7 +309,7 @@ def _error_text(status: int, body: bytes) -> str:
 
 def max_request_bytes() -> int:
     try:
-        return int(os.environ.get("CMEM_MAX_REQUEST_BYTES") or MAX_REQUEST_BYTES)
+        return int(env("CMEM_MAX_REQUEST_BYTES") or MAX_REQUEST_BYTES)
     except ValueError:
         return MAX_REQUEST_BYTES
 
@@ -407,7 +458,7 @@ def main(argv: list[str]) -> int:
         body = sys.stdin.buffer.read()
     except (OSError, ValueError):
         body = b""
-    if os.environ.get("CLAUDE_MEM_INTERNAL") == "1":
+    if env("CLAUDE_MEM_INTERNAL") == "1":
         # The observer's own `claude -p` session (claude provider): never observed.
         return 0
     if len(argv) != 2:

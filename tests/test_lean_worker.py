@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from django.conf import settings
 from django.test import Client, override_settings
 
 from memory.service import schema_stamp
+from tests.support import CMEM, free_port, make_worker_env
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -96,3 +99,139 @@ def test_the_isolated_hook_entry_posts_to_the_worker_and_exits_0(tmp_path: Path)
     assert result.returncode == 0, result.stderr
     assert result.stdout == b"{}"
     assert requests and requests[0].startswith(b"POST /api/hooks/claude-code/observation ")
+
+
+def test_the_fast_start_reads_the_database_django_uses(tmp_path: Path) -> None:
+    """memory/service/fast_start.py checks the stamp without Django: its database must be
+    the one cmem_site/settings.py configures (a fresh process: the test run's own settings
+    point at the test database)."""
+    code = (
+        "import cmem_site.settings as s; from memory.service import schema_stamp; "
+        "d, l = s.DATABASES['default'], schema_stamp.local_database(); "
+        "print(d['ENGINE'] == l['ENGINE'], str(d['NAME']) == str(l['NAME']))"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}
+    env["CLAUDE_MEM_DATA_DIR"] = str(tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True,
+        timeout=60, check=True,
+    )  # fmt: skip
+    assert result.stdout.split() == ["True", "True"]
+
+
+def _wait(predicate, timeout: float = 60.0) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _serve_once(env: dict[str, str], data: Path) -> tuple[list[str], float]:
+    """`cmem serve` until it answers; (the supervisor's argv, seconds to the first answer)."""
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [CMEM, "serve"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert _wait(lambda: (data / "worker.port").exists()), "the worker did not start"
+        elapsed = time.monotonic() - started
+        argv = Path(f"/proc/{proc.pid}/cmdline").read_bytes().split(b"\0")
+        assert int((data / "worker.pid").read_text()) == proc.pid
+    finally:
+        os.kill(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+    assert not (data / "worker.pid").exists() and not (data / "worker.sock").exists()
+    return [a.decode() for a in argv if a], elapsed
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc")
+def test_serve_skips_django_when_the_schema_is_unchanged(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir(mode=0o700)
+    env = make_worker_env(data, free_port())
+    # First start: no stamp, so the Django command migrates, then re-executes itself as
+    # the supervisor (the argv says so).
+    first, _ = _serve_once(env, data)
+    assert first[-2:] == ["serve", "--supervise"]
+    assert schema_stamp.STAMP_NAME in os.listdir(data)
+    # Unchanged schema: the supervisor runs in the very process `cmem serve` started, with
+    # no Django and no second interpreter.
+    second, _ = _serve_once(env, data)
+    assert second[-1] == "serve"
+    # A changed stamp (a new migration, another Django) goes through Django's migrate again.
+    (data / schema_stamp.STAMP_NAME).write_text("something else\n")
+    third, _ = _serve_once(env, data)
+    assert third[-2:] == ["serve", "--supervise"]
+
+
+def test_the_serving_process_imports_no_heavy_sdk_at_start(tmp_path: Path) -> None:
+    """The worker's idle memory and cold start (issue 19): what loads at start is Django,
+    ninja and the app; the SDKs and models load on first use. (deliverables.mcp_tools once
+    imported mcp at every start: 1.4 s and ~19 MB.)"""
+    code = (
+        "import sys; sys.modules['redis'] = None; import django; django.setup(); "
+        "import cmem_site.wsgi, cmem_site.urls, memory.service.inprocess_consumer; "
+        "heavy = {'mcp', 'anthropic', 'openai', 'tree_sitter', 'detect_secrets', 'numpy', "
+        "'tokenizers', 'wordllama', 'httpx', 'starlette', 'jsonschema', 'rich'}; "
+        "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in heavy)))"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}
+    env.update(CLAUDE_MEM_DATA_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="cmem_site.settings")
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True,
+        timeout=120, check=True,
+    )  # fmt: skip
+    assert result.stdout.strip() == ""
+
+
+@pytest.mark.parametrize(
+    ("raw", "home"),
+    [("~/.claude-mem", "/home/u"), ("~", "/home/u/"), ("~/", "/"), ("/abs/dir", "/home/u"),
+     ("rel/dir", "/home/u"), ("~/x", "")],
+)  # fmt: skip
+def test_the_hook_clients_data_dir_is_what_expanduser_makes(
+    raw: str, home: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory import hookclient
+
+    monkeypatch.setenv("CLAUDE_MEM_DATA_DIR", raw)
+    monkeypatch.setenv("HOME", home)
+    assert hookclient.data_dir() == os.path.expanduser(raw)
+
+
+def test_the_isolated_hook_path_imports_no_os_module(tmp_path: Path) -> None:
+    """Under `-I -S` nothing imports `os` before the hook does, and its module body is 1.2 ms
+    of a 10 ms start: the local fast path (settings.json, the socket) runs on `posix`."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "settings.json").write_text('{\n  "CLAUDE_MEM_HOOK_TIMEOUT_MS": "3000"\n}\n')
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(data / "worker.sock"))
+    server.listen(1)
+
+    def answer() -> None:
+        conn, _ = server.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    code = (
+        f"import sys; sys.path.insert(0, {str(REPO)!r}); from memory import hookclient; "
+        "code = hookclient.main(['claude-code', 'observation']); "
+        "sys.stderr.write(f\"{code} {'os' in sys.modules} {hookclient.timeout_s()}\")"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}
+    env["CLAUDE_MEM_DATA_DIR"] = str(data)
+    result = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code], input=b'{"session_id": "s"}', env=env,
+        capture_output=True, timeout=20,
+    )  # fmt: skip
+    thread.join(5)
+    server.close()
+    assert result.stdout == b"{}"
+    assert result.stderr.decode() == "0 False 3.0"
