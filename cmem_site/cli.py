@@ -1,8 +1,8 @@
 """The `cmem` console script.
 
-`cmem hook …` goes straight to the stdlib-only hook client: it runs on every tool call of
-the agent, so it must not pay for importing Django or argparse. Everything else goes to
-cmem's own front end (cmem_site/frontend.py); Django's commands are `cmem manage …`.
+`cmem hook …` goes straight to the stdlib-only hook client (memory/hook_entry.py `hook`):
+it runs on every tool call of the agent, so it must not pay for importing Django or
+argparse. Everything else goes to cmem's own front end (cmem_site/frontend.py); Django's commands are `cmem manage …`.
 """
 
 # ruff: noqa: I002 - no `from __future__ import annotations`: it is a module load (~0.2 ms)
@@ -10,93 +10,13 @@ cmem's own front end (cmem_site/frontend.py); Django's commands are `cmem manage
 
 import sys
 
-HOOK_HELP = """usage: cmem hook <platform> <event>
-
-What an agent runs on each event: reads the event's JSON on stdin, records it, and prints
-what the agent should see (context, a refused read). Always exits 0 and never blocks the
-agent: a wrong platform or event is one line on stderr. `cmem install` writes these commands.
-
-platforms: claude-code, codex
-
-examples:
-  echo '{"session_id": "s1", "cwd": "/tmp"}' | cmem hook claude-code session-start
-"""
-
-
-def _hook_options(args: list[str]) -> list[str]:
-    """Take cmem's own trailing options off a hook's args (`cmem install` writes them).
-
-    `--data-dir DIR`: the agent's environment lacks a CLAUDE_MEM_DATA_DIR set in the
-    installing shell. `--route plugin`: the plugin's hooks say so once per session start, so
-    the worker names the plugin's MCP tools (memory/agents/install/routes.py). `os` only
-    when an option needs it (memory/hookclient.py: not importing it is 1.2 ms a hook)."""
-    rest: list[str] = []
-    i = 0
-    while i < len(args):
-        if args[i] in ("--data-dir", "--route") and i + 1 < len(args):
-            if args[i] == "--data-dir":
-                import os
-
-                os.environ["CLAUDE_MEM_DATA_DIR"] = args[i + 1]
-            elif args[i + 1] == "plugin" and rest[-1:] == ["context"]:
-                _route_record_plugin(os.environ.get("CLAUDE_MEM_DATA_DIR"))
-            i += 2
-            continue
-        rest.append(args[i])
-        i += 1
-    return rest
-
-
-def _route_record_plugin(data_dir: str | None) -> None:
-    # Stdlib only, like the hook client: one small file, written when it says otherwise.
-    import os
-
-    folder = os.path.expanduser(data_dir or "~/.claude-mem")
-    path = os.path.join(folder, "install-route")
-    try:
-        with open(path) as fh:
-            if fh.read().strip() == "plugin":
-                return
-    except OSError:
-        pass
-    try:
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        with open(path + ".tmp", "w") as fh:
-            fh.write("plugin\n")
-        os.replace(path + ".tmp", path)
-    except OSError:
-        pass
-
-
-def _hook(args: list[str], *, exit_now: bool) -> int:
-    if args in (["--help"], ["-h"]):
-        sys.stdout.write(HOOK_HELP)
-        return 0
-    args = _hook_options(args)
-    from memory.hookclient import main as hook_main
-
-    # Whatever happens, 0: an agent takes exit 2 from a hook for "block this".
-    try:
-        hook_main(args)
-    except BaseException:  # noqa: BLE001 - nothing a hook raises may reach the agent
-        sys.stderr.write("cmem: the hook client failed, continuing without memory\n")
-    code = 0
-    if exit_now:
-        # Skip interpreter teardown (~2 ms, a sixth of a bare start): the hook has
-        # flushed and closed everything it opened. posix._exit is os._exit, without
-        # importing os (memory/hookclient.py says why).
-        from posix import _exit
-
-        sys.stdout.flush()
-        sys.stderr.flush()
-        _exit(code)
-    return code
-
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args and args[0] == "hook":
-        return _hook(args[1:], exit_now=argv is None)
+        from memory.hook_entry import hook
+
+        return hook(args[1:], exit_now=argv is None)
     if args[:2] == ["serve", "--supervise"]:
         # `cmem serve` re-executes itself here once migrations are done: the supervisor
         # imports no Django (memory/service/supervisor.py).

@@ -5,7 +5,8 @@ One temporary data dir with 10,000 observations (the gate bench's seed: 5,000 re
 (`cmem embeddings backfill`), as a worker that has been in use holds them. Then:
 
 1. `cmem serve` twice; the second start (schema unchanged) is "cold start to first healthy
-   answer": spawn to the first 200 from /api/health.
+   answer": spawn to the first 200 from /api/health, with the state files' times to say
+   where it went (supervisor up, serving process spawned, sockets bound).
 2. Idle memory of the whole tree (RSS and PSS from /proc/<pid>/smaps_rollup).
 3. Over HTTP on 127.0.0.1 (keep-alive unless said): /api/health; an authenticated call
    (Bearer secret, GET /api/observations?ids=…); keyword search, observations only and
@@ -15,7 +16,8 @@ One temporary data dir with 10,000 observations (the gate bench's seed: 5,000 re
    bench's child), since over HTTP the cache would answer.
 5. Memory again after a hybrid search has loaded the embedding model.
 6. Hooks: fork/exec/wait of the hook command against the venv's bare `python -c pass`,
-   same stdin, interleaved A B A B; the `-I -S` entry (what install writes) and `cmem hook`.
+   same stdin, interleaved A B A B; the `-I -S` entry (what install writes) for each of
+   file-context, observation, context, session-init and summarize, and `cmem hook`.
 
 Medians throughout; the load average is printed with the figures (the machine is shared).
 """
@@ -102,24 +104,72 @@ def _memory(root: int) -> tuple[float, float, int]:
     return rss / 1024, pss / 1024, len(pids)
 
 
-def _hook_ratio(env: dict[str, str], payload: bytes, runs: int) -> dict[str, float]:
-    """Interleaved fork/exec/wait: bare interpreter, the -I -S entry, `cmem hook`."""
+# The hook events the bench runs through the `-I -S` entry, each with its payload maker
+# (n: the run's number). file-context waits for the gate decision, context renders the
+# index; the others are captures the worker stores and answers `{}`.
+HOOK_EVENTS = ("file-context", "observation", "context", "session-init", "summarize")
+
+
+def _hook_payload(event: str, n: int, project: Path) -> bytes:
+    session = f"hook-{uuid.uuid4().hex}"
+    base = {"session_id": session, "cwd": str(project)}
+    if event == "file-context":
+        target = str(project / gate_bench._rel(n % gate_bench.FILES))
+        return json.dumps({**base, "hook_event_name": "PreToolUse", "tool_name": "Read", "tool_input": {"file_path": target}, "tool_use_id": "toolu_bench_hook"}).encode()  # fmt: skip
+    if event == "observation":
+        return hooks_bench._observation(n)
+    if event == "context":
+        return json.dumps({**base, "hook_event_name": "SessionStart", "source": "startup"}).encode()
+    base["session_id"] = "bench-hook-session"  # one conversation: prompts, then its stops
+    if event == "session-init":
+        return json.dumps({**base, "hook_event_name": "UserPromptSubmit", "prompt": f"fix the cache {n}"}).encode()  # fmt: skip
+    return json.dumps({**base, "hook_event_name": "Stop", "stop_hook_active": False}).encode()
+
+
+def _hook_ratio(env: dict[str, str], project: Path, runs: int) -> dict[str, float]:
+    """Interleaved fork/exec/wait: the bare interpreter, then the `-I -S` entry for each
+    event, then `cmem hook file-context`, bare again before every hook (same stdin)."""
     from memory.agents.install.claude_code import hook_entry_argv
 
     python = sys.executable
-    commands = {
-        "bare": [python, "-c", "pass"],
-        "entry": [*hook_entry_argv(), "hook", "claude-code", "file-context"],
-        "cmem": [str(Path(python).with_name("cmem")), "hook", "claude-code", "file-context"],
-    }
-    times: dict[str, list[float]] = {name: [] for name in commands}
-    for _ in range(3):  # page cache and bytecode warm
-        for cmd in commands.values():
-            subprocess.run(cmd, input=payload, env=env, capture_output=True, check=False)
-    for _ in range(runs):
+    bare = [python, "-c", "pass"]
+    commands = {event: [*hook_entry_argv(), "hook", "claude-code", event] for event in HOOK_EVENTS}
+    commands["cmem"] = [str(Path(python).with_name("cmem")), "hook", "claude-code", "file-context"]
+
+    def payload(name: str, n: int) -> bytes:
+        return _hook_payload("file-context" if name == "cmem" else name, n, project)
+
+    for n in range(3):  # page cache and bytecode warm
         for name, cmd in commands.items():
-            times[name].append(hooks_bench._time(cmd, payload, env))
+            subprocess.run(cmd, input=payload(name, n), env=env, capture_output=True, check=False)
+    times: dict[str, list[float]] = {name: [] for name in ("bare", *commands)}
+    for n in range(runs):
+        for name, cmd in commands.items():
+            body = payload(name, n)
+            times["bare"].append(hooks_bench._time(bare, body, env))
+            times[name].append(hooks_bench._time(cmd, body, env))
     return {name: _ms(t) for name, t in times.items()}
+
+
+def _start_timeline(
+    env: dict[str, str], port: int, data: Path, log: Any
+) -> tuple[subprocess.Popen[bytes], dict[str, float]]:
+    """`cmem serve` to its first 200 from /api/health, with where the time went: the
+    supervisor's pid file (its process is up), the children file (the serving process is
+    spawned), the owner's socket (the serving process has bound, the app is imported)."""
+    started = time.time()
+    proc, total = worker_bench._start(env, port, log)
+    marks = {"total": total}
+    for name, path in (
+        ("supervisor", data / "worker.pid"),
+        ("spawned", data / "worker.children"),
+        ("bound", data / "worker.sock"),
+    ):
+        try:
+            marks[name] = path.stat().st_mtime - started
+        except OSError:
+            marks[name] = float("nan")
+    return proc, marks
 
 
 def run(*, out: Any, options: dict[str, Any]) -> None:
@@ -158,9 +208,13 @@ def run(*, out: Any, options: dict[str, Any]) -> None:
         with open(data / "serve.out", "ab") as log:
             proc, first = worker_bench._start(env, port, log)
             worker_bench._stop(proc)
-            proc, cold = worker_bench._start(env, port, log)
+            proc, marks = _start_timeline(env, port, data, log)
             try:
-                figures["cold_start"] = f"{cold:.2f} s (first start, migrations: {first:.2f} s)"
+                figures["cold_start"] = (
+                    f"{marks['total']:.2f} s (supervisor up {marks['supervisor']:.2f} s, serving "
+                    f"process spawned {marks['spawned']:.2f} s, bound {marks['bound']:.2f} s; "
+                    f"first start, migrations: {first:.2f} s)"
+                )
                 time.sleep(5)  # idle: the consumer's start-up tasks and the server settle
                 rss, pss, count = _memory(proc.pid)
                 figures["rss_idle"] = f"{rss:.1f} / {pss:.1f} MB, {count} processes"
@@ -168,15 +222,14 @@ def run(*, out: Any, options: dict[str, Any]) -> None:
                 time.sleep(2)
                 rss, pss, count = _memory(proc.pid)
                 figures["rss_after"] = f"{rss:.1f} / {pss:.1f} MB RSS / PSS"
-                payload = json.dumps({
-                    "session_id": f"hook-{uuid.uuid4().hex}", "cwd": str(project), "hook_event_name": "PreToolUse",
-                    "tool_name": "Read", "tool_input": {"file_path": str(project / gate_bench._rel(7))},
-                    "tool_use_id": "toolu_bench_hook",
-                }).encode()  # fmt: skip
-                hooks = _hook_ratio(env, payload, hook_runs)
+                hooks = _hook_ratio(env, project, hook_runs)
+                others = ", ".join(
+                    f"{event} {hooks[event] / hooks['bare']:.2f}x" for event in HOOK_EVENTS[1:]
+                )
                 figures["hook_ratio"] = (
-                    f"{hooks['entry'] / hooks['bare']:.2f}x with the -I -S entry ({hooks['entry']:.1f} ms), "
-                    f"{hooks['cmem'] / hooks['bare']:.2f}x via `cmem hook` ({hooks['cmem']:.1f} ms); "
+                    f"{hooks['file-context'] / hooks['bare']:.2f}x file-context with the -I -S entry "
+                    f"({hooks['file-context']:.1f} ms); {others}; "
+                    f"{hooks['cmem'] / hooks['bare']:.2f}x file-context via `cmem hook` ({hooks['cmem']:.1f} ms); "
                     f"bare `python -c pass` {hooks['bare']:.1f} ms"
                 )
             finally:
