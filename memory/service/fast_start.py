@@ -15,6 +15,7 @@ migrations stay in one place.
 from __future__ import annotations
 
 import os
+import time
 
 from memory import config
 from memory.service import schema_stamp
@@ -27,8 +28,13 @@ def serve_if_ready(*, migrate: bool = True) -> int | None:
     from memory.service import lifecycle
     from memory.service.worker_state import port_is_free, worker_address
 
-    # What cmem_site/settings.py does on import, and the supervisor's children rely on.
+    # What importing Django's settings did to this process before the supervisor ran:
+    # cmem_site/settings.py's umask (everything cmem writes is the user's only), and
+    # Django's TZ from TIME_ZONE (the supervisor's log lines carry the same zone as the
+    # server's; memory.config has kept the machine's own zone in CMEM_MACHINE_TZ).
     os.umask(0o077)
+    os.environ["TZ"] = os.environ.get("CMEM_TIME_ZONE", "UTC")
+    time.tzset()
     config.ensure_data_dir()
     database = schema_stamp.local_database()
     if database is None or (migrate and not schema_stamp.is_current(database)):
