@@ -4,7 +4,8 @@ It runs on the agent's critical path (every tool call waits for `file-context`),
 pays for nothing it can avoid: no Django, no `json`, no `http.client`, not even the
 `socket` module. It forwards the raw stdin bytes to the worker with one HTTP/1.1 POST
 over the C `_socket` module to the worker's Unix socket (the worker parses), prints the response body, and always
-exits 0. `python -X importtime -m cmem_site.cli hook …` shows only this module and `_socket`.
+exits 0. `python -X importtime -m cmem_site.cli hook …` shows only memory.hook_entry, this
+module, memory.settings_file and `_socket` (under the `-I -S` entry not even `os`: see below).
 
 When the worker cannot be reached, capture events go to `<data dir>/spool/` (written
 atomically; names sort by time, so the worker ingests them in order) and the worker is
