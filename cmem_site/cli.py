@@ -2,7 +2,8 @@
 
 `cmem hook …` goes straight to the stdlib-only hook client (memory/hook_entry.py `hook`):
 it runs on every tool call of the agent, so it must not pay for importing Django or
-argparse. Everything else goes to cmem's own front end (cmem_site/frontend.py); Django's commands are `cmem manage …`.
+argparse. Everything else goes to cmem's own front end (cmem_site/frontend.py); Django's
+commands are `cmem manage …`.
 """
 
 # ruff: noqa: I002 - no `from __future__ import annotations`: it is a module load (~0.2 ms)

@@ -47,7 +47,7 @@ def _hook_options(args: list[str]) -> list[str]:
 
                 os.environ["CLAUDE_MEM_DATA_DIR"] = args[i + 1]
             elif args[i + 1] == "plugin" and rest[-1:] == ["context"]:
-                _route_record_plugin(os.environ.get("CLAUDE_MEM_DATA_DIR"))
+                _route_record_plugin()
             i += 2
             continue
         rest.append(args[i])
@@ -55,11 +55,11 @@ def _hook_options(args: list[str]) -> list[str]:
     return rest
 
 
-def _route_record_plugin(data_dir: str | None) -> None:
+def _route_record_plugin() -> None:
     # Stdlib only, like the hook client: one small file, written when it says otherwise.
     import os
 
-    folder = os.path.expanduser(data_dir or "~/.claude-mem")
+    folder = os.path.expanduser(os.environ.get("CLAUDE_MEM_DATA_DIR") or "~/.claude-mem")
     path = os.path.join(folder, "install-route")
     try:
         with open(path) as fh:

@@ -235,3 +235,35 @@ def test_the_isolated_hook_path_imports_no_os_module(tmp_path: Path) -> None:
     server.close()
     assert result.stdout == b"{}"
     assert result.stderr.decode() == "0 False 3.0"
+
+
+def test_the_entry_records_the_plugin_route_without_a_data_dir_option(tmp_path: Path) -> None:
+    """`--route plugin` alone (the plugin's SessionStart hook): the route file is written in
+    the environment's data dir, and the context is printed as the worker sent it."""
+    from memory.agents.install.claude_code import hook_entry_argv
+
+    data = tmp_path / "data"
+    data.mkdir()
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(data / "worker.sock"))
+    server.listen(1)
+
+    def answer() -> None:
+        conn, _ = server.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}
+    env["CLAUDE_MEM_DATA_DIR"] = str(data)
+    result = subprocess.run(
+        [*hook_entry_argv(), "hook", "claude-code", "context", "--route", "plugin"],
+        input=b'{"session_id": "s", "cwd": "/tmp"}', env=env, capture_output=True, timeout=30,
+    )  # fmt: skip
+    thread.join(5)
+    server.close()
+    assert result.returncode == 0 and result.stderr == b"", result.stderr
+    assert result.stdout == b"{}"
+    assert (data / "install-route").read_text().strip() == "plugin"
