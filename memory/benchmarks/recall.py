@@ -13,8 +13,8 @@ In a child process on a temporary data dir (never yours):
 1. load the set, embed it through the consumer's own code (`embed_pending`): throughput;
 2. split the queries: even `id` tunes, odd `id` is held out (ids run in source order, so
    each changelog and each group lands in both halves about equally; fixed, never drawn);
-3. tune the fusion's fallback weight (`hybrid.FALLBACK_WEIGHT`) on the tuning half only:
-   hybrid R@5 over that half for each of TUNING_WEIGHTS, best kept (ties: the smaller);
+3. tune the fusion (`hybrid.RRF_K`, `hybrid.FALLBACK_WEIGHT`) on the tuning half only:
+   hybrid R@5 over that half for each pair of TUNING_KS x TUNING_WEIGHTS, best kept;
 4. with that weight, run the held-out queries in keyword, semantic and hybrid mode (no
    filters, top 10): R@5, R@10 (relevant found in the top k over min(relevant, k)) and
    MRR, per group and overall; that table is the headline, the whole set follows it;
@@ -51,6 +51,7 @@ DATA = Path(__file__).parent / "data" / "recall.json.gz"
 MODES: tuple[Mode, ...] = ("keyword", "semantic", "hybrid")
 GROUPS = ("keyword", "paraphrase", "file/symbol")
 TUNING_WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
+TUNING_KS = (5, 10, 20, 30, 60)
 
 
 def split(queries: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -122,25 +123,30 @@ def _quality(
     return table
 
 
-def tune(tuning: list[dict[str, Any]], ids: dict[str, int], out: Any) -> float:
-    """The fallback weight with the best hybrid R@5 over the tuning half (set and returned)."""
+def tune(tuning: list[dict[str, Any]], ids: dict[str, int], out: Any) -> tuple[int, float]:
+    """The fusion's (RRF k, fallback weight) with the best hybrid R@5 over the tuning half
+    (set and returned; ties: the larger k, then the smaller weight)."""
     from memory.retrieval.search import hybrid
 
-    shipped = hybrid.FALLBACK_WEIGHT
-    results: list[tuple[float, float, float]] = []
-    for weight in TUNING_WEIGHTS:
-        hybrid.FALLBACK_WEIGHT = weight
-        row = _quality(tuning, ids, ("hybrid",))["hybrid"]["all"]
-        results.append((weight, row["R@5"], row["MRR"]))
-    best = max(results, key=lambda r: (round(r[1], 6), -r[0]))[0]
-    hybrid.FALLBACK_WEIGHT = best
-    out.write(f"fusion weight tuned on the {len(tuning)} tuning queries (shipped: {shipped}):")
-    out.write("| fallback weight | hybrid R@5 | hybrid MRR |")
-    out.write("|---:|---:|---:|")
-    for weight, r5, mrr in results:
-        mark = " (chosen)" if weight == best else ""
-        out.write(f"| {weight}{mark} | {r5:.3f} | {mrr:.3f} |")
-    return best
+    shipped = (hybrid.RRF_K, hybrid.FALLBACK_WEIGHT)
+    results: list[tuple[int, float, float, float]] = []
+    for k in TUNING_KS:
+        for weight in TUNING_WEIGHTS:
+            hybrid.RRF_K, hybrid.FALLBACK_WEIGHT = k, weight
+            row = _quality(tuning, ids, ("hybrid",))["hybrid"]["all"]
+            results.append((k, weight, row["R@5"], row["MRR"]))
+    best = max(results, key=lambda r: (round(r[2], 6), r[0], -r[1]))
+    hybrid.RRF_K, hybrid.FALLBACK_WEIGHT = best[0], best[1]
+    out.write(
+        f"fusion tuned on the {len(tuning)} tuning queries (shipped: k {shipped[0]}, "
+        f"fallback weight {shipped[1]}; chosen: k {best[0]}, weight {best[1]}):"
+    )
+    out.write("| RRF k | fallback weight | hybrid R@5 | hybrid MRR |")
+    out.write("|---:|---:|---:|---:|")
+    for k, weight, r5, mrr in results:
+        mark = " (chosen)" if (k, weight) == best[:2] else ""
+        out.write(f"| {k} | {weight}{mark} | {r5:.3f} | {mrr:.3f} |")
+    return best[0], best[1]
 
 
 def _table(out: Any, title: str, table: dict[str, dict[str, dict[str, float]]]) -> None:
@@ -240,15 +246,21 @@ def _child(sizes: list[int], runs: int, out: Any) -> None:
     data = load_set()
     ids = _seed_set(data)
     model = get_model()
-    began = time.perf_counter()
+    began, began_cpu = time.perf_counter(), time.process_time()
     embedded = embed_pending(("observation",))
     rate = embedded / (time.perf_counter() - began)
+    # Process CPU (the tokenizer's own threads included) per row: what the consumer pays
+    # whatever the machine's load; the wall rate divides by the share of a core it got.
+    cpu_row = (time.process_time() - began_cpu) / max(embedded, 1) * 1e6
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     out.write(
         f"{len(data['observations']):,} observations, {len(data['queries'])} queries; model {model.version}; "
         f"load average {load:.1f} on {os.cpu_count()} CPUs"
     )
-    out.write(f"embedding: {embedded:,} observations at {rate:,.0f} observations/s")
+    out.write(
+        f"embedding: {embedded:,} observations at {rate:,.0f} observations/s "
+        f"({cpu_row:,.0f} µs of CPU per observation)"
+    )
     tuning, held_out = split(data["queries"])
     tune(tuning, ids, out)
     _table(out, f"held out ({len(held_out)} queries; the headline):", _quality(held_out, ids))

@@ -152,6 +152,11 @@ def test_fusion_order_on_hand_made_lists() -> None:
     assert fused[0] == "b" and fused.index("c") < fused.index("a")
     scores = {item: score for score, item in fuse(["x"], ["x"])}
     assert scores["x"] == pytest.approx(2 / 61)
+    # The small k that search uses (hybrid.RRF_K): 1 / (5 + rank), so rank 1 weighs 7/6 of
+    # rank 2 (61/60 at k = 60), and a list's head leads unless the other list agrees lower.
+    scores = {item: score for score, item in fuse(["a", "b"], ["c", "b"], k=5)}
+    assert scores["b"] == pytest.approx(2 / 7)
+    assert scores["a"] == pytest.approx(1 / 6) and scores["a"] / (1 / 7) == pytest.approx(7 / 6)
 
 
 def test_no_text_is_newest_first_in_every_mode(rows: dict[str, int]) -> None:
