@@ -72,6 +72,36 @@ def test_the_bundled_model_loads_from_the_wheel_and_gives_unit_vectors() -> None
     assert not vectors[1].any()  # an empty text is a zero vector, never NaN
 
 
+def test_the_bundled_model_weighs_rare_tokens_over_filler() -> None:
+    """idf pooling: a filler word moves a text's vector less than a content word does, and
+    the weighting is named in the version (a change of it re-embeds every row)."""
+    model = get_model()
+    assert "-idf" in model.version and model.weights is not None
+    ids = {
+        word: model.tokenizer.encode(word, add_special_tokens=False).ids
+        for word in ("the", "refund")
+    }
+    assert model.weights[ids["the"]].max() < model.weights[ids["refund"]].min()
+    base, filler, content = model.embed(
+        ["partial refunds match checkout", "the partial refunds match the checkout",
+         "partial refunds match checkout totals"]
+    )  # fmt: skip
+    assert base @ filler > base @ content
+
+
+def test_rows_of_the_plain_mean_version_are_re_embedded(rows: dict[str, int]) -> None:
+    """A store embedded before the weighting (the older version string) is caught up by the
+    sweep, and search then finds the rows with the current vectors."""
+    model = get_model()
+    old = model.version.replace("-idf1", "")
+    Embedding.objects.update(model=old)
+    index.clear()
+    assert store.pending_count("observation", model.version) == len(ROWS)
+    assert store.embed_pending() == len(ROWS)
+    assert set(Embedding.objects.values_list("model", flat=True)) == {model.version}
+    assert _ids(text=PARAPHRASE, mode="semantic")[0] == rows["refunds"]
+
+
 def test_every_row_kind_is_embedded_with_its_model_version(rows: dict[str, int]) -> None:
     session = Session.objects.get(project="shop")
     prompt = Prompt.objects.create(session=session, number=1, text="fix the refund rounding")
@@ -310,3 +340,19 @@ def test_the_mcp_search_tool_passes_the_mode(monkeypatch: pytest.MonkeyPatch) ->
     mcp_server.search(query="refund")
     assert seen["mode"] == "hybrid"
     assert json.dumps(seen)  # plain values only
+
+
+def test_the_shipped_token_weights_are_the_recall_sets_idf() -> None:
+    """The weights file is what `python -m memory.retrieval.embeddings.model --rebuild-idf`
+    makes from the benchmark's observation texts (documents only: no query or label)."""
+    import gzip
+
+    from memory.retrieval.embeddings import idf
+
+    model = get_model()
+    with gzip.open(idf._SET, "rt", encoding="utf-8") as f:
+        observations = json.load(f)["observations"]
+    texts = ["\n".join(p for p in (o["title"], o["narrative"]) if p)[:4000] for o in observations]
+    weights = idf.compute(texts, model.tokenizer, model.table.shape[0])
+    assert np.allclose(weights.astype(np.float16), idf.load(model.table.shape[0]), atol=1e-3)
+    assert weights.min() >= 0 and weights.max() == pytest.approx(np.log(len(texts) + 1), rel=1e-4)

@@ -10,9 +10,9 @@ model version (which names the weighting) is what says when rows need re-embeddi
 
 They were counted once over the observation texts of the recall benchmark's set (commit
 records of four public projects plus the written ones; document text only, no query and
-no label), and rebuilt with `python -m memory.retrieval.embeddings.idf`. Weights counted
-from half of those documents rank the benchmark's queries the same (README, "Search by
-meaning"), so they are not tied to the exact rows they came from.
+no label); `python -m memory.retrieval.embeddings.model --rebuild-idf` counts them again.
+Weights counted from half of those documents rank the benchmark's queries the same
+(README, "Search by meaning"), so they are not tied to the exact rows they came from.
 """
 
 from __future__ import annotations
@@ -51,21 +51,15 @@ def load(vocab: int) -> Any:
     return weights.astype(np.float32) if weights.shape == (vocab,) else None
 
 
-def _main() -> None:
+def rebuild(tokenizer: Any, vocab: int) -> str:
+    """Count the weights again from the recall set and write the shipped file."""
     import numpy as np
 
-    from memory.retrieval.embeddings.model import _bundled
-
-    model = _bundled(weighted=False)
     with gzip.open(_SET, "rt", encoding="utf-8") as f:
         rows = json.load(f)["observations"]
     # What the store embeds for these rows (store.texts: title and narrative, the others empty).
     texts = ["\n".join(p for p in (o["title"], o["narrative"]) if p)[:4000] for o in rows]
-    weights = compute(texts, model.tokenizer, model.table.shape[0])
+    weights = compute(texts, tokenizer, vocab)
     WEIGHTS.parent.mkdir(exist_ok=True)
     np.save(WEIGHTS, weights.astype(np.float16))
-    print(f"{WEIGHTS}: {len(texts)} documents, max idf {math.log(len(texts) + 1):.2f}")
-
-
-if __name__ == "__main__":
-    _main()
+    return f"{WEIGHTS}: {len(texts)} documents, max idf {math.log(len(texts) + 1):.2f}"

@@ -216,3 +216,14 @@ def _warm() -> None:
         get_model()
     except Exception:
         log.exception("embedding model warm-up failed")
+
+
+if __name__ == "__main__":
+    import sys
+
+    from memory.retrieval.embeddings import idf
+
+    if sys.argv[1:] != ["--rebuild-idf"]:
+        sys.exit("usage: python -m memory.retrieval.embeddings.model --rebuild-idf")
+    plain = _bundled(weighted=False)
+    print(idf.rebuild(plain.tokenizer, int(plain.table.shape[0])))
