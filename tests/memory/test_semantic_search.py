@@ -7,6 +7,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from io import StringIO
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -17,9 +18,11 @@ from django.test import Client
 from memory.models import Embedding, Observation, Prompt, Session, Summary
 from memory.retrieval.embeddings import index, store
 from memory.retrieval.embeddings.model import DEFAULT_NAME, get_model
+from memory.retrieval.search import hybrid
 from memory.retrieval.search.hybrid import fuse
 from memory.retrieval.search.query import SearchQuery
 from memory.retrieval.search.service import search
+from memory.retrieval.search.sqlite import SqliteBackend
 
 pytestmark = pytest.mark.django_db
 
@@ -356,3 +359,68 @@ def test_the_shipped_token_weights_are_the_recall_sets_idf() -> None:
     weights = idf.compute(texts, model.tokenizer, model.table.shape[0])
     assert np.allclose(weights.astype(np.float16), idf.load(model.table.shape[0]), atol=1e-3)
     assert weights.min() >= 0 and weights.max() == pytest.approx(np.log(len(texts) + 1), rel=1e-4)
+
+
+class _GivenKeywordList:
+    """The SQLite backend, except that its keyword list is the one given (hand-made lists
+    over the fixture's rows); vectors, hits and the relatedness reads are the real ones."""
+
+    def __init__(self, ids: list[int], strict: bool) -> None:
+        self.ranked = [(1.0 / n, "observation", pk) for n, pk in enumerate(ids, start=1)]
+        self.strict = strict
+
+    def keyword_ranked(self, query: SearchQuery) -> tuple[list[Any], bool]:
+        return self.ranked, self.strict
+
+    keyword = staticmethod(SqliteBackend.keyword)
+    hits_by_ids = staticmethod(SqliteBackend.hits_by_ids)
+    nearest = staticmethod(SqliteBackend.nearest)
+
+
+def _hybrid_ids(text: str, backend: _GivenKeywordList) -> list[int]:
+    query = SearchQuery(text=text, mode="hybrid", kinds=("observation",))
+    return [hit.id for hit in hybrid.search_mode(backend, query)]  # type: ignore[arg-type]
+
+
+def test_keyword_weight_ramps_with_the_heads_relatedness() -> None:
+    low = hybrid.RELATEDNESS_CENTER - hybrid.RELATEDNESS_WIDTH / 2
+    assert hybrid.keyword_weight(True, low - 0.01) == 0.0
+    assert hybrid.keyword_weight(True, hybrid.RELATEDNESS_CENTER) == pytest.approx(0.5)
+    assert hybrid.keyword_weight(True, low + hybrid.RELATEDNESS_WIDTH + 0.01) == 1.0
+    assert hybrid.keyword_weight(False, 0.9) == hybrid.FALLBACK_WEIGHT
+
+
+def test_a_paraphrase_keeps_its_semantic_top_hit(
+    rows: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keyword hits that share only incidental words with a paraphrase (their vectors are
+    far from the query's) lose their weight, and the vectors' first row stays first."""
+    backend = _GivenKeywordList([rows["coupons"], rows["stripe"]], strict=False)
+    embedded = hybrid.query_vector(SearchQuery(text=PARAPHRASE))
+    assert embedded is not None
+    assert hybrid.relatedness(backend.ranked, embedded) < hybrid.RELATEDNESS_CENTER
+    assert _ids(text=PARAPHRASE, mode="semantic")[0] == rows["refunds"]
+    assert _hybrid_ids(PARAPHRASE, backend)[0] == rows["refunds"]
+    # With a fixed full weight (the ramp always at 1) the keyword head would have led.
+    monkeypatch.setattr(hybrid, "RELATEDNESS_CENTER", -1.0)
+    assert _hybrid_ids(PARAPHRASE, backend)[0] == rows["coupons"]
+
+
+def test_a_keyword_query_keeps_its_keyword_top_hit(rows: dict[str, int]) -> None:
+    """A keyword head related to the query by meaning keeps its full weight: it leads even
+    where the vectors put another row first."""
+    text = "orders refunds duplicate"
+    assert _ids(text=text, mode="semantic")[:2] == [rows["refunds"], rows["stripe"]]
+    backend = _GivenKeywordList([rows["stripe"]], strict=True)
+    embedded = hybrid.query_vector(SearchQuery(text=text))
+    assert embedded is not None
+    related = hybrid.relatedness(backend.ranked, embedded)
+    assert hybrid.keyword_weight(True, related) == 1.0
+    assert _hybrid_ids(text, backend)[0] == rows["stripe"]
+
+
+def test_relatedness_without_vectors_keeps_the_keyword_weight(rows: dict[str, int]) -> None:
+    embedded = hybrid.query_vector(SearchQuery(text="refund rounding"))
+    assert embedded is not None
+    Embedding.objects.filter(object_id=rows["coupons"]).delete()
+    assert hybrid.relatedness([(1.0, "observation", rows["coupons"])], embedded) == 1.0
