@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 # RRF's k, the fallback weight and the relatedness ramp below: the set with the best hybrid
 # R@5 on the tuning half of `cmem bench recall`'s queries (even ids; the odd half is held
 # out and reported), tuned together (`recall.TUNING_GRID`). A small k lets each list's head
-# lead (the idf-weighted vectors rank well enough that their first rows deserve it); with
-# fixed weights k 5..20 was tried and k = 60 lost 3 points.
+# lead (the idf-weighted vectors rank well enough that their first rows deserve it); k 30
+# and 60 lost 2-3 points with fixed weights, so the grid stops at 20.
 RRF_K = 5
 CANDIDATES = 50
 # A filtered semantic scan reads at most this many of the newest rows that pass the filters.
@@ -48,8 +48,8 @@ FALLBACK_WEIGHT = 1.0
 # cosine between the query and the keyword list's first RELATEDNESS_TOP rows, 0 below
 # RELATEDNESS_CENTER - RELATEDNESS_WIDTH / 2, full above its other end. Center and width
 # were tuned with RRF_K and FALLBACK_WEIGHT on the tuning half of `cmem bench recall`. On
-# that set the head's mean cosine is 0.28 for paraphrases (hits sharing only incidental
-# words) against 0.58 for keyword and file queries.
+# that set the head's mean cosine is 0.19 for paraphrases (hits sharing only incidental
+# words) against 0.42 for keyword and file queries.
 RELATEDNESS_TOP = 3
 RELATEDNESS_CENTER = 0.25
 RELATEDNESS_WIDTH = 0.1
