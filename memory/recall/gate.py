@@ -31,7 +31,7 @@ from django.db.models import FilteredRelation, Q, QuerySet
 from memory import clock, config
 from memory.agents.base import GateDecision, HookEvent, HookResult
 from memory.agents.tool_names import tool_names
-from memory.db import CompiledQuery
+from memory.db import CompiledInsert, CompiledQuery
 from memory.models import FileView, LedgerEntry, ObservationFile, Session
 from memory.projects import (
     Project,
@@ -50,7 +50,7 @@ from memory.recall.file_views import (
     view_matches,
 )
 from memory.recall.gate_policy import adaptive_mode
-from memory.recall.ledger import file_tokens, ledger_record, ledger_record_retry
+from memory.recall.ledger import file_tokens, ledger_insert, ledger_record_retry
 from memory.team import scope
 
 # Rows fetched per file before dedupe: a file's whole history in practice, bounded for the
@@ -154,8 +154,8 @@ def gate_decide(*, event: HookEvent, mode: str = "") -> HookResult:
             get=names.get_observations
         )
         text = f"Current: {clock.stamp(now)}\n{intro}\n{_marks(rows)}\n\n{timeline}"
-        session = session or session_ensure(event=event, project=project)
-        ledger_record(
+        session = session or session_ensure(event=event, project=project, absent=True)
+        ledger_insert(
             kind=LedgerEntry.Kind.GATE_CONTEXT,
             session=session,
             project=project.name,
@@ -167,6 +167,7 @@ def gate_decide(*, event: HookEvent, mode: str = "") -> HookResult:
     return _deny(event, project, path, facts, reason, session, view)
 
 
+_VIEW_INSERT = CompiledInsert(FileView)
 VIEW_FIELDS = ("pk", "denied", "partial", "content_hash", "mtime", "size", "seen")
 
 
@@ -431,14 +432,14 @@ def _deny(
     """Refuse the read, remember the refusal (the next attempt passes), book the tokens."""
     try:
         with transaction.atomic():
-            session = session or session_ensure(event=event, project=project)
+            session = session or session_ensure(event=event, project=project, absent=True)
             if view is not None:
                 FileView.objects.filter(pk=view.pk).update(denied=True)
             else:
                 # No view yet: a row that holds only the refusal (partial: the model has no
                 # full copy of the file).
-                FileView.objects.create(session=session, path=path, denied=True, partial=True)
-            ledger_record(
+                _VIEW_INSERT.insert(session_id=session.pk, path=path, denied=True, partial=True)
+            ledger_insert(
                 kind=LedgerEntry.Kind.GATE_DENY,
                 session=session,
                 project=project.name,
