@@ -22,6 +22,7 @@ from memory.capture.privacy import redact_text
 from memory.db import CompiledInsert
 from memory.models import FileView, Session
 from memory.projects import Project, remote_request
+from memory.retrieval.outline.cache import outline_warm
 from memory.team import scope
 
 # Hashing is only for staleness; a file this large is compared by mtime and size instead.
@@ -177,6 +178,9 @@ def file_view_record_from_tool(
         "partial": partial,
         "seen": timezone.now(),
     }
+    if facts is not None and facts.sha256 and not remote_request():
+        # The refusal of this content in a later session shows its outline (recall/refusal.py).
+        outline_warm(path, facts.sha256)
     existing = FileView.objects.filter(session=session, path=path).first()
     if existing is not None:
         if partial and not existing.partial and facts is not None and view_matches(existing, facts):

@@ -51,6 +51,7 @@ from memory.recall.file_views import (
 )
 from memory.recall.gate_policy import adaptive_mode
 from memory.recall.ledger import file_tokens, ledger_insert, ledger_record_retry
+from memory.recall.refusal import refusal_menu, refusal_outline
 from memory.team import scope
 
 # Rows fetched per file before dedupe: a file's whole history in practice, bounded for the
@@ -58,12 +59,6 @@ from memory.team import scope
 FETCH_ROWS = 400
 TITLE_MAX = 160
 
-CHOICES = """Read blocked: This file has prior observations. Choose the cheapest path:
-- Already know enough? The timeline below may be all you need (semantic priming).
-- Need details? {get}([IDs]) -- ~300 tokens each.
-- Need current code? {outline}({path}) for structure (~1-2k tokens),
-  {unfold}({path}, "<symbol>") for a specific function (~400-2k tokens).
-- Need to edit? Read the file again: a second Read passes."""
 MARKS = "[unchanged]/[changed]: the file now vs. what that observation saw.\n" + framing.NOTES_LINE
 # Added to MARKS only when a row is [unknown], so the seed message stays as it is otherwise.
 UNKNOWN_MARK = "[unknown]: no hash was recorded for it (imported history), so it may differ.\n"
@@ -163,7 +158,11 @@ def gate_decide(*, event: HookEvent, mode: str = "") -> HookResult:
             shown=text,
         )
         return HookResult(gate=GateDecision(decision="allow", context=text))
-    reason = f"Current: {clock.stamp(now)}\n{CHOICES.format(path=json.dumps(raw_path), get=names.get_observations, outline=names.smart_outline, unfold=names.smart_unfold)}\n{_marks(rows)}\n\n{timeline}"
+    outline = refusal_outline(path, facts)
+    menu = refusal_menu(raw_path=raw_path, names=names, outline=outline)
+    reason = f"Current: {clock.stamp(now)}\n{menu}\n{_marks(rows)}\n\n{timeline}"
+    if outline:
+        reason += f"\n\n{outline}"
     return _deny(event, project, path, facts, reason, session, view)
 
 
