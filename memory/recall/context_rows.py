@@ -67,7 +67,7 @@ class SummaryRow:
 
 def _observations(p: Mapping[str, Any], limit: int) -> QuerySet[Any]:
     return (
-        Observation.objects.filter(project=p["project"])
+        scope.owned(Observation.objects.filter(project=p["project"]))
         .order_by("-created", "-pk")
         .values_list(*OBS_FIELDS)[:limit]
     )
@@ -75,7 +75,7 @@ def _observations(p: Mapping[str, Any], limit: int) -> QuerySet[Any]:
 
 def _summaries(p: Mapping[str, Any], limit: int) -> QuerySet[Any]:
     return (
-        Summary.objects.filter(project=p["project"])
+        scope.owned(Summary.objects.filter(project=p["project"]))
         .order_by("-created", "-pk")
         .values_list(*SUMMARY_FIELDS)[:limit]
     )
@@ -110,7 +110,8 @@ def _limited(kind: str, project: str, limit: int) -> list[tuple[Any, ...]]:
     if limit <= 0:
         return []
     if scope.restricted_owner() is not None:
-        return list(scope.owned(build({"project": project}, limit)))
+        # Narrowed before the LIMIT (build applies scope.owned): never compiled, per viewer.
+        return list(build({"project": project}, limit))
     key = (kind, limit)
     query = _BY_LIMIT.get(key)
     if query is None:

@@ -180,19 +180,28 @@ LATER_FIELDS = ("kind", "session_id", "path", "created", "detail", "tokens_shown
 
 
 def _refusals_rows(p: Mapping[str, Any], window: int) -> QuerySet[Any]:
+    # A teammate's gate weighs their own refusals only (memory/team/scope.py): narrowed
+    # before the LIMIT; an unrestricted read is compiled once and run raw.
+    ledger = LedgerEntry.objects.filter(
+        project=p["project"], created__gte=_since(p), kind=p["kind"]
+    )
     return (
-        LedgerEntry.objects.filter(project=p["project"], created__gte=_since(p), kind=p["kind"])
+        scope.owned(ledger, "owner")
         .order_by("-created", "-pk")
         .values_list(*REFUSAL_FIELDS)[:window]
     )
 
 
 def _later_query(p: Mapping[str, Any]) -> QuerySet[Any]:
-    return LedgerEntry.objects.filter(
-        project=p["project"],
-        created__gte=_since(p),
-        kind__in=[p["retry"], p["tool"], p["context"]],
-    ).values_list(*LATER_FIELDS)
+    return (
+        scope.owned(LedgerEntry.objects.all(), "owner")
+        .filter(
+            project=p["project"],
+            created__gte=_since(p),
+            kind__in=[p["retry"], p["tool"], p["context"]],
+        )
+        .values_list(*LATER_FIELDS)
+    )
 
 
 def _since(p: Mapping[str, Any]) -> Any:
@@ -207,10 +216,10 @@ _LATER = CompiledQuery(_later_query, "project", "since", "retry", "tool", "conte
 
 
 def _rows(query: QuerySet[Any] | CompiledQuery, **values: Any) -> list[tuple[Any, ...]]:
-    """Rows of `query`: a QuerySet (a teammate's token: narrowed to their own rows, see
-    memory/team/scope.py) or a compiled query run raw with `values`."""
+    """Rows of `query`: a QuerySet (a teammate's token: already narrowed to their own rows)
+    or a compiled query run raw with `values`."""
     if not isinstance(query, CompiledQuery):
-        return list(scope.owned(query, "owner"))
+        return list(query)
     sql, params = query.sql_and_params(**values)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
