@@ -11,6 +11,7 @@ backend); only the per-call building is skipped.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db import connection
@@ -88,3 +89,11 @@ class CompiledInsert:
             if connection.features.can_return_columns_from_insert:
                 return int(cursor.fetchone()[0])
             return int(connection.ops.last_insert_id(cursor, self._model._meta.db_table, "id"))
+
+
+def db_datetime(value: datetime | str) -> datetime:
+    """A datetime column read on a plain cursor: SQLite gives text (UTC), PostgreSQL an aware
+    datetime; both become aware."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)

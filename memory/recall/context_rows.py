@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from django.db import connection
 from django.db.models import QuerySet
 
-from memory.db import CompiledQuery
+from memory.db import CompiledQuery, db_datetime
 from memory.models import Observation, ObservationFile, Summary, estimate_tokens
 from memory.team import scope
 
@@ -203,10 +203,3 @@ def _json_list(value: Any) -> list[Any]:
         except ValueError:
             return []
     return value if isinstance(value, list) else []
-
-
-def db_datetime(value: datetime | str) -> datetime:
-    """Raw cursors give SQLite datetimes as text (UTC) and PostgreSQL's as aware datetimes."""
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connection
@@ -32,7 +32,7 @@ from django.db.models import CharField, QuerySet, Value
 from django.utils import timezone
 
 from memory import config
-from memory.db import CompiledQuery
+from memory.db import CompiledQuery, db_datetime
 from memory.models import LedgerEntry
 from memory.team import scope
 
@@ -200,6 +200,8 @@ def _later_query(p: Mapping[str, Any]) -> QuerySet[Any]:
             created__gte=_since(p),
             kind__in=[p["retry"], p["tool"], p["context"]],
         )
+        # Oldest first: a refusal is matched with the first answer after it.
+        .order_by("created", "pk")
         .values_list(*LATER_FIELDS)
     )
 
@@ -238,7 +240,7 @@ def _refusals(*, project: str, since: datetime, window: int) -> list[Refusal]:
         )
         values["since"] = connection.ops.adapt_datetimefield_value(since)
     return [
-        Refusal(session, path, _when(created), shown, avoided, outcome)
+        Refusal(session, path, db_datetime(created), shown, avoided, outcome)
         for session, path, created, shown, avoided, outcome in _rows(query, **values)
     ]
 
@@ -258,16 +260,9 @@ def _later_rows(*, project: str, since: datetime) -> list[LaterRow]:
         query = _LATER
         values["since"] = connection.ops.adapt_datetimefield_value(since)
     return [
-        LaterRow(kind, session, path, _when(created), detail, shown)
+        LaterRow(kind, session, path, db_datetime(created), detail, shown)
         for kind, session, path, created, detail, shown in _rows(query, **values)
     ]
-
-
-def _when(value: datetime | str) -> datetime:
-    """Raw cursors give SQLite datetimes as text (UTC) and PostgreSQL's as aware datetimes."""
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
 def project_gate_mode(*, project: str, settings: dict[str, str] | None = None) -> GateMode:
