@@ -36,6 +36,16 @@ def main(argv: list[str] | None = None) -> int:
         from memory.service.server import main as serve_process
 
         return serve_process()
+    if args == ["mcp"]:
+        # What every agent session starts (`cmem install` writes `cmem mcp`): the MCP server
+        # imports no Django, and Django's setup was half of its start (~1 s), while the
+        # agent's first requests go out without the server's tools until it answers.
+        from deliverables.mcp_tools import mcp_tools_register
+        from memory.retrieval.mcp_server import main as mcp_serve
+
+        mcp_tools_register()
+        mcp_serve()
+        return 0
     if args and args[0] in {"--version", "-V", "version"}:
         from memory import config
 

@@ -12,12 +12,11 @@ class DeliverablesConfig(AppConfig):
     def ready(self) -> None:
         # memory never imports this app: it reaches deliverables only through the seam it
         # owns (memory/extensions.py), which this fills once at startup.
-        from deliverables.mcp_tools import work_state_write
+        from deliverables.mcp_tools import mcp_tools_register
         from deliverables.session_part import SESSION_PART, on_tool_recorded, on_turn_finished
         from memory import extensions
-        from memory.retrieval import mcp_registry
 
         extensions.session_part_register(SESSION_PART)
         extensions.turn_finished_connect(on_turn_finished)
         extensions.tool_recorded_connect(on_tool_recorded)
-        mcp_registry.mcp_tool_register(work_state_write)
+        mcp_tools_register()

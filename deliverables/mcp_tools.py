@@ -4,7 +4,8 @@ The MCP server cannot tell which request a call belongs to, so this function rec
 nothing: it only says what will happen. The call's PostToolUse hook knows the session and
 the prompt; it reads the files itself (memory/capture/handover.py) and the worker records
 them on that request's My Work card, marked attached (deliverables/handover.py). Registered
-into memory.retrieval.mcp_registry by DeliverablesConfig.ready(); imports no Django.
+into memory.retrieval.mcp_registry by `mcp_tools_register` (DeliverablesConfig.ready(), and
+`cmem mcp`, which starts without Django); imports no Django.
 """
 
 from __future__ import annotations
@@ -12,6 +13,13 @@ from __future__ import annotations
 import os
 
 MAX_PATHS = 50
+
+
+def mcp_tools_register() -> None:
+    """Add this app's tools to cmem's MCP server (memory.retrieval.mcp_registry)."""
+    from memory.retrieval import mcp_registry
+
+    mcp_registry.mcp_tool_register(work_state_write)
 
 
 def work_state_write(paths: list[str], title: str = "", note: str = "") -> str:

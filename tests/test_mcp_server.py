@@ -73,6 +73,10 @@ def test_every_tool_over_stdio(live_worker: LiveWorker) -> None:
             and "~300 tokens" in described["get_observations"]
         )
         assert "smart_unfold" in described["smart_outline"]
+        # The tools a refusal names are listed up front: Claude Code would otherwise defer
+        # them behind its tool search, one more turn that resends the conversation.
+        loaded = {t.name for t in tools if (t.meta or {}).get("anthropic/alwaysLoad") is True}
+        assert loaded == {"get_observations", "smart_outline", "smart_unfold"}
         # Plain text only: no output schema, so no {"result": "..."} structured result that
         # Claude Code would hand the model as escaped JSON.
         assert all(tool.outputSchema is None for tool in tools)
@@ -252,3 +256,25 @@ def test_plugin_dir(tmp_path: Path) -> None:
         "args": ["mcp"],
         "env": {},
     }
+
+
+def test_cmem_mcp_starts_without_django_and_serves_every_tool() -> None:
+    """`cmem mcp` starts with every agent session, and the agent's first requests go out
+    without its tools until it answers: Django's setup is not part of its start, yet the
+    tool deliverables registers is served."""
+    probe = (
+        "import asyncio, sys\n"
+        "from cmem_site.cli import main\n"
+        "main(['mcp'])\n"
+        "from memory.retrieval.mcp_server import mcp\n"
+        "names = sorted(t.name for t in asyncio.run(mcp.list_tools()))\n"
+        "print('django' in sys.modules, ','.join(names), file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+        timeout=60, cwd=REPO,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    django_loaded, names = done.stderr.strip().splitlines()[-1].split(" ")
+    assert django_loaded == "False"
+    assert set(names.split(",")) == TOOLS

@@ -10,8 +10,8 @@ The same two-session replay runs through the real `claude` CLI (the pinned 2.1.3
   gate refuses a read it answers by its policy:
   `follows`  the cheapest path the refusal offers: the structure of one file (the outline the
              refusal carries; smart_outline when it carries none), get_observations with the
-             refusal's ids for the next (loading the tools through Claude Code's tool search
-             first);
+             refusal's ids for the next (through Claude Code's tool search when the tools are
+             deferred);
   `rereads`  reads the file again (the second Read always passes);
   `mixed`    follows for even files, reads again for odd ones;
   `index`    follows the SessionStart index's advice before any refusal: a file the index

@@ -43,6 +43,14 @@ mcp._mcp_server.version = config.VERSION
 # as structuredContent {"result": "..."}, and Claude Code hands that structured result to the
 # model, so each answer would reach it as escaped JSON instead of the text it was rendered as.
 
+# The tools the read gate's refusal names as the cheaper path. Claude Code defers MCP tools
+# behind its tool search, so following a refusal would first cost a ToolSearch turn that
+# resends the whole conversation (measured: ~3,200 tokens of its own messages a request, one
+# request per session); `_meta["anthropic/alwaysLoad"]` lists these three up front instead
+# (~550 tokens of definitions in the tool block, which prompt caching keeps). Other agents
+# ignore the key.
+ALWAYS_LOADED = {"anthropic/alwaysLoad": True}
+
 
 # --- the worker --------------------------------------------------------------------------
 
@@ -308,6 +316,7 @@ def timeline(
 
 @mcp.tool(
     structured_output=False,
+    meta=ALWAYS_LOADED,
     description=(
         "Step 2: the full notes (narrative, facts, files, concepts) of the observations you picked from "
         "search or timeline, in the order given. ~300 tokens each, so pass only the ids that matter. "
@@ -326,6 +335,7 @@ def get_observations(ids: list[int]) -> str:
 
 @mcp.tool(
     structured_output=False,
+    meta=ALWAYS_LOADED,
     description=(
         "Step 3: the structure of one source file: classes, functions and methods with signatures, "
         "a few words of doc and line ranges, typically 10x+ cheaper than reading it. Then smart_unfold the symbol you "
@@ -341,6 +351,7 @@ def smart_outline(file_path: str) -> str:
 
 @mcp.tool(
     structured_output=False,
+    meta=ALWAYS_LOADED,
     description=(
         "Step 3b: the exact source of one symbol (function, class or method) with line numbers, found by "
         "name; qualified names like Class.method or Type::method work. Use after smart_outline or "

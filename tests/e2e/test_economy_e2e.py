@@ -36,11 +36,11 @@ def test_following_the_advice_shrinks_the_conversation_and_the_input(runs) -> No
     assert follows.input < off.input
     # The refusals of the first and third file carry their outline (made when session 1's
     # Reads were captured): following them needs no call. The second is answered with
-    # get_observations (after loading it through tool search); the ledger knows which.
+    # get_observations, listed up front (no tool-search turn); the ledger knows which.
     ledger = runs["follows"].ledger
     assert ledger.get("gate_deny") == 2 and ledger.get("gate_deny/get_observations") == 1
     assert "gate_deny/read_again" not in ledger
-    assert follows.requests == off.requests + 2
+    assert follows.requests == off.requests + 1  # the get_observations call, nothing else
     assert ledger["gate"][0]["mode"] == "deny"
     # Both sessions' model was read from their Claude Code transcripts at Stop.
     assert runs["follows"].model and ledger["session_models"] == [runs["follows"].model] * 2

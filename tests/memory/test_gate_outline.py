@@ -105,7 +105,7 @@ def test_a_refusal_carries_the_outline_of_a_file_a_session_read(client, root) ->
     assert refusal.OUTLINE_HEADING in text
     # Symbols with their line ranges, from the file as it is now.
     assert "◆ Warehouse L4-13" in text
-    assert " restock(item, count) L11-13" in text
+    assert " restock L11-13" in text  # members by name and range: unfold shows the rest
     assert "total_available(warehouses, item) L16-18" in text
     # The menu says the outline is here: no smart_outline call to make, unfold or a range.
     assert "The timeline and the file's outline below may be all you need." in text
@@ -155,7 +155,7 @@ def test_the_outline_is_made_once_per_content_and_never_on_the_decision(
     path.write_text(SOURCE.replace("def restock(self, item, count)", "def refill(self, item)"))
     captured_read(root, path)
     assert calls == ["python", "python"]
-    assert "refill(item)" in cache.outline_cached(sha(path))  # type: ignore[operator]
+    assert "refill L" in cache.outline_cached(sha(path))  # type: ignore[operator]
 
 
 def test_the_outline_is_bounded(client, root) -> None:
@@ -210,3 +210,24 @@ def test_a_file_changed_after_it_was_hashed_gets_no_outline_of_other_content(roo
     cache.outline_warm(str(path), stale)
     cache.outline_drain()
     assert cache.outline_cached(stale) is None
+
+
+def test_a_refusals_outline_names_members_without_their_parameters() -> None:
+    """The refusal is resent with every later request: a type's members are its map, by
+    name and line range, several to a line; smart_unfold shows a member's signature."""
+    from memory.retrieval.outline.languages import language_for
+    from memory.retrieval.outline.parse import outline_source
+
+    methods = "".join(
+        f"    def m{i}(self, alpha, beta=None):\n        return {i}\n" for i in range(8)
+    )
+    source = f"class Big:\n{methods}\n\ndef top(a, b):\n    return a\n".encode()
+    outline = outline_source(source, language=language_for(Path("x.py")))  # type: ignore[arg-type]
+    brief = outline.render_brief().splitlines()
+    assert brief[1:] == [
+        "◆ Big L1-17",
+        " m0 L2-3, m1 L4-5, m2 L6-7, m3 L8-9, m4 L10-11, m5 L12-13",
+        " m6 L14-15, m7 L16-17",
+        "top(a, b) L20-21",  # a function keeps its signature
+    ]
+    assert len(outline.render_brief()) < len(outline.render()) * 0.7

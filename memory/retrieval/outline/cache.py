@@ -107,4 +107,4 @@ def outline_text(path: Path, sha256: str) -> str | None:
         outline = outline_source(source, language=language)
     except Exception:  # noqa: BLE001 - a grammar failure only means no outline in the refusal
         return NONE
-    return outline.render() if outline.symbols else NONE
+    return outline.render_brief() if outline.symbols else NONE
