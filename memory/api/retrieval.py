@@ -6,12 +6,14 @@ Thin handlers: parse, call one service, shape the answer. Every bad input is a 4
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Schema, Status
+from ninja.responses import NinjaJSONEncoder
 from pydantic import Field
 
 from memory import config
@@ -105,8 +107,32 @@ def _kinds(raw: str | None) -> tuple[Kind, ...]:
     return kinds  # type: ignore[return-value]
 
 
+def _search_json(out: dict[str, Any], hits: list[dict[str, Any]]) -> HttpResponse:
+    """The 200 answer as ninja renders `SearchOut`, without validating it again.
+
+    Validating 20 hits through ninja's schemas cost ~0.45 ms of a ~2.5 ms search (issue 19);
+    every value here is already typed (SearchHit.as_dict, fold.hits_with_folds), so only
+    the field order and the types the schema would coerce to are kept: `created_at` a
+    datetime (rendered by ninja's encoder, e.g. `…:52.651Z`), `score` a float.
+    tests/memory/test_search.py pins the body to the schema-validated one."""
+    results = [
+        {
+            "id": hit["id"], "kind": hit["kind"], "title": hit["title"], "project": hit["project"],
+            "created_at": datetime.fromisoformat(hit["created_at"]), "type": hit["type"],
+            "score": float(hit["score"]), "snippet": hit["snippet"], "highlights": hit["highlights"],
+            "tokens": hit["tokens"], "session": hit["session"], "files": hit["files"],
+            "fold": hit["fold"], "fold_size": hit["fold_size"], "fold_lead": hit["fold_lead"],
+        }
+        for hit in hits
+    ]  # fmt: skip
+    body = json.dumps({**out, "results": results}, cls=NinjaJSONEncoder)
+    return HttpResponse(body, content_type="application/json; charset=utf-8")
+
+
 @router.get("/search", response={200: SearchOut, 400: ErrorOut})
-def search_endpoint(request: HttpRequest, filters: Query[SearchFilters]) -> Status[dict[str, Any]]:
+def search_endpoint(
+    request: HttpRequest, filters: Query[SearchFilters]
+) -> Status[dict[str, Any]] | HttpResponse:
     """Ranked hits, best first (newest first without `q`): an index to pick from, cheaply."""
     try:
         kinds = _kinds(filters.kind)
@@ -124,7 +150,7 @@ def search_endpoint(request: HttpRequest, filters: Query[SearchFilters]) -> Stat
         "mode": effective_mode(filters.mode),
         "note": mode_note(filters.mode),
     }
-    return Status(200, {**out, "results": hits})
+    return _search_json(out, hits)
 
 
 class TimelineItemOut(Schema):
