@@ -29,7 +29,7 @@ from memory.retrieval.search.fold import hits_with_folds
 from memory.retrieval.search.query import KINDS, Kind, SearchQuery
 from memory.retrieval.search.service import effective_mode, mode_note, search
 from memory.retrieval.timeline import TimelineError, TimelineNotFound, timeline_build
-from memory.team.scope import owned
+from memory.team.scope import owned, restricted_owner
 
 router = Router(tags=["retrieval"])
 
@@ -232,18 +232,35 @@ def _parse_ids(raw: str) -> list[int]:
 
 
 @router.get("/observations", response={200: ObservationsOut, 400: ErrorOut})
-def observations_by_id(request: HttpRequest, ids: str) -> Status[dict[str, Any]]:
+def observations_by_id(request: HttpRequest, ids: str) -> Status[dict[str, Any]] | HttpResponse:
     """Full observations in the order asked; ids that do not exist are listed in `missing`."""
     try:
         wanted = _parse_ids(ids)
     except ValueError as exc:
         return Status(400, {"error": str(exc)})
-    # A teammate's token: another user's ids are `missing`, exactly like ids never made.
-    found = owned(Observation.objects.all()).in_bulk(wanted)
-    return Status(200, {
-        "observations": [found[pk].as_dict() for pk in dict.fromkeys(wanted) if pk in found],
-        "missing": [pk for pk in dict.fromkeys(wanted) if pk not in found],
-    })  # fmt: skip
+    found = _observations_found(wanted)
+    observations = [found[pk].as_dict() for pk in dict.fromkeys(wanted) if pk in found]
+    for row in observations:  # as ObservationOut would coerce it (see _search_json)
+        row["created_at"] = datetime.fromisoformat(row["created_at"])
+    body = {"observations": observations, "missing": [pk for pk in dict.fromkeys(wanted) if pk not in found]}  # fmt: skip
+    return HttpResponse(
+        json.dumps(body, cls=NinjaJSONEncoder), content_type="application/json; charset=utf-8"
+    )
+
+
+def _observations_found(wanted: list[int]) -> dict[int, Observation]:
+    """The observations of `wanted` this request may read, by id.
+
+    A teammate's token: another user's ids are `missing`, exactly like ids never made
+    (`owned`). With no restriction (the local worker, staff) every row may be read, and a
+    raw primary-key read builds the same rows without the ORM compiling the query: half of
+    this call's cost (issue 19: the authenticated-call row)."""
+    if restricted_owner() is not None:
+        return owned(Observation.objects.all()).in_bulk(wanted)
+    table = Observation._meta.db_table
+    marks = ", ".join(["%s"] * len(wanted))
+    rows = Observation.objects.raw(f"SELECT * FROM {table} WHERE id IN ({marks})", wanted)
+    return {row.pk: row for row in rows}
 
 
 # --- code outlines: these read files on this machine ------------------------------------------

@@ -97,3 +97,20 @@ def test_the_search_body_is_the_schema_validated_one(client) -> None:  # type: i
         ).model_dump()
         assert body == json.loads(json.dumps(validated, cls=NinjaJSONEncoder))
         assert list(body["results"][0]) == list(SearchOut.model_fields["results"].annotation.__args__[0].model_fields)  # type: ignore[union-attr]  # fmt: skip
+
+
+@pytest.mark.django_db
+def test_the_observations_body_is_the_schema_validated_one(client) -> None:  # type: ignore[no-untyped-def]
+    from memory.api.retrieval import ObservationsOut
+    from memory.models import Observation
+
+    ids = seed()["observation"]
+    wanted = [ids[2], 999_999, ids[0], ids[2]]
+    response = client.get("/api/observations", {"ids": ",".join(map(str, wanted))})
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/json; charset=utf-8"
+    rows = Observation.objects.in_bulk(wanted)
+    validated = ObservationsOut.model_validate(
+        {"observations": [rows[ids[2]].as_dict(), rows[ids[0]].as_dict()], "missing": [999_999]}
+    ).model_dump()
+    assert response.json() == json.loads(json.dumps(validated, cls=NinjaJSONEncoder))
