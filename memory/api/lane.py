@@ -60,11 +60,14 @@ class _LaneHandler(BaseHandler):
     Django's own load_middleware reads `settings.MIDDLEWARE` and nothing else, so this is
     its sync path with the list as a parameter."""
 
-    def load_lane(self, paths: list[str]) -> Callable[[HttpRequest], HttpResponse]:
-        self._view_middleware = []
-        self._template_response_middleware = []
-        self._exception_middleware = []
-        handler = convert_exception_to_response(self._get_response)
+    def load_lane(self, paths: list[str]) -> Callable[[HttpRequest], Any]:
+        views: list[Callable[..., Any]] = []
+        templates: list[Callable[..., Any]] = []
+        exceptions: list[Callable[..., Any]] = []
+        self._view_middleware = views
+        self._template_response_middleware = templates
+        self._exception_middleware = exceptions
+        handler = convert_exception_to_response(self._get_response)  # type: ignore[attr-defined]
         for path in reversed(paths):
             middleware = import_string(path)
             if not getattr(middleware, "sync_capable", True):
@@ -76,11 +79,11 @@ class _LaneHandler(BaseHandler):
             if instance is None:
                 raise ImproperlyConfigured(f"Middleware factory {path} returned None.")
             if hasattr(instance, "process_view"):
-                self._view_middleware.insert(0, instance.process_view)
+                views.insert(0, instance.process_view)
             if hasattr(instance, "process_template_response"):
-                self._template_response_middleware.append(instance.process_template_response)
+                templates.append(instance.process_template_response)
             if hasattr(instance, "process_exception"):
-                self._exception_middleware.append(instance.process_exception)
+                exceptions.append(instance.process_exception)
             handler = convert_exception_to_response(instance)
         self._middleware_chain = handler
         return handler

@@ -308,7 +308,8 @@ def _match_spans(text: str, words: list[str], ascii_text: bool) -> list[tuple[in
 
 
 def _marked(text: str, spans: list[tuple[int, int]]) -> str:
-    parts, last = [], 0
+    parts: list[str] = []
+    last = 0
     for start, end in spans:
         parts += (text[last:start], HIGHLIGHT_OPEN, text[start:end], HIGHLIGHT_CLOSE)
         last = end
