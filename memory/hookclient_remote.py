@@ -23,6 +23,8 @@ FILE_TOOLS = frozenset(
     | {"read_file", "write_file", "replace", "view", "create", "edit", "read", "write"}
 )
 PATH_KEYS = ("file_path", "notebook_path", "path", "filePath")
+# The events at which a local worker reads the session's model from the transcript.
+MODEL_EVENTS = frozenset({"summarize", "session-end"})
 
 
 def _file_facts(path: str) -> dict | None:
@@ -83,6 +85,15 @@ def remote_payload(event: str, body: bytes) -> bytes:
                     facts[absolute] = found
         if facts:
             data["cmem_file_facts"] = facts
+    # The session's main model, which prices its tokens in Stats: the shared worker cannot
+    # read our transcript, so the client reads its tail (bounded, no links) and says.
+    transcript = data.get("transcript_path")
+    if event in MODEL_EVENTS and isinstance(transcript, str) and "cmem_model" not in data:
+        from memory.capture.transcript_model import transcript_model
+
+        model = transcript_model(transcript)
+        if model:
+            data["cmem_model"] = model
     return json.dumps(data).encode()
 
 

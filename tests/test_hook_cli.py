@@ -417,6 +417,32 @@ def test_team_mode_payload_carries_file_facts_and_the_project(tmp_path: Path) ->
     assert sent["cmem_project"]["name"] == "github.com/acme/widgets"
 
 
+def test_remote_payload_names_the_sessions_model_from_the_clients_transcript(
+    tmp_path: Path,
+) -> None:
+    """The shared worker cannot read the client's transcript: at Stop and SessionEnd the
+    client reads its tail and sends the model, so team sessions are priced at it."""
+    from memory import hookclient_remote
+
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(
+        json.dumps({"type": "user", "message": {"content": "hi"}})
+        + "\n"
+        + json.dumps({"type": "assistant", "message": {"model": "claude-sonnet-5-5"}})
+        + "\n"
+    )
+    body = {"session_id": "s", "cwd": str(tmp_path), "transcript_path": str(transcript)}
+    for event in ("summarize", "session-end"):
+        sent = json.loads(hookclient_remote.remote_payload(event, json.dumps(body).encode()))
+        assert sent["cmem_model"] == "claude-sonnet-5-5"
+    # Other events do not pay for the read; a transcript naming no model sends nothing.
+    sent = json.loads(hookclient_remote.remote_payload("observation", json.dumps(body).encode()))
+    assert "cmem_model" not in sent
+    transcript.write_text("not json\n")
+    sent = json.loads(hookclient_remote.remote_payload("summarize", json.dumps(body).encode()))
+    assert "cmem_model" not in sent
+
+
 @pytest.fixture
 def team_worker(tmp_path: Path) -> Iterator[tuple[LiveWorker, str]]:
     with token_mode_worker(tmp_path / "team-worker-data") as worker:

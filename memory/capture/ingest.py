@@ -25,7 +25,7 @@ from memory import config
 from memory.agents.base import HookEvent, HookResult
 from memory.capture import privacy
 from memory.capture.secret_locations import refusal_reason
-from memory.capture.transcript_model import transcript_model
+from memory.capture.transcript_model import model_name_clean, transcript_model
 from memory.db import CompiledQuery
 from memory.extensions import tool_recorded_send, turn_finished_send
 from memory.models import Event, LedgerEntry, Prompt, Session
@@ -477,11 +477,12 @@ def session_end(*, event: HookEvent) -> HookResult:
 def _session_model_note(*, session: Session, event: HookEvent) -> None:
     """Remember the session's main model from its transcript (at each Stop: `/model` can
     change it), so Stats prices its tokens at that model. A remote client's path is never
-    opened; its sessions keep the default."""
-    path = event.transcript_path or session.transcript_path
-    if not path or remote_request():
-        return
-    model = transcript_model(path)
+    opened: its hook client reads its own transcript and sends the model (`cmem_model`)."""
+    if remote_request():
+        model = model_name_clean(event.raw.get("cmem_model"))
+    else:
+        path = event.transcript_path or session.transcript_path
+        model = transcript_model(path) if path else ""
     if model and model != session.model:
         Session.objects.filter(pk=session.pk).update(model=model)
         session.model = model

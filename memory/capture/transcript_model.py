@@ -11,9 +11,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 
 TAIL_BYTES = 256 * 1024
+# What a model name may look like ("claude-opus-5-5", "claude-opus-5-5[1m]",
+# "anthropic/claude-sonnet-5-5", "us.anthropic.claude-haiku-5-5-v1:0"): a remote client's
+# claim is priced only when it is one.
+_MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/\[\]-]{0,119}")
 # Claude Code writes this for messages it made up itself (an interrupted turn, an error).
 SYNTHETIC = "<synthetic>"
 
@@ -51,4 +56,12 @@ def transcript_model(path: str) -> str:
         model = message.get("model") if isinstance(message, dict) else None
         if entry.get("type") == "assistant" and isinstance(model, str) and model != SYNTHETIC:
             return model.strip()[:120]
+    return ""
+
+
+def model_name_clean(value: object) -> str:
+    """`value` when it looks like a model name, else "": what a remote hook client says its
+    session's model is (team mode) is only ever a price lookup key, never shown as markup."""
+    if isinstance(value, str) and _MODEL_NAME.fullmatch(value.strip()):
+        return value.strip()
     return ""

@@ -3,7 +3,8 @@
 The shared worker never reads a path a client names, so the hook client sends the bytes:
 a `work_state_write` call's files with its PostToolUse, a turn's deliverables with its Stop.
 When the shared worker is unreachable, the Stop is spooled on the client with the bytes; the
-file is then deleted, and the next hook that gets through forwards it.
+file is then deleted, and the next hook that gets through forwards it. The session's model,
+which prices its tokens in Stats, travels the same way: read from the client's transcript.
 """
 
 from __future__ import annotations
@@ -151,3 +152,38 @@ def test_team_deliverables_and_attachments_travel_from_the_client_even_after_an_
     assert by_name["NOTES.md"][1] is False
     stored = team_worker.data_dir / "deliverables" / by_name["NOTES.md"][3]
     assert stored.read_text() == "# Notes\n"
+
+
+def test_team_sessions_are_priced_at_the_model_the_clients_transcript_names(
+    team_worker: LiveWorker, team_env: dict[str, str], tmp_path: Path
+) -> None:
+    url = team_env["CLAUDE_MEM_DATABASE_URL"]
+    token = run_cmem(["token", "create", "dora"], team_env).stdout.strip()
+    client_data = tmp_path / "client"
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    transcript = tmp_path / "dora.jsonl"
+
+    def say(model: str) -> None:
+        transcript.write_text(
+            json.dumps({"type": "user", "message": {"content": "go"}})
+            + "\n"
+            + json.dumps({"type": "assistant", "message": {"model": model, "content": []}})
+            + "\n"
+        )
+
+    base = {"session_id": "team-model", "cwd": str(repo), "transcript_path": str(transcript)}
+    init = {**base, "hook_event_name": "UserPromptSubmit", "prompt": "price me"}
+    assert _hook(team_worker, client_data, token, "session-init", init).returncode == 0
+    say("claude-sonnet-5-5")
+    stop = {**base, "hook_event_name": "Stop", "stop_hook_active": False}
+    done = _hook(team_worker, client_data, token, "summarize", stop)
+    assert done.returncode == 0 and done.stdout == b"{}", done.stderr
+    model = "SELECT model FROM memory_session WHERE session_id = 'team-model'"
+    assert pg_query(url, model) == [("claude-sonnet-5-5",)]
+    # A hostile claim is no model name: the session keeps what it had.
+    say('<img src=x onerror="alert(1)">')
+    assert _hook(team_worker, client_data, token, "summarize", stop).returncode == 0
+    end = {**base, "hook_event_name": "SessionEnd", "reason": "exit", "cmem_model": "x" * 500}
+    assert _hook(team_worker, client_data, token, "session-end", end).returncode == 0
+    assert pg_query(url, model) == [("claude-sonnet-5-5",)]
