@@ -102,3 +102,31 @@ def test_team_mode_switched_on_in_settings_applies_to_the_next_call(data_dir: Pa
     config.save({"CLAUDE_MEM_REQUIRE_TOKEN": "true"})
     # The owner's secret is no team token: with tokens required it is refused.
     assert stranger().get("/api/observations?ids=1", **auth).status_code == 401
+
+
+def test_only_the_ninja_api_can_answer_a_path_under_api() -> None:
+    """The lane skips CSRF for /api/: no page (a form that relies on CSRF) may live there."""
+    from django.urls import URLResolver, get_resolver
+
+    from cmem_site.api import api
+
+    def routes(resolver: URLResolver, prefix: str) -> list[str]:
+        found: list[str] = []
+        for entry in resolver.url_patterns:
+            route = prefix + str(entry.pattern)
+            found += routes(entry, route) if isinstance(entry, URLResolver) else [route]
+        return found
+
+    top = get_resolver().url_patterns
+    apis = [e for e in top if str(e.pattern) == "api/"]
+    assert len(apis) == 1 and isinstance(apis[0], URLResolver)
+    assert apis[0].namespace == api.urls_namespace
+    others = [
+        route
+        for entry in top
+        if entry is not apis[0]
+        for route in (routes(entry, str(entry.pattern)) if isinstance(entry, URLResolver) else [str(entry.pattern)])
+    ]  # fmt: skip
+    assert others
+    # A literal first segment other than api/ cannot match a path under /api/.
+    assert not [r for r in others if r.startswith(("api", "<", "^"))]
