@@ -11,10 +11,11 @@ backend); only the per-call building is skipped.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 
 
 class CompiledQuery:
@@ -45,3 +46,54 @@ class CompiledQuery:
             compiled = self._by_vendor[connection.vendor] = self._compile()
         sql, order = compiled
         return sql, [values[name] for name in order]
+
+
+class CompiledInsert:
+    """`Model.objects.create(**values)` for a hot path, as one INSERT compiled per vendor.
+
+    The ORM's create builds an instance, a query and its SQL on every call (~0.3 ms on
+    SQLite against ~0.1 ms for the INSERT itself: a third of a gate refusal's cost, which
+    writes two rows). Values go through each field's own get_db_prep_save, and a field not
+    given takes its model default, so the row is what create() would write. No signals are
+    sent: use it only for models nothing listens to.
+    """
+
+    def __init__(self, model: type[Model]) -> None:
+        self._model = model
+        self._fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+        self._by_vendor: dict[str, str] = {}
+
+    def _sql(self) -> str:
+        sql = self._by_vendor.get(connection.vendor)
+        if sql is None:
+            quote = connection.ops.quote_name
+            columns = ", ".join(quote(f.column) for f in self._fields)
+            marks = ", ".join(["%s"] * len(self._fields))
+            sql = f"INSERT INTO {quote(self._model._meta.db_table)} ({columns}) VALUES ({marks})"
+            if connection.features.can_return_columns_from_insert:
+                sql += f" RETURNING {quote(self._model._meta.pk.column)}"
+            self._by_vendor[connection.vendor] = sql
+        return sql
+
+    def insert(self, **values: Any) -> int:
+        """Insert one row; returns its primary key. Raises IntegrityError as create() would."""
+        unknown = set(values) - {f.attname for f in self._fields}
+        if unknown:
+            raise TypeError(f"{self._model.__name__} has no field(s) {sorted(unknown)}")
+        params = []
+        for field in self._fields:
+            value = values[field.attname] if field.attname in values else field.get_default()
+            params.append(field.get_db_prep_save(value, connection))
+        with connection.cursor() as cursor:
+            cursor.execute(self._sql(), params)
+            if connection.features.can_return_columns_from_insert:
+                return int(cursor.fetchone()[0])
+            return int(connection.ops.last_insert_id(cursor, self._model._meta.db_table, "id"))
+
+
+def db_datetime(value: datetime | str) -> datetime:
+    """A datetime column read on a plain cursor: SQLite gives text (UTC), PostgreSQL an aware
+    datetime; both become aware."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)

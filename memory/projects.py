@@ -320,11 +320,26 @@ def is_excluded(cwd: str, project: Project | None = None) -> bool:
     project root, their resolved real paths or any folder above them matches an exclusion."""
     if not cwd:
         return False
-    candidates = _spellings(cwd)
-    if project and project.root and project.root != cwd:
-        candidates += _spellings(project.root)
     globs = excluded_globs()
-    return any(glob_matches(glob, c) for c in dict.fromkeys(candidates) for glob in globs)
+    root = project.root if project and project.root and project.root != cwd else ""
+    key = (cwd, root, tuple(globs))
+    now = time.monotonic()
+    known = _excluded_memo.get(key)
+    if known is not None and now - known[0] < EXCLUDED_GLOBS_TTL_S:
+        return known[1]
+    candidates = _spellings(cwd) + (_spellings(root) if root else [])
+    excluded = any(glob_matches(glob, c) for c in dict.fromkeys(candidates) for glob in globs)
+    if len(_excluded_memo) > 4096:
+        _excluded_memo.clear()
+    _excluded_memo[key] = (now, excluded)
+    return excluded
+
+
+# is_excluded's answers for one (cwd, root, exclusion list), kept as long as the admin's
+# globs are: every gated Read asks twice (the cwd, the file's folder), and resolving and
+# matching every ancestor was a seventh of the gate's decision (issue 19). A changed list
+# is another key; a symlink re-pointed under the same path is seen within the TTL.
+_excluded_memo: dict[tuple[str, str, tuple[str, ...]], tuple[float, bool]] = {}
 
 
 def is_excluded_path(path: str) -> bool:

@@ -8,8 +8,10 @@ The same two-session replay runs through the real `claude` CLI (the pinned 2.1.3
   project); with memory on they are captured and compressed (offline compressor);
 - session 2 asks about the same files again. The scripted model reads each file; when the
   gate refuses a read it answers by its policy:
-  `follows`  the cheapest path the refusal offers: smart_outline for one file, get_observations
-             for the next (loading the tools through Claude Code's tool search first);
+  `follows`  the cheapest path the refusal offers: the structure of one file (the outline the
+             refusal carries; smart_outline when it carries none), get_observations with the
+             refusal's ids for the next (loading the tools through Claude Code's tool search
+             first);
   `rereads`  reads the file again (the second Read always passes);
   `mixed`    follows for even files, reads again for odd ones;
   `index`    follows the SessionStart index's advice before any refusal: a file the index
@@ -41,6 +43,7 @@ from typing import Any
 
 from memory.benchmarks.fake_api import FakeAnthropic, Reply, _blocks_in_order, _chars
 from memory.benchmarks.harness import child_env, free_port, owner_headers, wait_health
+from memory.recall.refusal import OUTLINE_HEADING
 
 REPO = Path(__file__).resolve().parents[2]
 PINNED = "2.1.332"
@@ -179,9 +182,16 @@ class ScriptedModel:
         if refused and _marker(body) == SESSION_2:
             if not self._follows(index):
                 return self._tool("Read", {"file_path": current})
+            if index % 2 == 0 and OUTLINE_HEADING in last.text:
+                # The structure it would have asked smart_outline for is in the refusal.
+                return self._next(index)
             return self._memory_tool(body, steps, index, last.text)
         if last.name == "ToolSearch":
             return self._memory_tool(body, steps, index, self._refusal_text(steps))
+        return self._next(index)
+
+    def _next(self, index: int) -> Reply:
+        """Read the file after `index`, or finish."""
         following = index + 1
         if following < len(self.files):
             return self._tool("Read", {"file_path": self.files[following]})

@@ -27,6 +27,7 @@ import json
 import os
 import random
 import shutil
+import sys
 import tempfile
 import time
 import uuid
@@ -265,6 +266,56 @@ def child_measure(runs: int, project_dir: str) -> dict[str, Any]:
     }
 
 
+def child_profile(runs: int, project_dir: str) -> dict[str, Any]:
+    """The whole gate decision as `cmem bench lean` sends it (a new session's first Read of a
+    file with history, no session row yet), through Django's test Client in this process:
+    the request's CPU time, and a cProfile of as many decisions by cumulative time."""
+    import cProfile
+    import io
+    import pstats
+
+    django_setup()
+    from django.test import Client
+
+    from memory.service.credentials import OWNER_SOCKET_ENVIRON
+
+    client = Client(SERVER_NAME="127.0.0.1", **{OWNER_SOCKET_ENVIRON: True})  # type: ignore[arg-type]  # WSGI environ extras are untyped
+    rng = random.Random(11)
+
+    def once() -> float:
+        body = {
+            "session_id": f"gate-{uuid.uuid4().hex}",
+            "cwd": project_dir,
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Read",
+            "tool_input": {"file_path": f"{project_dir}/{_rel(rng.randrange(FILES))}"},
+            "tool_use_id": "toolu_bench",
+        }
+        c0 = time.thread_time()
+        client.post(
+            "/api/hooks/claude-code/file-context",
+            data=json.dumps(body),
+            content_type="application/json",
+        )
+        return time.thread_time() - c0
+
+    for _ in range(20):
+        once()
+    cpu = [once() for _ in range(runs)]
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(runs):
+        once()
+    profiler.disable()
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(r"memory/", 25)
+    return {
+        "cpu_p50_ms": percentile(cpu, 0.5) * 1000,
+        "load_average": os.getloadavg()[0],
+        "profile": text.getvalue(),
+    }
+
+
 # --- parent side ---------------------------------------------------------------------------
 
 
@@ -337,4 +388,11 @@ def run(*, out: Any, options: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    child_main(seed=child_seed, measure=child_measure)
+    # `python -m memory.benchmarks.gate profile N PROJECT_DIR` on a seeded data dir (README,
+    # "The lean worker"): the decision's CPU and profile, printed as text.
+    if sys.argv[1:2] == ["profile"]:
+        found = child_profile(int(sys.argv[2]), sys.argv[3])
+        print(found.pop("profile"))
+        print(json.dumps(found))
+    else:
+        child_main(seed=child_seed, measure=child_measure)

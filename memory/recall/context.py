@@ -37,16 +37,24 @@ from memory import clock, config
 from memory.agents.base import HookEvent, HookResult
 from memory.agents.tool_names import ToolNames, tool_names
 from memory.compression.health import observer_health_line
+from memory.db import CompiledInsert, CompiledQuery
 from memory.models import (
     ContextCache,
     LedgerEntry,
-    Observation,
     ObservationFile,
-    Summary,
     estimate_tokens,
 )
 from memory.projects import is_excluded, project_for_cwd, relative_path
 from memory.recall import framing
+from memory.recall.context_rows import (
+    ObsRow,
+    SummaryRow,
+    file_rows,
+    newest_stamp,
+    recent_observations,
+    recent_summaries,
+    rows_of,
+)
 from memory.recall.file_views import file_views_reset, session_ensure
 from memory.recall.ledger import ledger_record
 from memory.team import scope
@@ -189,18 +197,7 @@ def context_text(
 
 
 def _cache_key(project: str, settings: dict[str, str]) -> str:
-    newest_obs = (
-        Observation.objects.filter(project=project)
-        .order_by("-created")
-        .values_list("pk", "created")
-        .first()
-    )
-    newest_sum = (
-        Summary.objects.filter(project=project)
-        .order_by("-created")
-        .values_list("pk", flat=True)
-        .first()
-    )
+    newest_obs, newest_sum = newest_stamp(project)
     knobs = "|".join(
         config.get(name, settings)
         for name in (
@@ -221,20 +218,27 @@ def _cached_body(
         # cache is one row per project, shared by the owner's local worker and staff).
         return context_body(project=project, root=root, settings=settings, zone=zone, room=room)
     key = _cache_key(project, settings)
-    cached = ContextCache.objects.filter(project=project).values_list("key", "text").first()
+    cached = next(iter(rows_of(_CACHED, project=project)), None)
     # A longer health line can leave less room than the body was rendered for.
     if cached is not None and cached[0] == key and utf16_len(cached[1]) <= room:
         return cached[1]
     body = context_body(project=project, root=root, settings=settings, zone=zone, room=room)
+    fields = {"text": body, "tokens": estimate_tokens(body), "key": key}
     try:
         with transaction.atomic():
-            ContextCache.objects.update_or_create(
-                project=project,
-                defaults={"text": body, "tokens": estimate_tokens(body), "key": key},
-            )
+            stored = ContextCache.objects.filter(project=project).update(**fields)
+            if not stored:
+                _CACHE_INSERT.insert(project=project, **fields)
     except IntegrityError:
         pass  # a concurrent SessionStart stored the same render
     return body
+
+
+_CACHED = CompiledQuery(
+    lambda p: ContextCache.objects.filter(project=p["project"]).values_list("key", "text")[:1],
+    "project",
+)
+_CACHE_INSERT = CompiledInsert(ContextCache)
 
 
 @dataclass
@@ -261,26 +265,8 @@ def context_body(
     obs_limit = max(0, config.get_int("CLAUDE_MEM_CONTEXT_OBSERVATIONS", settings))
     session_limit = max(0, config.get_int("CLAUDE_MEM_CONTEXT_SESSION_COUNT", settings))
     budget = max(0, config.get_int("CLAUDE_MEM_CONTEXT_TOKENS", settings))
-    observations = list(
-        scope.owned(Observation.objects.filter(project=project))
-        .order_by("-created", "-pk")
-        .only(
-            "pk",
-            "type",
-            "title",
-            "subtitle",
-            "narrative",
-            "facts",
-            "created",
-            "files_read",
-            "files_modified",
-        )[:obs_limit]
-    )
-    summaries = list(
-        scope.owned(Summary.objects.filter(project=project)).order_by("-created", "-pk")[
-            :session_limit
-        ]
-    )
+    observations = recent_observations(project=project, limit=obs_limit)
+    summaries = recent_summaries(project=project, limit=session_limit)
     if not observations and not summaries:
         return WELCOME
     files = _file_of(observations, root)
@@ -353,16 +339,11 @@ def _legend(kinds: set[str]) -> str:
     return "Legend: " + " ".join(used) if used else "Legend: (none)"
 
 
-def _file_of(observations: list[Observation], root: str) -> dict[int, str]:
+def _file_of(observations: list[ObsRow], root: str) -> dict[int, str]:
     """Each observation's file group: its first modified file, else its first file read."""
     first_read: dict[int, str] = {}
     first_modified: dict[int, str] = {}
-    rows = (
-        ObservationFile.objects.filter(observation_id__in=[o.pk for o in observations])
-        .order_by("observation_id", "pk")
-        .values_list("observation_id", "role", "path")
-    )
-    for obs_id, role, path in rows:
+    for obs_id, role, path in file_rows([o.pk for o in observations]):
         (first_modified if role == ObservationFile.Role.MODIFIED else first_read).setdefault(
             obs_id, path
         )
@@ -402,7 +383,7 @@ def _days(rows: list[_Row]) -> str:
     return "\n".join(out)
 
 
-def _last_summary(summary: Summary, zone: tzinfo) -> str:
+def _last_summary(summary: SummaryRow, zone: tzinfo) -> str:
     local = clock.to_local(summary.created, zone)
     when = f"{clock.day_heading(local).rsplit(',', 1)[0]} {clock.short_time(local)}"
     lines = [

@@ -14,13 +14,15 @@ import stat
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from memory.agents.base import HookEvent
 from memory.capture.privacy import redact_text
+from memory.db import CompiledInsert
 from memory.models import FileView, Session
 from memory.projects import Project, remote_request
+from memory.retrieval.outline.cache import outline_warm
 from memory.team import scope
 
 # Hashing is only for staleness; a file this large is compared by mtime and size instead.
@@ -176,6 +178,9 @@ def file_view_record_from_tool(
         "partial": partial,
         "seen": timezone.now(),
     }
+    if facts is not None and facts.sha256 and not remote_request():
+        # The refusal of this content in a later session shows its outline (recall/refusal.py).
+        outline_warm(path, facts.sha256)
     existing = FileView.objects.filter(session=session, path=path).first()
     if existing is not None:
         if partial and not existing.partial and facts is not None and view_matches(existing, facts):
@@ -199,26 +204,37 @@ def file_views_reset(*, session: Session) -> int:
     return deleted
 
 
-def session_ensure(*, event: HookEvent, project: Project) -> Session:
+def session_ensure(*, event: HookEvent, project: Project, absent: bool = False) -> Session:
     """The event's Session row, created when this hook is the first to see the session
-    (SessionStart and PreToolUse can come before UserPromptSubmit's session-init)."""
+    (SessionStart and PreToolUse can come before UserPromptSubmit's session-init).
+    `absent`: the caller's own lookup just found no row, so go straight to the insert."""
     lookup = {"platform": event.platform, "session_id": event.session_id}
-    session = Session.objects.filter(**lookup).first()
-    if session is not None:
-        scope.session_check(session.owner_id)  # another user's session id: nothing for it
-        return session
+    if not absent:
+        # No ORDER BY (first() would add one by pk): SQLite then scans the table in pk
+        # order instead of using the (platform, session_id) unique index (0.4 ms at 10k).
+        session = next(iter(Session.objects.filter(**lookup)[:1]), None)
+        if session is not None:
+            scope.session_check(session.owner_id)  # another user's session id: nothing for it
+            return session
+    fields = {
+        **lookup,
+        "project": project.name,
+        "project_root": project.root,
+        "cwd": event.cwd,
+        "transcript_path": event.transcript_path,
+        "owner_id": scope.writer_id(),
+    }
     try:
         with transaction.atomic():
-            return Session.objects.create(
-                **lookup,
-                project=project.name,
-                project_root=project.root,
-                cwd=event.cwd,
-                transcript_path=event.transcript_path,
-                owner_id=scope.writer_id(),
-            )
+            values = {**fields, "started": timezone.now()}
+            session = Session(pk=_SESSION_INSERT.insert(**values), **values)
+            session._state.adding, session._state.db = False, connection.alias
+            return session
     except IntegrityError:
         # session-init created it between our read and our insert.
         session = Session.objects.get(**lookup)
         scope.session_check(session.owner_id)
         return session
+
+
+_SESSION_INSERT = CompiledInsert(Session)

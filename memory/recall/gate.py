@@ -31,7 +31,7 @@ from django.db.models import FilteredRelation, Q, QuerySet
 from memory import clock, config
 from memory.agents.base import GateDecision, HookEvent, HookResult
 from memory.agents.tool_names import tool_names
-from memory.db import CompiledQuery
+from memory.db import CompiledInsert, CompiledQuery
 from memory.models import FileView, LedgerEntry, ObservationFile, Session
 from memory.projects import (
     Project,
@@ -50,7 +50,8 @@ from memory.recall.file_views import (
     view_matches,
 )
 from memory.recall.gate_policy import adaptive_mode
-from memory.recall.ledger import file_tokens, ledger_record, ledger_record_retry
+from memory.recall.ledger import file_tokens, ledger_insert, ledger_record_retry
+from memory.recall.refusal import refusal_menu, refusal_outline
 from memory.team import scope
 
 # Rows fetched per file before dedupe: a file's whole history in practice, bounded for the
@@ -58,12 +59,6 @@ from memory.team import scope
 FETCH_ROWS = 400
 TITLE_MAX = 160
 
-CHOICES = """Read blocked: This file has prior observations. Choose the cheapest path:
-- Already know enough? The timeline below may be all you need (semantic priming).
-- Need details? {get}([IDs]) -- ~300 tokens each.
-- Need current code? {outline}({path}) for structure (~1-2k tokens),
-  {unfold}({path}, "<symbol>") for a specific function (~400-2k tokens).
-- Need to edit? Read the file again: a second Read passes."""
 MARKS = "[unchanged]/[changed]: the file now vs. what that observation saw.\n" + framing.NOTES_LINE
 # Added to MARKS only when a row is [unknown], so the seed message stays as it is otherwise.
 UNKNOWN_MARK = "[unknown]: no hash was recorded for it (imported history), so it may differ.\n"
@@ -154,8 +149,8 @@ def gate_decide(*, event: HookEvent, mode: str = "") -> HookResult:
             get=names.get_observations
         )
         text = f"Current: {clock.stamp(now)}\n{intro}\n{_marks(rows)}\n\n{timeline}"
-        session = session or session_ensure(event=event, project=project)
-        ledger_record(
+        session = session or session_ensure(event=event, project=project, absent=True)
+        ledger_insert(
             kind=LedgerEntry.Kind.GATE_CONTEXT,
             session=session,
             project=project.name,
@@ -163,10 +158,15 @@ def gate_decide(*, event: HookEvent, mode: str = "") -> HookResult:
             shown=text,
         )
         return HookResult(gate=GateDecision(decision="allow", context=text))
-    reason = f"Current: {clock.stamp(now)}\n{CHOICES.format(path=json.dumps(raw_path), get=names.get_observations, outline=names.smart_outline, unfold=names.smart_unfold)}\n{_marks(rows)}\n\n{timeline}"
+    outline = refusal_outline(path, facts)
+    menu = refusal_menu(raw_path=raw_path, names=names, outline=outline)
+    reason = f"Current: {clock.stamp(now)}\n{menu}\n{_marks(rows)}\n\n{timeline}"
+    if outline:
+        reason += f"\n\n{outline}"
     return _deny(event, project, path, facts, reason, session, view)
 
 
+_VIEW_INSERT = CompiledInsert(FileView)
 VIEW_FIELDS = ("pk", "denied", "partial", "content_hash", "mtime", "size", "seen")
 
 
@@ -431,14 +431,14 @@ def _deny(
     """Refuse the read, remember the refusal (the next attempt passes), book the tokens."""
     try:
         with transaction.atomic():
-            session = session or session_ensure(event=event, project=project)
+            session = session or session_ensure(event=event, project=project, absent=True)
             if view is not None:
                 FileView.objects.filter(pk=view.pk).update(denied=True)
             else:
                 # No view yet: a row that holds only the refusal (partial: the model has no
                 # full copy of the file).
-                FileView.objects.create(session=session, path=path, denied=True, partial=True)
-            ledger_record(
+                _VIEW_INSERT.insert(session_id=session.pk, path=path, denied=True, partial=True)
+            ledger_insert(
                 kind=LedgerEntry.Kind.GATE_DENY,
                 session=session,
                 project=project.name,

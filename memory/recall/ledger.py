@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from memory import clock, config
 from memory.compression.providers.prices import input_usd, price_row
+from memory.db import CompiledInsert
 from memory.models import LedgerEntry, Prompt, Session, estimate_tokens
 from memory.team import scope
 
@@ -60,6 +61,33 @@ def ledger_record(
         tokens_spent=spent,
         detail=detail[:32],
     )
+
+
+def ledger_insert(
+    *,
+    kind: str,
+    session: Session,
+    project: str,
+    path: str = "",
+    shown: str | int = 0,
+    avoided: int = 0,
+    detail: str = "",
+) -> int:
+    """ledger_record for the gate's hot path: the same row, one compiled INSERT (no model
+    instance); returns its primary key."""
+    return _LEDGER_INSERT.insert(
+        session_id=session.pk,
+        owner_id=session.owner_id,
+        project=project,
+        kind=kind,
+        path=path,
+        tokens_shown=estimate_tokens(shown) if isinstance(shown, str) else shown,
+        tokens_avoided=avoided,
+        detail=detail[:32],
+    )
+
+
+_LEDGER_INSERT = CompiledInsert(LedgerEntry)
 
 
 def ledger_record_observer(*, session: Session | None, project: str, usage: Any) -> None:

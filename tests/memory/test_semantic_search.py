@@ -7,6 +7,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from io import StringIO
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -17,9 +18,11 @@ from django.test import Client
 from memory.models import Embedding, Observation, Prompt, Session, Summary
 from memory.retrieval.embeddings import index, store
 from memory.retrieval.embeddings.model import DEFAULT_NAME, get_model
+from memory.retrieval.search import hybrid
 from memory.retrieval.search.hybrid import fuse
 from memory.retrieval.search.query import SearchQuery
 from memory.retrieval.search.service import search
+from memory.retrieval.search.sqlite import SqliteBackend
 
 pytestmark = pytest.mark.django_db
 
@@ -70,6 +73,36 @@ def test_the_bundled_model_loads_from_the_wheel_and_gives_unit_vectors() -> None
     assert vectors.shape == (3, 256)
     assert np.allclose(np.linalg.norm(vectors[[0, 2]], axis=1), 1.0, atol=1e-5)
     assert not vectors[1].any()  # an empty text is a zero vector, never NaN
+
+
+def test_the_bundled_model_weighs_rare_tokens_over_filler() -> None:
+    """idf pooling: a filler word moves a text's vector less than a content word does, and
+    the weighting is named in the version (a change of it re-embeds every row)."""
+    model = get_model()
+    assert "-idf" in model.version and model.weights is not None
+    ids = {
+        word: model.tokenizer.encode(word, add_special_tokens=False).ids
+        for word in ("the", "refund")
+    }
+    assert model.weights[ids["the"]].max() < model.weights[ids["refund"]].min()
+    base, filler, content = model.embed(
+        ["partial refunds match checkout", "the partial refunds match the checkout",
+         "partial refunds match checkout totals"]
+    )  # fmt: skip
+    assert base @ filler > base @ content
+
+
+def test_rows_of_the_plain_mean_version_are_re_embedded(rows: dict[str, int]) -> None:
+    """A store embedded before the weighting (the older version string) is caught up by the
+    sweep, and search then finds the rows with the current vectors."""
+    model = get_model()
+    old = model.version.replace("-idf1", "")
+    Embedding.objects.update(model=old)
+    index.clear()
+    assert store.pending_count("observation", model.version) == len(ROWS)
+    assert store.embed_pending() == len(ROWS)
+    assert set(Embedding.objects.values_list("model", flat=True)) == {model.version}
+    assert _ids(text=PARAPHRASE, mode="semantic")[0] == rows["refunds"]
 
 
 def test_every_row_kind_is_embedded_with_its_model_version(rows: dict[str, int]) -> None:
@@ -152,6 +185,11 @@ def test_fusion_order_on_hand_made_lists() -> None:
     assert fused[0] == "b" and fused.index("c") < fused.index("a")
     scores = {item: score for score, item in fuse(["x"], ["x"])}
     assert scores["x"] == pytest.approx(2 / 61)
+    # The small k that search uses (hybrid.RRF_K): 1 / (5 + rank), so rank 1 weighs 7/6 of
+    # rank 2 (61/60 at k = 60), and a list's head leads unless the other list agrees lower.
+    scores = {item: score for score, item in fuse(["a", "b"], ["c", "b"], k=5)}
+    assert scores["b"] == pytest.approx(2 / 7)
+    assert scores["a"] == pytest.approx(1 / 6) and scores["a"] / (1 / 7) == pytest.approx(7 / 6)
 
 
 def test_no_text_is_newest_first_in_every_mode(rows: dict[str, int]) -> None:
@@ -305,3 +343,84 @@ def test_the_mcp_search_tool_passes_the_mode(monkeypatch: pytest.MonkeyPatch) ->
     mcp_server.search(query="refund")
     assert seen["mode"] == "hybrid"
     assert json.dumps(seen)  # plain values only
+
+
+def test_the_shipped_token_weights_are_the_recall_sets_idf() -> None:
+    """The weights file is what `python -m memory.retrieval.embeddings.model --rebuild-idf`
+    makes from the benchmark's observation texts (documents only: no query or label)."""
+    import gzip
+
+    from memory.retrieval.embeddings import idf
+
+    model = get_model()
+    with gzip.open(idf._SET, "rt", encoding="utf-8") as f:
+        observations = json.load(f)["observations"]
+    texts = ["\n".join(p for p in (o["title"], o["narrative"]) if p)[:4000] for o in observations]
+    weights = idf.compute(texts, model.tokenizer, model.table.shape[0])
+    assert np.allclose(weights.astype(np.float16), idf.load(model.table.shape[0]), atol=1e-3)
+    assert weights.min() >= 0 and weights.max() == pytest.approx(np.log(len(texts) + 1), rel=1e-4)
+
+
+class _GivenKeywordList:
+    """The SQLite backend, except that its keyword list is the one given (hand-made lists
+    over the fixture's rows); vectors, hits and the relatedness reads are the real ones."""
+
+    def __init__(self, ids: list[int], strict: bool) -> None:
+        self.ranked = [(1.0 / n, "observation", pk) for n, pk in enumerate(ids, start=1)]
+        self.strict = strict
+
+    def keyword_ranked(self, query: SearchQuery) -> tuple[list[Any], bool]:
+        return self.ranked, self.strict
+
+    keyword = staticmethod(SqliteBackend.keyword)
+    hits_by_ids = staticmethod(SqliteBackend.hits_by_ids)
+    nearest = staticmethod(SqliteBackend.nearest)
+
+
+def _hybrid_ids(text: str, backend: _GivenKeywordList) -> list[int]:
+    query = SearchQuery(text=text, mode="hybrid", kinds=("observation",))
+    return [hit.id for hit in hybrid.search_mode(backend, query)]  # type: ignore[arg-type]
+
+
+def test_keyword_weight_ramps_with_the_heads_relatedness() -> None:
+    low = hybrid.RELATEDNESS_CENTER - hybrid.RELATEDNESS_WIDTH / 2
+    assert hybrid.keyword_weight(True, low - 0.01) == 0.0
+    assert hybrid.keyword_weight(True, hybrid.RELATEDNESS_CENTER) == pytest.approx(0.5)
+    assert hybrid.keyword_weight(True, low + hybrid.RELATEDNESS_WIDTH + 0.01) == 1.0
+    assert hybrid.keyword_weight(False, 0.9) == hybrid.FALLBACK_WEIGHT
+
+
+def test_a_paraphrase_keeps_its_semantic_top_hit(
+    rows: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keyword hits that share only incidental words with a paraphrase (their vectors are
+    far from the query's) lose their weight, and the vectors' first row stays first."""
+    backend = _GivenKeywordList([rows["coupons"], rows["stripe"]], strict=False)
+    embedded = hybrid.query_vector(SearchQuery(text=PARAPHRASE))
+    assert embedded is not None
+    assert hybrid.relatedness(backend.ranked, embedded) < hybrid.RELATEDNESS_CENTER
+    assert _ids(text=PARAPHRASE, mode="semantic")[0] == rows["refunds"]
+    assert _hybrid_ids(PARAPHRASE, backend)[0] == rows["refunds"]
+    # With a fixed full weight (the ramp always at 1) the keyword head would have led.
+    monkeypatch.setattr(hybrid, "RELATEDNESS_CENTER", -1.0)
+    assert _hybrid_ids(PARAPHRASE, backend)[0] == rows["coupons"]
+
+
+def test_a_keyword_query_keeps_its_keyword_top_hit(rows: dict[str, int]) -> None:
+    """A keyword head related to the query by meaning keeps its full weight: it leads even
+    where the vectors put another row first."""
+    text = "orders refunds duplicate"
+    assert _ids(text=text, mode="semantic")[:2] == [rows["refunds"], rows["stripe"]]
+    backend = _GivenKeywordList([rows["stripe"]], strict=True)
+    embedded = hybrid.query_vector(SearchQuery(text=text))
+    assert embedded is not None
+    related = hybrid.relatedness(backend.ranked, embedded)
+    assert hybrid.keyword_weight(True, related) == 1.0
+    assert _hybrid_ids(text, backend)[0] == rows["stripe"]
+
+
+def test_relatedness_without_vectors_keeps_the_keyword_weight(rows: dict[str, int]) -> None:
+    embedded = hybrid.query_vector(SearchQuery(text="refund rounding"))
+    assert embedded is not None
+    Embedding.objects.filter(object_id=rows["coupons"]).delete()
+    assert hybrid.relatedness([(1.0, "observation", rows["coupons"])], embedded) == 1.0

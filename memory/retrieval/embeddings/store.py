@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from django.db import connection, transaction
+from django.utils import timezone
 
 from memory.models import Embedding, Observation, Prompt, Summary
 from memory.retrieval.embeddings import KINDS, Kind, available
@@ -92,17 +93,25 @@ def embed_rows(kind: Kind, ids: list[int]) -> int:
     model = get_model()
     found = texts(kind, ids)
     order = list(found)
+    if not order:
+        return 0
     vectors = model.embed([found[pk] for pk in order]).astype(np.float16)
+    created = connection.ops.adapt_datetimefield_value(timezone.now())
     with transaction.atomic():
         # Delete + insert rather than update: a new row id tells the vector index cache that
         # this kind changed (see index.py).
         Embedding.objects.filter(kind=kind, object_id__in=order).delete()
-        Embedding.objects.bulk_create(
-            [
-                Embedding(kind=kind, object_id=pk, model=model.version, vector=vec.tobytes())
-                for pk, vec in zip(order, vectors, strict=True)
-            ]
-        )
+        # One executemany, not bulk_create: the ORM's per-field preparation of 256 model
+        # instances cost more CPU than embedding them (a third of the consumer's time per row).
+        with connection.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO memory_embedding (kind, object_id, model, vector, created) "
+                "VALUES (%s, %s, %s, %s, %s)",
+                [
+                    (kind, pk, model.version, vec.tobytes(), created)
+                    for pk, vec in zip(order, vectors, strict=True)
+                ],
+            )
         if connection.vendor == "postgresql":
             from memory.retrieval.embeddings import pgvector
 

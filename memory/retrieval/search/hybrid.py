@@ -7,8 +7,12 @@ newest `FALLBACK_SCAN_BOUND` vectors plus the keyword candidates. Whatever the p
 query with filters (or, in team mode, an owner) ranks only the rows those filters select,
 the same SQL the keyword search uses, newest first and bounded. `hybrid`: the keyword backend's best
 `CANDIDATES` and the semantic best `CANDIDATES` are fused by reciprocal rank (RRF,
-k = 60): a row's score is the sum of 1 / (60 + rank) over the lists it is in, so a row
-both lists agree on wins, and one list's long tail cannot outweigh the other's head.
+k = `RRF_K`): a row's score is the sum of weight / (k + rank) over the lists it is in, so
+a row both lists agree on wins, and one list's long tail cannot outweigh the other's head.
+The keyword list's weight adapts to the query (`keyword_weight`): it shrinks when the rows
+it ranks first are unrelated to the query by meaning (a paraphrase shares no content word
+with what it means, so its keyword hits share only incidental words), and the vectors'
+order then stands.
 """
 
 from __future__ import annotations
@@ -22,7 +26,12 @@ from memory.retrieval.search.query import KINDS, Kind, Mode, SearchHit, SearchQu
 if TYPE_CHECKING:
     import numpy as np
 
-RRF_K = 60
+# RRF's k, the fallback weight and the relatedness ramp below: the set with the best hybrid
+# R@5 on the tuning half of `cmem bench recall`'s queries (even ids; the odd half is held
+# out and reported), tuned together (`recall.TUNING_GRID`). A small k lets each list's head
+# lead (the idf-weighted vectors rank well enough that their first rows deserve it); k 30
+# and 60 lost 2-3 points with fixed weights, so the grid stops at 20.
+RRF_K = 5
 CANDIDATES = 50
 # A filtered semantic scan reads at most this many of the newest rows that pass the filters.
 FILTER_SCAN_BOUND = 50_000
@@ -31,10 +40,19 @@ FILTER_SCAN_BOUND = 50_000
 FALLBACK_SCAN_BOUND = 100_000
 # Below this cosine a vector neighbour is noise, whatever its rank.
 MIN_SIMILARITY = 0.2
-# The keyword list's weight in the fusion when only the any-word fallback matched. 0.1:
-# the best hybrid R@5 on the tuning half of `cmem bench recall`'s queries (even ids; the
-# odd half is held out and reported); 0 loses keyword queries, 0.5 and up lose paraphrases.
-FALLBACK_WEIGHT = 0.1
+# The keyword list's weight in the fusion when only the any-word fallback matched (tuned
+# with RRF_K). Before the relatedness ramp 0.75 won (rows sharing one common word are a
+# weaker signal than rows holding them all); with it, the ramp does that job and 1.0 wins.
+FALLBACK_WEIGHT = 1.0
+# Query-adaptive weight: the keyword list's weight is multiplied by a ramp over the mean
+# cosine between the query and the keyword list's first RELATEDNESS_TOP rows, 0 below
+# RELATEDNESS_CENTER - RELATEDNESS_WIDTH / 2, full above its other end. Center and width
+# were tuned with RRF_K and FALLBACK_WEIGHT on the tuning half of `cmem bench recall`. On
+# that set the head's mean cosine is 0.19 for paraphrases (hits sharing only incidental
+# words) against 0.42 for keyword and file queries.
+RELATEDNESS_TOP = 3
+RELATEDNESS_CENTER = 0.25
+RELATEDNESS_WIDTH = 0.1
 
 
 class Backend(Protocol):
@@ -58,41 +76,76 @@ class Backend(Protocol):
         ...
 
 
+def query_vector(query: SearchQuery) -> tuple[str, np.ndarray] | None:
+    """(model version, vector) of the query text, or None when it has nothing to embed or
+    no wanted kind has vectors stored."""
+    from memory.retrieval.embeddings import index
+
+    if not query.text.strip():
+        return None
+    if not index.kinds_stored([kind for kind in KINDS if query.wants(kind)]):
+        return None
+    from memory.retrieval.embeddings.model import get_model
+
+    model = get_model()
+    vector = model.embed([query.text])[0]
+    return (model.version, vector) if vector.any() else None
+
+
 def semantic_ranked(
     backend: Backend,
     query: SearchQuery,
     k: int,
     keyword: list[tuple[float, Kind, int]] | None = None,
+    embedded: tuple[str, np.ndarray] | None = None,
 ) -> list[tuple[float, Kind, int]]:
-    """(cosine, kind, id) of the `k` nearest rows over the wanted kinds, best first."""
+    """(cosine, kind, id) of the `k` nearest rows over the wanted kinds, best first;
+    `embedded`: the query's `query_vector`, when the caller has it already."""
     from memory.retrieval.embeddings import index
 
-    if not query.text.strip():
+    embedded = embedded or query_vector(query)
+    if embedded is None:
         return []
-    kinds = index.kinds_stored([kind for kind in KINDS if query.wants(kind)])
-    if not kinds:
-        return []
-    from memory.retrieval.embeddings.model import get_model
-
-    model = get_model()
-    vector = model.embed([query.text])[0]
-    if not vector.any():
-        return []
+    model, vector = embedded
     ranked: list[tuple[float, Kind, int]] = []
-    for kind in kinds:
+    for kind in index.kinds_stored([kind for kind in KINDS if query.wants(kind)]):
         candidates = [pk for _, k_, pk in keyword or [] if k_ == kind]
         ranked += [
             (score, kind, pk)
-            for score, pk in backend.nearest(kind, query, model.version, vector, k, candidates)
+            for score, pk in backend.nearest(kind, query, model, vector, k, candidates)
         ]
     ranked.sort(key=lambda row: row[0], reverse=True)
     return ranked[:k]
 
 
+def relatedness(keyword: list[tuple[float, Kind, int]], embedded: tuple[str, np.ndarray]) -> float:
+    """Mean cosine between the query and the keyword list's first `RELATEDNESS_TOP` rows
+    (those with a vector: one indexed read of at most that many); 1.0 when none has one,
+    so a store not embedded yet keeps its keyword ranking."""
+    from memory.retrieval.embeddings import index
+
+    model, vector = embedded
+    head = keyword[:RELATEDNESS_TOP]
+    cosines: list[float] = []
+    for kind in dict.fromkeys(kind for _, kind, _ in head):
+        _, vectors = index.vectors_of(kind, model, [pk for _, k_, pk in head if k_ == kind])
+        if len(vectors) and vectors.shape[1] == vector.shape[0]:
+            cosines += [float(c) for c in vectors @ vector]
+    return sum(cosines) / len(cosines) if cosines else 1.0
+
+
+def keyword_weight(strict: bool, related: float) -> float:
+    """The keyword list's weight in the fusion: FALLBACK_WEIGHT when the any-word fallback
+    answered, times the ramp of `related` (see RELATEDNESS_CENTER)."""
+    ramp = (related - RELATEDNESS_CENTER) / RELATEDNESS_WIDTH + 0.5
+    return (1.0 if strict else FALLBACK_WEIGHT) * min(1.0, max(0.0, ramp))
+
+
 def fuse(
-    *lists: list[Any], weights: tuple[float, ...] | None = None, k: int = RRF_K
+    *lists: list[Any], weights: tuple[float, ...] | None = None, k: int = 60
 ) -> list[tuple[float, Any]]:
-    """Weighted reciprocal rank fusion: (score, item) best first; ties keep first-seen order."""
+    """Weighted reciprocal rank fusion: (score, item) best first; ties keep first-seen order.
+    `k` defaults to the textbook 60; search passes its tuned `RRF_K`."""
     scores: dict[Any, float] = {}
     for n, ranked in enumerate(lists):
         weight = weights[n] if weights else 1.0
@@ -121,15 +174,15 @@ def search_mode(backend: Backend, query: SearchQuery) -> list[SearchHit]:
         return backend.hits_by_ids(page, query.text)
     depth = max(CANDIDATES, window)
     keyword, strict = backend.keyword_ranked(replace(query, limit=depth, offset=0))
-    semantic = semantic_ranked(backend, query, depth, keyword)
-    if not semantic:
+    embedded = query_vector(query)
+    semantic = semantic_ranked(backend, query, depth, keyword, embedded)
+    if not semantic or embedded is None:
         return backend.keyword(query)
-    # A keyword list from the any-word fallback (no row holds every term) is a weak signal:
-    # it ranks rows sharing one common word; the vectors lead then.
     fused = fuse(
         [(kind, pk) for _, kind, pk in keyword],
         [(kind, pk) for _, kind, pk in semantic],
-        weights=(1.0 if strict else FALLBACK_WEIGHT, 1.0),
+        weights=(keyword_weight(strict, relatedness(keyword, embedded)), 1.0),
+        k=RRF_K,
     )
     page = [(score, kind, pk) for score, (kind, pk) in fused[query.offset : window]]
     return backend.hits_by_ids(page, query.text)
