@@ -74,6 +74,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # /api/ requests take this list minus static files, CSRF and messages (memory/api/lane.py).
+    "memory.api.lane.ApiLane",
     "django.middleware.security.SecurityMiddleware",
     # Browser writes from other sites are refused; the JSON API has no CSRF token (memory/cross_site.py).
     "memory.cross_site.CrossSiteWriteGuard",

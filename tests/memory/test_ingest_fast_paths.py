@@ -70,3 +70,40 @@ def test_output_full_of_passed_is_still_redacted(tmp_path: Path) -> None:
     assert "hunter2" not in stdout
     assert "[REDACTED:password]" in stdout
     assert privacy.redact_text("PASSED " * 50) == "PASSED " * 50
+
+
+def test_a_burst_of_tool_uses_queues_one_compression_task_per_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks: Any
+) -> None:
+    """Outside immediate mode (the worker's huey, storage in SQLite): the task queued for
+    the burst's first tool use stands for the rest while it is still ahead (issue 19)."""
+    from huey.contrib.djhuey import HUEY
+
+    from memory.capture import ingest
+
+    HUEY.immediate = False  # the conftest fixture sets it back for the next test
+    HUEY.flush()
+    monkeypatch.setattr(ingest, "_scheduled", {})
+    clock = [1000.0]
+    monkeypatch.setattr(ingest.time, "monotonic", lambda: clock[0])
+
+    def record(tool_use_id: str, **changes: Any) -> None:
+        with django_capture_on_commit_callbacks(execute=True):
+            _record(_observation(tmp_path, tool_use_id, **changes))
+
+    try:
+        for n in range(3):
+            record(f"toolu_burst_{n}")
+        assert Event.objects.count() == 3
+        assert len(HUEY.pending()) == 1
+        record("toolu_other", session_id="another-session")
+        assert len(HUEY.pending()) == 2
+        # The first task is due in less than _STILL_PENDING_S: it may be running, so a new
+        # tool use of the session queues its own.
+        clock[0] += ingest.COMPRESS_DELAY_S - ingest._STILL_PENDING_S / 2
+        record("toolu_burst_late")
+        assert len(HUEY.pending()) == 3
+        session = Session.objects.get(session_id="fast-paths")
+        assert [t.args for t in HUEY.pending()].count((session.pk,)) == 2
+    finally:
+        HUEY.flush()

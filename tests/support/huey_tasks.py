@@ -3,9 +3,11 @@
 tests/testenv.py and tests/conftest.py put huey in immediate mode: an enqueued task runs
 inline. A task scheduled with a delay is only parked in huey's in-memory schedule, and
 capture schedules compression `COMPRESS_DELAY_S` after the hook's commit (so a burst of
-tool uses compresses as one batch). Production code does not branch on immediate mode;
-a test that wants the compressed result calls `delayed_tasks_run()`: the real task, as if
-its delay had passed.
+tool uses compresses as one batch). Production code does not branch on immediate mode,
+but for one thing: outside it, capture queues one task per burst of a session, not one per
+tool use (memory/capture/ingest.py `_enqueue_processing`; its own test runs huey's SQLite
+storage); a test that wants the compressed result calls `delayed_tasks_run()`: the real
+task, as if its delay had passed.
 """
 
 from __future__ import annotations

@@ -1,0 +1,116 @@
+"""Issue 19's fast paths of keyword search give the answers the plain code gave: the
+/api/search body rendered without schema validation equals the validated one, and the
+one-pass highlight equals the per-word reference below (the code it replaced)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from ninja.responses import NinjaJSONEncoder
+
+from memory.api.retrieval import SearchOut
+from memory.retrieval.search.query import (
+    HIGHLIGHT_CLOSE,
+    HIGHLIGHT_OPEN,
+    SNIPPET_TOKENS,
+    highlight,
+    marks_split,
+)
+from tests.memory.retrieval_seed import seed
+
+
+def reference_highlight(text: str, words: list[str], *, width: int = SNIPPET_TOKENS) -> str:
+    tokens = text.replace('", "', " · ").replace('["', "").replace('"]', "").split()
+    if not tokens or not words:
+        return " ".join(tokens[:width])
+    pattern = re.compile(
+        r"(?<!\w)(" + "|".join(re.escape(w) for w in words) + r")\w*", re.IGNORECASE
+    )
+    hits = [i for i, token in enumerate(tokens) if pattern.search(token)]
+    if not hits:
+        return " ".join(tokens[:width])
+    best = max(hits, key=lambda i: sum(1 for h in hits if i <= h < i + width))
+    start = max(0, min(best - 2, len(tokens) - width))
+    window = [
+        pattern.sub(lambda m: f"{HIGHLIGHT_OPEN}{m.group(0)}{HIGHLIGHT_CLOSE}", t)
+        for t in tokens[start : start + width]
+    ]
+    return (
+        ("… " if start else "") + " ".join(window) + (" …" if start + width < len(tokens) else "")
+    )
+
+
+def reference_marks_split(marked: str) -> tuple[str, tuple[tuple[int, int], ...]]:
+    plain: list[str] = []
+    spans: list[tuple[int, int]] = []
+    start: int | None = None
+    for char in marked:
+        if char == HIGHLIGHT_OPEN:
+            start = len(plain)
+        elif char == HIGHLIGHT_CLOSE:
+            if start is not None and len(plain) > start:
+                spans.append((start, len(plain)))
+            start = None
+        else:
+            plain.append(char)
+    return "".join(plain), tuple(spans)
+
+
+PIECES = st.sampled_from(
+    ["cache", "Cache", "CACHES", "xcache", "_gate", "gated", "pool", "é", "ß", "İ", "ǅ", "ﬁ",
+     "K", "ſ", " ", "\n", "\t", "\u00a0", "\x1c", "-", ".", '", "', '["', '"]', "·", "x"]
+)  # fmt: skip
+WORDS = st.lists(st.sampled_from(["cache", "gate", "pool", "é", "ss", "i", "k", "s", "fi"]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(PIECES, max_size=80).map("".join), WORDS, st.sampled_from([16, 3, 1]))
+def test_highlight_equals_the_per_word_reference(text: str, words: list[str], width: int) -> None:
+    assert highlight(text, words, width=width) == reference_highlight(text, words, width=width)
+
+
+@given(st.lists(st.sampled_from(["a", "bc", HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE, " "])).map("".join))
+def test_marks_split_equals_the_per_character_reference(marked: str) -> None:
+    assert marks_split(marked) == reference_marks_split(marked)
+
+
+@pytest.mark.django_db
+def test_the_search_body_is_the_schema_validated_one(client) -> None:  # type: ignore[no-untyped-def]
+    from memory.retrieval.search.fold import hits_with_folds
+    from memory.retrieval.search.query import SearchQuery
+    from memory.retrieval.search.service import search
+
+    seed()
+    for q in ("connection pool", "pool", ""):
+        response = client.get("/api/search", {"q": q, "mode": "keyword"})
+        assert response.status_code == 200
+        assert response["Content-Type"] == "application/json; charset=utf-8"
+        body = response.json()
+        assert body["results"]
+        hits = hits_with_folds(search(SearchQuery(text=q, mode="keyword")))
+        validated = SearchOut.model_validate(
+            {"query": q, "mode": "keyword", "note": "", "results": hits}
+        ).model_dump()
+        assert body == json.loads(json.dumps(validated, cls=NinjaJSONEncoder))
+        assert list(body["results"][0]) == list(SearchOut.model_fields["results"].annotation.__args__[0].model_fields)  # type: ignore[union-attr]  # fmt: skip
+
+
+@pytest.mark.django_db
+def test_the_observations_body_is_the_schema_validated_one(client) -> None:  # type: ignore[no-untyped-def]
+    from memory.api.retrieval import ObservationsOut
+    from memory.models import Observation
+
+    ids = seed()["observation"]
+    wanted = [ids[2], 999_999, ids[0], ids[2]]
+    response = client.get("/api/observations", {"ids": ",".join(map(str, wanted))})
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/json; charset=utf-8"
+    rows = Observation.objects.in_bulk(wanted)
+    validated = ObservationsOut.model_validate(
+        {"observations": [rows[ids[2]].as_dict(), rows[ids[0]].as_dict()], "missing": [999_999]}
+    ).model_dump()
+    assert response.json() == json.loads(json.dumps(validated, cls=NinjaJSONEncoder))
