@@ -231,7 +231,18 @@ class SettingsError(ValueError):
 
 def data_dir() -> Path:
     raw = os.environ.get("CLAUDE_MEM_DATA_DIR") or "~/.claude-mem"
-    return Path(raw).expanduser()
+    # Keyed on the variable's value (HOME too, for the default): a request asks a dozen
+    # times, and building and expanding the Path each time was a tenth of config.load().
+    key = (raw, os.environ.get("HOME", ""))
+    path = _data_dirs.get(key)
+    if path is None:
+        if len(_data_dirs) > 64:  # tests switch data dirs constantly
+            _data_dirs.clear()
+        path = _data_dirs[key] = Path(raw).expanduser()
+    return path
+
+
+_data_dirs: dict[tuple[str, str], Path] = {}
 
 
 def ensure_data_dir() -> Path:
@@ -413,11 +424,28 @@ MCP_TOOLS = ("search", "timeline", "get_observations", "smart_outline", "smart_u
 
 def install_route() -> str:
     """`plugin` when cmem reached Claude Code as a plugin, else `settings`."""
+    path = str(data_dir() / "install-route")
     try:
-        with open(data_dir() / "install-route") as fh:
-            return "plugin" if fh.read().strip() == "plugin" else "settings"
+        st = os.stat(path)
     except OSError:
         return "settings"
+    # Every gate decision names tools by the route: the answer is kept per (inode, mtime,
+    # size) of the file, re-read while the file is younger than two seconds (coarse file
+    # times, as read_file does for settings.json).
+    key = (st.st_ino, st.st_mtime_ns, st.st_size)
+    cached = _install_routes.get(path)
+    if cached is not None and cached[0] == key and time.time_ns() - st.st_mtime_ns > 2_000_000_000:
+        return cached[1]
+    try:
+        with open(path) as fh:
+            route = "plugin" if fh.read().strip() == "plugin" else "settings"
+    except OSError:
+        return "settings"
+    _install_routes[path] = (key, route)
+    return route
+
+
+_install_routes: dict[str, tuple[tuple[int, int, int], str]] = {}
 
 
 def install_route_setting(settings: dict[str, str] | None = None) -> str:

@@ -125,9 +125,10 @@ def git_remote_identity(common_dir: Path) -> str | None:
     return None
 
 
-def identity_mode() -> str:
-    """remote in team mode (a shared database) unless settings say otherwise, else local."""
-    settings = config.load()
+def identity_mode(settings: dict[str, str] | None = None) -> str:
+    """remote in team mode (a shared database) unless settings say otherwise, else local.
+    `settings`: the request's config.load(), when the caller has it (one load a request)."""
+    settings = settings if settings is not None else config.load()
     mode = config.get("CLAUDE_MEM_PROJECT_IDENTITY", settings).strip().lower()
     if mode in {"local", "remote"}:
         return mode
@@ -199,14 +200,14 @@ def _worktree_root(start: Path) -> Path | None:
     return None
 
 
-def project_for_cwd(cwd: str) -> Project:
+def project_for_cwd(cwd: str, settings: dict[str, str] | None = None) -> Project:
     norm = os.path.normpath(cwd) if cwd else ""
     claimed = _client_project.get()
     if claimed is not None and (
         not claimed.root or norm == claimed.root or norm.startswith(claimed.root + os.sep)
     ):
         return claimed
-    return _project_for(norm, identity_mode())
+    return _project_for(norm, identity_mode(settings))
 
 
 def relative_path(path: str, root: str) -> str:
@@ -292,8 +293,8 @@ def _db_excluded_globs() -> tuple[str, ...]:
     return globs
 
 
-def excluded_globs() -> list[str]:
-    globs = config.get_list("CLAUDE_MEM_EXCLUDED_PROJECTS")
+def excluded_globs(settings: dict[str, str] | None = None) -> list[str]:
+    globs = config.get_list("CLAUDE_MEM_EXCLUDED_PROJECTS", settings)
     globs += _db_excluded_globs()
     # The observer's own sandbox never becomes a project.
     globs.append(str(config.data_dir() / "**"))
@@ -315,12 +316,15 @@ def _spellings(path: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def is_excluded(cwd: str, project: Project | None = None) -> bool:
+def is_excluded(
+    cwd: str, project: Project | None = None, settings: dict[str, str] | None = None
+) -> bool:
     """True when nothing should be stored or shown for this working directory: the cwd, the
-    project root, their resolved real paths or any folder above them matches an exclusion."""
+    project root, their resolved real paths or any folder above them matches an exclusion.
+    `settings`: the request's config.load(), when the caller has it (one load a request)."""
     if not cwd:
         return False
-    globs = excluded_globs()
+    globs = excluded_globs(settings)
     root = project.root if project and project.root and project.root != cwd else ""
     key = (cwd, root, tuple(globs))
     now = time.monotonic()
@@ -342,7 +346,9 @@ def is_excluded(cwd: str, project: Project | None = None) -> bool:
 _excluded_memo: dict[tuple[str, str, tuple[str, ...]], tuple[float, bool]] = {}
 
 
-def is_excluded_path(path: str) -> bool:
+def is_excluded_path(path: str, settings: dict[str, str] | None = None) -> bool:
     """True when a file lies inside an excluded folder (a Read of an excluded project's file
     from another project is not stored either)."""
-    return bool(path) and is_excluded(os.path.dirname(os.path.normpath(path)))
+    return bool(path) and is_excluded(
+        os.path.dirname(os.path.normpath(path)), settings=settings
+    )

@@ -60,10 +60,11 @@ _PRIVATE_TURNS_KEPT = 500
 COMPRESS_DELAY_S = 2
 
 
-def _project(event: HookEvent) -> Project | None:
-    """The event's project, or None when it is excluded (then nothing is stored)."""
-    project = project_for_cwd(event.cwd)
-    if is_excluded(event.cwd, project):
+def _project(event: HookEvent, settings: dict[str, str] | None = None) -> Project | None:
+    """The event's project, or None when it is excluded (then nothing is stored).
+    `settings`: the request's config.load(), when the caller has it (one load a request)."""
+    project = project_for_cwd(event.cwd, settings)
+    if is_excluded(event.cwd, project, settings):
         return None
     return project
 
@@ -310,7 +311,7 @@ def observation_record(*, event: HookEvent) -> HookResult:
     settings = config.load()
     if _skipped_tool(event, settings):
         return HookResult()
-    project = _project(event)
+    project = _project(event, settings)
     if project is None or _in_private_turn(event):
         return HookResult()
     sanitizer = privacy.Sanitizer(settings=settings)
@@ -319,7 +320,7 @@ def observation_record(*, event: HookEvent) -> HookResult:
         payload["agent_id"] = event.agent_id
         payload["agent_type"] = event.agent_type
     payload["cmem_files"] = files_facts(event=event, project=project)
-    if any(is_excluded_path(f["abs"]) for f in payload["cmem_files"]):
+    if any(is_excluded_path(f["abs"], settings) for f in payload["cmem_files"]):
         return HookResult()  # a file of an excluded project, read from another one
     with transaction.atomic():
         session = _session_upsert(event=event, project=project)

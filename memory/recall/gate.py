@@ -118,8 +118,8 @@ def gate_decide(*, event: HookEvent, mode: str = "") -> HookResult:
     facts = file_facts(path, remote=remote)
     if facts is None or facts.size < config.get_int("CLAUDE_MEM_READ_GATE_MIN_BYTES", settings):
         return PASS
-    project = project_for_cwd(event.cwd)
-    if is_excluded(event.cwd, project) or is_excluded_path(path):
+    project = project_for_cwd(event.cwd, settings)
+    if is_excluded(event.cwd, project, settings) or is_excluded_path(path, settings):
         return PASS
     session, view = _session_and_view(event, path)
     if view is not None and view.denied:
