@@ -349,6 +349,4 @@ _excluded_memo: dict[tuple[str, str, tuple[str, ...]], tuple[float, bool]] = {}
 def is_excluded_path(path: str, settings: dict[str, str] | None = None) -> bool:
     """True when a file lies inside an excluded folder (a Read of an excluded project's file
     from another project is not stored either)."""
-    return bool(path) and is_excluded(
-        os.path.dirname(os.path.normpath(path)), settings=settings
-    )
+    return bool(path) and is_excluded(os.path.dirname(os.path.normpath(path)), settings=settings)
