@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -9,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -202,12 +204,10 @@ def test_the_hook_clients_data_dir_is_what_expanduser_makes(
     assert hookclient.data_dir() == os.path.expanduser(raw)
 
 
-def test_the_isolated_hook_path_imports_no_os_module(tmp_path: Path) -> None:
-    """Under `-I -S` nothing imports `os` before the hook does, and its module body is 1.2 ms
-    of a 10 ms start: the local fast path (settings.json, the socket) runs on `posix`."""
-    data = tmp_path / "data"
-    data.mkdir()
-    (data / "settings.json").write_text('{\n  "CLAUDE_MEM_HOOK_TIMEOUT_MS": "3000"\n}\n')
+@contextlib.contextmanager
+def _one_answer_worker(data: Path) -> Iterator[None]:
+    """A stand-in worker on `data`'s socket that answers one request with `{}` at once, so a
+    hook's own cost is what is left."""
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(str(data / "worker.sock"))
     server.listen(1)
@@ -220,6 +220,19 @@ def test_the_isolated_hook_path_imports_no_os_module(tmp_path: Path) -> None:
 
     thread = threading.Thread(target=answer, daemon=True)
     thread.start()
+    try:
+        yield
+    finally:
+        thread.join(5)
+        server.close()
+
+
+def test_the_isolated_hook_path_imports_no_os_module(tmp_path: Path) -> None:
+    """Under `-I -S` nothing imports `os` before the hook does, and its module body is 1.2 ms
+    of a 10 ms start: the local fast path (settings.json, the socket) runs on `posix`."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "settings.json").write_text('{\n  "CLAUDE_MEM_HOOK_TIMEOUT_MS": "3000"\n}\n')
     code = (
         f"import sys; sys.path.insert(0, {str(REPO)!r}); from memory import hookclient; "
         "code = hookclient.main(['claude-code', 'observation']); "
@@ -227,12 +240,11 @@ def test_the_isolated_hook_path_imports_no_os_module(tmp_path: Path) -> None:
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}
     env["CLAUDE_MEM_DATA_DIR"] = str(data)
-    result = subprocess.run(
-        [sys.executable, "-I", "-S", "-c", code], input=b'{"session_id": "s"}', env=env,
-        capture_output=True, timeout=20,
-    )  # fmt: skip
-    thread.join(5)
-    server.close()
+    with _one_answer_worker(data):
+        result = subprocess.run(
+            [sys.executable, "-I", "-S", "-c", code], input=b'{"session_id": "s"}', env=env,
+            capture_output=True, timeout=20,
+        )  # fmt: skip
     assert result.stdout == b"{}"
     assert result.stderr.decode() == "0 False 3.0"
 
@@ -244,26 +256,14 @@ def test_the_entry_records_the_plugin_route_without_a_data_dir_option(tmp_path: 
 
     data = tmp_path / "data"
     data.mkdir()
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(str(data / "worker.sock"))
-    server.listen(1)
-
-    def answer() -> None:
-        conn, _ = server.accept()
-        with conn:
-            conn.recv(65536)
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
-
-    thread = threading.Thread(target=answer, daemon=True)
-    thread.start()
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}
     env["CLAUDE_MEM_DATA_DIR"] = str(data)
-    result = subprocess.run(
-        [*hook_entry_argv(), "hook", "claude-code", "context", "--route", "plugin"],
-        input=b'{"session_id": "s", "cwd": "/tmp"}', env=env, capture_output=True, timeout=30,
-    )  # fmt: skip
-    thread.join(5)
-    server.close()
+    with _one_answer_worker(data):
+        result = subprocess.run(
+            [*hook_entry_argv(), "hook", "claude-code", "context", "--route", "plugin"],
+            input=b'{"session_id": "s", "cwd": "/tmp"}', env=env, capture_output=True,
+            timeout=30,
+        )  # fmt: skip
     assert result.returncode == 0 and result.stderr == b"", result.stderr
     assert result.stdout == b"{}"
     assert (data / "install-route").read_text().strip() == "plugin"

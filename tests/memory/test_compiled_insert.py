@@ -25,24 +25,9 @@ pytestmark = pytest.mark.django_db
 def test_a_compiled_ledger_row_is_the_orm_row(tmp_path: Path) -> None:
     session = SessionFactory(root=make_project(tmp_path), session_id="s")
     kind, text = LedgerEntry.Kind.GATE_DENY, "x" * 400
-    pk = ledger_insert(
-        kind=kind,
-        session=session,
-        project="proj",
-        path="/a.py",
-        shown=text,
-        avoided=900,
-        detail="reread",
-    )
-    orm = ledger_record(
-        kind=kind,
-        session=session,
-        project="proj",
-        path="/a.py",
-        shown=text,
-        avoided=900,
-        detail="reread",
-    )
+    row = {"project": "proj", "path": "/a.py", "shown": text, "avoided": 900, "detail": "reread"}
+    pk = ledger_insert(kind=kind, session=session, **row)
+    orm = ledger_record(kind=kind, session=session, **row)
     ours, theirs = LedgerEntry.objects.get(pk=pk), LedgerEntry.objects.get(pk=orm.pk)
     assert abs((ours.created - theirs.created).total_seconds()) < 5
     skip = {"id", "created"}
