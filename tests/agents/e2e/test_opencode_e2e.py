@@ -146,7 +146,7 @@ def test_run2_read_is_refused_with_the_timeline(run2: World, api: FakeChatAPI) -
     assert "Read blocked" in result, result[:2000]
     assert "Call read again" in result
     assert "cmem_get_observations(" in result
-    assert "handler_59" not in result
+    assert "'handler': 59" not in result  # the file's body was not read (its outline may be)
     kinds = [r["kind"] for r in query(run2.worker, "SELECT kind FROM memory_ledgerentry")]
     assert any("deny" in str(k) for k in kinds), kinds
 
