@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.db import DataError
+from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 
 from deliverables.api import router as deliverables_router
@@ -18,3 +20,13 @@ api.add_router("/", memory_router)
 api.add_router("/", retrieval_router)
 api.add_router("/", insights_router)
 api.add_router("/", deliverables_router)
+
+
+@api.exception_handler(DataError)
+def value_unstorable(request: HttpRequest, exc: DataError) -> HttpResponse:
+    """A value the database refuses (PostgreSQL takes no NUL in text: a query, a project
+    name or a path with one) is the caller's mistake, not the server's: 400, saying which."""
+    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return api.create_response(
+        request, {"error": f"a value in this request cannot be used: {reason}"}, status=400
+    )

@@ -316,3 +316,27 @@ def test_search_command_prints_the_index(ids) -> None:
         f"#{ids['observation'][0]} "
     )
     assert "~" in lines[1] and len(lines) == 5
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/api/search?q=pool%00x",
+        "/api/search?q=pool&project=sh%00op",
+        "/api/context?project=sh%00op",
+        "/api/observations/by-file?path=a%00b.py&project=shop",
+        "/api/timeline?q=pool%00x",
+    ],
+)
+def test_a_nul_in_a_query_is_a_clear_400_or_no_match_never_a_500(client, ids, url) -> None:
+    """PostgreSQL takes no NUL in text (this runs in the team pass too); SQLite does."""
+    response = client.get(url)
+    assert response.status_code in (200, 400), response.content[:300]
+    if response.status_code == 400:  # the API's own 400 shape, a sentence to act on
+        assert response.json()["error"].strip(), response.json()
+    forgot = client.post(
+        "/api/forget", {"query": "pool\x00x", "dry_run": True}, content_type="application/json"
+    )
+    assert forgot.status_code in (200, 400) and (
+        forgot.status_code == 200 or "NUL" in forgot.json()["detail"]
+    )
