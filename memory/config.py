@@ -263,6 +263,18 @@ def problems() -> list[str]:
     return list(_problems)
 
 
+# File times tick coarsely (a few ms): a file changed in place this recently could look
+# unchanged to a stat, so a memo keyed on a file's stat trusts it only once it is older.
+SETTLE_NS = 2_000_000_000
+
+
+def stat_settled(changed_ns: int) -> bool:
+    """True when a file last changed at `changed_ns` (st_mtime_ns, or its ctime when that is
+    later) may be trusted unchanged while its stat is: the one rule of every stat memo here,
+    in memory/owner_auth.py and in memory/team/auth.py."""
+    return time.time_ns() - changed_ns > SETTLE_NS
+
+
 # Parsed settings.json per path, keyed by (inode, mtime, size): every hook request reads the
 # settings several times, and re-parsing an unchanged file cost ~0.15 ms each time.
 # write_atomic renames a new file in, so a change always changes the inode.
@@ -279,10 +291,7 @@ def read_file() -> dict[str, str]:
         return _read_file_uncached()
     key = (st.st_ino, st.st_mtime_ns, st.st_size)
     cached = _parsed.get(str(path))
-    # File times tick coarsely (a few ms): a file changed in place within the last two
-    # seconds could look unchanged, so it is always re-read.
-    settled = time.time_ns() - st.st_mtime_ns > 2_000_000_000
-    if cached is not None and cached[0] == key and settled:
+    if cached is not None and cached[0] == key and stat_settled(st.st_mtime_ns):
         _problems[:] = cached[2]
         return dict(cached[1])
     values = _read_file_uncached()
@@ -318,7 +327,7 @@ def load() -> dict[str, str]:
     # loads a request makes (issue 19: a fifth of an /api/health in the profile).
     parsed = _parsed.get(str(settings_path()))
     key: tuple[object, ...]
-    if parsed is not None and time.time_ns() - parsed[0][1] > 2_000_000_000:
+    if parsed is not None and stat_settled(parsed[0][1]):
         key = (env, "file", parsed[0])  # (inode, mtime, size) of a file settled on disk
     else:
         key = (env, tuple(sorted(file_values.items())))
@@ -430,11 +439,10 @@ def install_route() -> str:
     except OSError:
         return "settings"
     # Every gate decision names tools by the route: the answer is kept per (inode, mtime,
-    # size) of the file, re-read while the file is younger than two seconds (coarse file
-    # times, as read_file does for settings.json).
+    # size) of the file, re-read while the file is not settled (as read_file does).
     key = (st.st_ino, st.st_mtime_ns, st.st_size)
     cached = _install_routes.get(path)
-    if cached is not None and cached[0] == key and time.time_ns() - st.st_mtime_ns > 2_000_000_000:
+    if cached is not None and cached[0] == key and stat_settled(st.st_mtime_ns):
         return cached[1]
     try:
         with open(path) as fh:

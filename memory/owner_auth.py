@@ -16,13 +16,13 @@ import hashlib
 import hmac
 import os
 import stat
-import time
 from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse, HttpResponseForbidden, JsonResponse
 from django.shortcuts import redirect
 from django.utils.http import url_has_allowed_host_and_scheme
 
+from memory import config
 from memory.service import credentials
 from memory.team.auth import bearer_token, token_required
 
@@ -51,7 +51,7 @@ def _secret() -> str:
         not stat.S_ISREG(st.st_mode)
         or st.st_uid != os.getuid()
         or st.st_mode & 0o077
-        or time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) <= 2_000_000_000
+        or not config.stat_settled(max(st.st_mtime_ns, st.st_ctime_ns))
     ):
         return credentials.read_secret()
     key = (

@@ -14,7 +14,6 @@ CLAUDE_MEM_REQUIRE_TOKEN=true, and always when the worker binds a non-loopback a
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 
 from django.contrib.auth.views import redirect_to_login
@@ -44,14 +43,12 @@ def _required_key() -> tuple[object, ...] | None:
     changed in the last two seconds (file times tick coarsely; memory.config.read_file
     re-reads such a file too), so the answer is then computed afresh."""
     env = os.environ
-    path = os.path.join(
-        os.path.expanduser(env.get("CLAUDE_MEM_DATA_DIR") or "~/.claude-mem"), "settings.json"
-    )
+    path = str(config.settings_path())
     try:
         st = os.stat(path)
     except OSError:
         return None
-    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) <= 2_000_000_000:
+    if not config.stat_settled(max(st.st_mtime_ns, st.st_ctime_ns)):
         return None
     return (
         env.get("CLAUDE_MEM_REQUIRE_TOKEN"),
