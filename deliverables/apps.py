@@ -13,10 +13,15 @@ class DeliverablesConfig(AppConfig):
         # memory never imports this app: it reaches deliverables only through the seam it
         # owns (memory/extensions.py), which this fills once at startup.
         from deliverables.mcp_tools import mcp_tools_register
-        from deliverables.session_part import SESSION_PART, on_tool_recorded, on_turn_finished
+        from deliverables.session_part import (
+            SESSION_PART,
+            on_tool_recorded,
+            on_turn_finished,
+            tool_recorded_wanted,
+        )
         from memory import extensions
 
         extensions.session_part_register(SESSION_PART)
         extensions.turn_finished_connect(on_turn_finished)
-        extensions.tool_recorded_connect(on_tool_recorded)
+        extensions.tool_recorded_connect(on_tool_recorded, wants=tool_recorded_wanted)
         mcp_tools_register()

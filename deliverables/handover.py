@@ -221,10 +221,16 @@ def _attachments_store(
     return made
 
 
+def attachments_wanted(event: HookEvent) -> bool:
+    """Whether a tool use is one attachments_record stores anything for: a `work_state_write`
+    that did not fail (memory sends it only those, so other tool uses take no savepoint)."""
+    return not event.failed and is_cmem_tool(event.tool_name, "work_state_write")
+
+
 def attachments_record(*, session: Session, event: HookEvent) -> list[Deliverable]:
     """PostToolUse of `work_state_write`: the files it attached, on the current request,
     marked attached, with the call's title and note (tags stripped, secrets redacted)."""
-    if event.failed or not is_cmem_tool(event.tool_name, "work_state_write"):
+    if not attachments_wanted(event):
         return []
     entries = handover_entries(event)
     settings = config.load()

@@ -14,6 +14,7 @@ from typing import Any
 
 from deliverables.handover import (
     attachments_record,
+    attachments_wanted,
     stop_handover_record,
     transcript_attachments_record,
 )
@@ -105,6 +106,10 @@ def on_turn_finished(*, session: Session, event: HookEvent) -> None:
 def on_tool_recorded(*, session: Session, event: HookEvent) -> None:
     """PostToolUse: a `work_state_write` call's attached files, on the current request."""
     attachments_record(session=session, event=event)
+
+
+# The tool uses on_tool_recorded is sent (memory.extensions filters before its savepoint).
+tool_recorded_wanted = attachments_wanted
 
 
 SESSION_PART = SessionPart(

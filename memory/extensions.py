@@ -12,8 +12,10 @@ The contract:
   is stored (`session=`, the `Session`; `event=`, the `HookEvent`). Each receiver runs in a
   savepoint of its own: one that raises is rolled back and logged, and fails neither the
   Stop nor the other receivers. `tool_recorded` is sent the same way when a tool use is
-  stored (PostToolUse), once per tool use. (A plain list, not a `django.dispatch.Signal`: a signal's
-  public API cannot give each receiver its own savepoint.)
+  stored (PostToolUse), once per tool use, to the receivers whose `wants(event)` (given at
+  connect) is true: the filter runs before the savepoint, so a tool use no receiver wants
+  costs no SAVEPOINT/RELEASE on ingest's hot path. (A plain list, not a
+  `django.dispatch.Signal`: a signal's public API cannot give each receiver its own savepoint.)
 - Rows an app keeps per session, which memory shows (stats, the session page) and carries
   (export and import), are described by a `SessionPart` the app registers with
   `session_part_register()`. memory calls its callables and knows nothing else about it.
@@ -66,25 +68,30 @@ def turn_finished_send(*, session: Session, event: HookEvent) -> None:
 
 
 ToolRecorded = Callable[..., object]  # called as receiver(session=..., event=...)
-_tool_recorded: list[ToolRecorded] = []
+ToolWanted = Callable[["HookEvent"], bool]
+# receiver -> its filter (None: every tool use); a dict keeps the connect order.
+_tool_recorded: dict[ToolRecorded, ToolWanted | None] = {}
 
 
-def tool_recorded_connect(receiver: ToolRecorded) -> None:
-    """Called from an app's `AppConfig.ready()`; connecting the same receiver twice is a no-op."""
+def tool_recorded_connect(receiver: ToolRecorded, *, wants: ToolWanted | None = None) -> None:
+    """Called from an app's `AppConfig.ready()`; connecting the same receiver twice is a
+    no-op. `wants(event)`: whether the receiver cares about this tool use (cheap, no
+    database); only those it wants are sent to it."""
     if receiver not in _tool_recorded:
-        _tool_recorded.append(receiver)
+        _tool_recorded[receiver] = wants
 
 
 def tool_recorded_disconnect(receiver: ToolRecorded) -> None:
-    if receiver in _tool_recorded:
-        _tool_recorded.remove(receiver)
+    _tool_recorded.pop(receiver, None)
 
 
 def tool_recorded_send(*, session: Session, event: HookEvent) -> None:
     """A tool use was stored (PostToolUse, inside its transaction, once per tool_use_id);
-    deliverables records a `work_state_write` call's attachments here. Each receiver in
-    its own savepoint, as for turn_finished."""
-    for receiver in list(_tool_recorded):
+    deliverables records a `work_state_write` call's attachments here. Each receiver that
+    wants the event, in its own savepoint, as for turn_finished."""
+    for receiver, wants in list(_tool_recorded.items()):
+        if wants is not None and not wants(event):
+            continue
         try:
             with transaction.atomic():
                 receiver(session=session, event=event)

@@ -17,7 +17,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -26,7 +26,7 @@ from memory.agents.base import HookEvent, HookResult
 from memory.capture import privacy
 from memory.capture.secret_locations import refusal_reason
 from memory.capture.transcript_model import model_name_clean, transcript_model
-from memory.db import CompiledInsert, CompiledQuery
+from memory.db import CompiledFetch, CompiledInsert
 from memory.extensions import tool_recorded_send, turn_finished_send
 from memory.models import Event, LedgerEntry, Prompt, Session
 from memory.projects import (
@@ -70,8 +70,10 @@ def _project(event: HookEvent, settings: dict[str, str] | None = None) -> Projec
 
 
 # The ORM's SELECT of one session by (platform, session_id): building that query cost
-# ~0.17 ms per tool use, over four times what SQLite takes to run it (see memory/db.py).
-_SESSION_LOOKUP = CompiledQuery(
+# ~0.17 ms per tool use, over four times what SQLite takes to run it, and raw()'s per-call
+# model setup another 14% of a tool use (see memory/db.py).
+_SESSION_LOOKUP = CompiledFetch(
+    Session,
     lambda p: Session.objects.filter(platform=p["platform"], session_id=p["session_id"]),
     "platform",
     "session_id",
@@ -79,10 +81,8 @@ _SESSION_LOOKUP = CompiledQuery(
 
 
 def _session_get(*, platform: str, session_id: str) -> Session | None:
-    sql, params = _SESSION_LOOKUP.sql_and_params(platform=platform, session_id=session_id)
-    # raw() still applies the field converters (aware datetimes), unlike a bare cursor.
-    found = list(Session.objects.raw(sql, params))
-    return found[0] if found else None
+    session: Session | None = _SESSION_LOOKUP.first(platform=platform, session_id=session_id)
+    return session
 
 
 def _session_upsert(*, event: HookEvent, project: Project) -> Session:
@@ -325,21 +325,19 @@ def observation_record(*, event: HookEvent) -> HookResult:
     with transaction.atomic():
         session = _session_upsert(event=event, project=project)
         # Idempotent by the unique (session, tool_use_id) constraint, not a SELECT first: a
-        # duplicate delivery (retry, spool replay, concurrent PostgreSQL writer) fails the
-        # INSERT inside a savepoint, which is cheaper than an exists() on every tool use.
+        # duplicate delivery (retry, spool replay, concurrent PostgreSQL writer) is skipped
+        # by the INSERT itself (ON CONFLICT DO NOTHING; a savepoint took two statements more).
         # The row by one compiled INSERT (memory/db.py): the ORM's create() was a quarter
         # of a tool use's CPU; nothing listens to Event's save signals.
-        try:
-            with transaction.atomic():
-                stored = _EVENT_INSERT.insert(
-                    session_id=session.pk,
-                    kind=Event.Kind.OBSERVATION,
-                    tool_name=event.tool_name[:200],
-                    tool_use_id=event.tool_use_id[:200],
-                    prompt_number=session.prompt_counter or None,
-                    payload=payload,
-                )
-        except IntegrityError:
+        stored = _EVENT_INSERT.insert_new(
+            session_id=session.pk,
+            kind=Event.Kind.OBSERVATION,
+            tool_name=event.tool_name[:200],
+            tool_use_id=event.tool_use_id[:200],
+            prompt_number=session.prompt_counter or None,
+            payload=payload,
+        )
+        if stored is None:
             return HookResult()
         if event.tool_name in FILE_TOOLS and not event.failed:
             # The file was just hashed for cmem_files: hand those facts over, not the disk again.

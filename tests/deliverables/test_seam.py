@@ -10,11 +10,13 @@ import logging
 from pathlib import Path
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from deliverables.models import Deliverable
-from deliverables.session_part import on_turn_finished
+from deliverables.session_part import on_tool_recorded, on_turn_finished, tool_recorded_wanted
 from memory import extensions
 from memory.agents.base import HookEvent
 from memory.importers.json_io import memory_export, memory_import
@@ -150,3 +152,46 @@ def test_a_failing_receiver_is_rolled_back_and_logged_and_stop_still_answers(
     assert Event.objects.filter(kind=Event.Kind.SUMMARY).count() == 1  # the Stop's contract
     assert not Deliverable.objects.filter(original_path="/x").exists()  # its savepoint rolled back
     assert "receiver broke" in caplog.text
+
+
+def test_a_tool_use_goes_only_to_the_receivers_that_want_it_and_costs_no_savepoint_otherwise(
+    client: Client, tmp_path: Path
+) -> None:
+    assert extensions._tool_recorded[on_tool_recorded] is tool_recorded_wanted
+    seen: list[str] = []
+
+    def picky(*, session: Session, event: HookEvent) -> None:
+        seen.append(event.tool_name)
+
+    extensions.tool_recorded_connect(picky, wants=lambda event: event.tool_name == "Grep")
+    try:
+        savepoints: list[int] = []
+        tools = ["Bash", "Bash", "Grep", "mcp__plugin_cmem_cmem__work_state_write"]
+        for n, tool in enumerate(tools):  # the first makes the session
+            body = {
+                "session_id": "seam-tools",
+                "cwd": str(tmp_path),
+                "hook_event_name": "PostToolUse",
+                "tool_name": tool,
+                "tool_input": {"command": "ls"},
+                "tool_response": "ok",
+                "tool_use_id": f"toolu_{n}",
+            }
+            with CaptureQueriesContext(connection) as queries:
+                resp = client.post(
+                    "/api/hooks/claude-code/observation",
+                    data=json.dumps(body),
+                    content_type="application/json",
+                )
+            assert resp.status_code == 200, resp.content
+            sql = [q["sql"] for q in queries.captured_queries]
+            savepoints.append(sum(s.startswith("SAVEPOINT") for s in sql))
+    finally:
+        extensions.tool_recorded_disconnect(picky)
+    # Grep goes to picky, work_state_write to deliverables: a savepoint each; Bash to nobody.
+    assert savepoints[2] == savepoints[3] == savepoints[1] + 1
+    assert seen == ["Grep"]
+    assert Event.objects.filter(session__session_id="seam-tools").count() == 4
+    assert not tool_recorded_wanted(
+        HookEvent(platform="claude-code", event="observation", session_id="s", tool_name="Bash")
+    )

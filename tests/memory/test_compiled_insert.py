@@ -1,18 +1,22 @@
 """The gate's hot-path writes (memory/db.py CompiledInsert): the row is the one the ORM's
 create() would write, field by field, defaults included; a duplicate raises IntegrityError
-as create() does; and session_ensure on a session created in between falls back to it."""
+as create() does; and session_ensure on a session created in between falls back to it.
+insert_new skips a duplicate by ON CONFLICT DO NOTHING (no savepoint), and a compiled fetch
+gives the instance the ORM would."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.forms.models import model_to_dict
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from memory.agents import claude_code
-from memory.db import CompiledInsert
-from memory.models import FileView, LedgerEntry, Session
+from memory.db import CompiledFetch, CompiledInsert
+from memory.models import Event, FileView, LedgerEntry, Session
 from memory.projects import project_for_cwd
 from memory.recall.file_views import session_ensure
 from memory.recall.ledger import ledger_insert, ledger_record
@@ -64,3 +68,67 @@ def test_session_ensure_told_absent_falls_back_to_a_session_made_in_between(tmp_
     stored = Session.objects.get(pk=created.pk)
     assert stored.session_id == "new-one" and stored.project == created.project
     assert stored.status == Session.Status.ACTIVE and stored.cwd == str(root)
+
+
+def test_insert_new_skips_a_duplicate_without_a_savepoint_and_the_transaction_goes_on(
+    tmp_path: Path,
+) -> None:
+    session = SessionFactory(root=make_project(tmp_path), session_id="s")
+    events = CompiledInsert(Event)
+    row = {"session_id": session.pk, "kind": Event.Kind.OBSERVATION, "tool_use_id": "toolu_1"}
+    with transaction.atomic(), CaptureQueriesContext(connection) as queries:
+        first = events.insert_new(**row, payload={"n": 1})
+        again = events.insert_new(**row, payload={"n": 2})
+        # Still usable after the duplicate (PostgreSQL aborts a transaction on an error).
+        other = events.insert_new(**(row | {"tool_use_id": "toolu_2"}), payload={"n": 3})
+    assert first is not None and again is None and other not in {None, first}
+    assert not any("SAVEPOINT" in q["sql"] for q in queries.captured_queries)
+    stored = Event.objects.filter(session=session).order_by("pk")
+    assert [(e.pk, e.tool_use_id, e.payload) for e in stored] == [
+        (first, "toolu_1", {"n": 1}),
+        (other, "toolu_2", {"n": 3}),
+    ]
+    # The partial unique constraint leaves events without a tool_use_id free to repeat.
+    blank = row | {"tool_use_id": ""}
+    assert None not in {events.insert_new(**blank), events.insert_new(**blank)}
+
+
+def test_insert_new_still_raises_for_what_is_not_a_duplicate(tmp_path: Path) -> None:
+    events = CompiledInsert(Event)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        # No such session: a foreign key is not a uniqueness constraint, so it is not skipped.
+        events.insert_new(session_id=987654, kind=Event.Kind.OBSERVATION, tool_use_id="t")
+        connection.check_constraints()  # SQLite checks deferred foreign keys at commit
+    session = SessionFactory(root=make_project(tmp_path), session_id="s")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        events.insert_new(session_id=session.pk, kind=None, tool_use_id="t")  # NOT NULL
+
+
+def test_a_compiled_fetch_gives_the_orm_instance(tmp_path: Path) -> None:
+    made = SessionFactory(root=make_project(tmp_path), session_id="s", prompt="first")
+    Session.objects.filter(pk=made.pk).update(ended=timezone.now(), model="claude-x")
+    fetch = CompiledFetch(
+        Session,
+        lambda p: Session.objects.filter(platform=p["platform"], session_id=p["session_id"]),
+        "platform",
+        "session_id",
+    )
+    ours = fetch.first(platform="claude-code", session_id="s")
+    theirs = Session.objects.get(pk=made.pk)
+    assert model_to_dict(ours) == model_to_dict(theirs)
+    assert {f.attname: getattr(ours, f.attname) for f in Session._meta.concrete_fields} == {
+        f.attname: getattr(theirs, f.attname) for f in Session._meta.concrete_fields
+    }
+    assert ours.started.tzinfo is not None and ours.ended.tzinfo is not None
+    assert not ours._state.adding and ours._state.db == "default"
+    ours.cwd = "/elsewhere"
+    ours.save(update_fields=["cwd"])
+    assert Session.objects.get(pk=made.pk).cwd == "/elsewhere"
+    assert fetch.first(platform="claude-code", session_id="absent") is None
+    joined = CompiledFetch(
+        Session,
+        lambda p: Session.objects.filter(session_id=p["sid"]).select_related("owner"),
+        "sid",
+    )
+    with pytest.raises(RuntimeError):  # it would select the owner's columns too
+        joined.first(sid="s")
