@@ -48,9 +48,11 @@ def absolute_path(path: str, cwd: str) -> str:
 
 
 def file_sha256(path: str) -> str:
+    # Unbuffered, 64 KB at a time: a buffered 1 MB read allocated (and the kernel mapped)
+    # a megabyte for every 2-6 KB source file the gate hashes (27-36 us -> 18-20 us).
     digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
+    with open(path, "rb", buffering=0) as fh:
+        while block := fh.read(1 << 16):
             digest.update(block)
     return digest.hexdigest()
 
@@ -224,17 +226,18 @@ def session_ensure(*, event: HookEvent, project: Project, absent: bool = False) 
         "transcript_path": event.transcript_path,
         "owner_id": scope.writer_id(),
     }
-    try:
-        with transaction.atomic():
-            values = {**fields, "started": timezone.now()}
-            session = Session(pk=_SESSION_INSERT.insert(**values), **values)
-            session._state.adding, session._state.db = False, connection.alias
-            return session
-    except IntegrityError:
+    values = {**fields, "started": timezone.now()}
+    # ON CONFLICT DO NOTHING, not a savepoint around the INSERT: two statements fewer on
+    # the gate's refusal (memory/db.py insert_new).
+    pk = _SESSION_INSERT.insert_new(**values)
+    if pk is None:
         # session-init created it between our read and our insert.
         session = Session.objects.get(**lookup)
         scope.session_check(session.owner_id)
         return session
+    session = Session(pk=pk, **values)
+    session._state.adding, session._state.db = False, connection.alias
+    return session
 
 
 _SESSION_INSERT = CompiledInsert(Session)

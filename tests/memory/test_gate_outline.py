@@ -5,6 +5,7 @@ decision's path), inert, and absent with the seed's menu for files without one."
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -231,3 +232,30 @@ def test_a_refusals_outline_names_members_without_their_parameters() -> None:
         "top(a, b) L20-21",  # a function keeps its signature
     ]
     assert len(outline.render_brief()) < len(outline.render()) * 0.7
+
+
+def test_the_background_parse_waits_while_a_hook_request_is_served(root) -> None:
+    """The parse holds the interpreter lock for milliseconds: it starts only once no hook
+    request is in flight and none ended within QUIET_S (at most WAIT_MAX_S later)."""
+    path = write_file(root, "src/stock.py", text=SOURCE)
+    digest = sha(path)
+    with cache.foreground():
+        cache.outline_warm(str(path), digest)
+        time.sleep(cache.QUIET_S * 5)
+        assert cache.outline_cached(digest) is None  # not parsed while the request runs
+    ended = time.monotonic()
+    cache.outline_drain()
+    assert time.monotonic() - ended >= cache.QUIET_S * 0.9  # and a moment after it ended
+    assert "restock" in (cache.outline_cached(digest) or "")
+
+
+def test_a_steady_stream_of_requests_still_gets_its_outline(root, monkeypatch) -> None:
+    monkeypatch.setattr(cache, "WAIT_MAX_S", 0.2)
+    path = write_file(root, "src/stock.py", text=SOURCE)
+    digest = sha(path)
+    started = time.monotonic()
+    with cache.foreground():  # never quiet
+        cache.outline_warm(str(path), digest)
+        cache.outline_drain()
+        assert "restock" in (cache.outline_cached(digest) or "")
+    assert 0.2 <= time.monotonic() - started < 5
