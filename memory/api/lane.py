@@ -14,7 +14,7 @@ its cookie), the team token check and its per-user scope (memory/team/auth.py), 
 owner check (memory/owner_auth.py) and the Content-Security-Policy header.
 
 Because it is a middleware (not a WSGI wrapper), Django's test client goes through the
-lane exactly as waitress does, so every API test exercises it.
+lane exactly as the server does, so every API test exercises it.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def lane_middleware(full: list[str]) -> list[str]:
 
 class _LaneHandler(BaseHandler):
     """A handler whose chain is `lane_middleware(settings.MIDDLEWARE)` (sync only: every
-    middleware cmem uses is sync, and waitress is a sync server).
+    middleware cmem uses is sync, and the server calls WSGI, a sync interface).
 
     Django's own load_middleware reads `settings.MIDDLEWARE` and nothing else, so this is
     its sync path with the list as a parameter."""
