@@ -42,8 +42,10 @@ BACKPRESSURE = 200
 # A client that sends no complete header within this many ms is dropped (waitress:
 # channel_timeout), so an idle or stalled connection cannot hold a slot for ever.
 HEADER_READ_TIMEOUT_MS = 30_000
-# Granian's idle Python threads exit after this many seconds and are re-made on demand.
-THREAD_IDLE_TIMEOUT_S = 30
+# Granian's idle Python threads exit after this many seconds and are re-made on demand; each
+# holds its own SQLite connection, which a new thread opens again (PRAGMAs and all) on its
+# first request, so they stay as long as granian allows: hooks come in bursts minutes apart.
+THREAD_IDLE_TIMEOUT_S = 600
 
 _BASE_ENVIRON: dict[str, Any] = {
     "GATEWAY_INTERFACE": "CGI/1.1",
