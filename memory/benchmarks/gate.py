@@ -266,10 +266,12 @@ def child_measure(runs: int, project_dir: str) -> dict[str, Any]:
     }
 
 
-def child_profile(runs: int, project_dir: str) -> dict[str, Any]:
-    """The whole gate decision as `cmem bench lean` sends it (a new session's first Read of a
-    file with history, no session row yet), through Django's test Client in this process:
-    the request's CPU time, and a cProfile of as many decisions by cumulative time."""
+def child_profile(runs: int, project_dir: str, event: str = "file-context") -> dict[str, Any]:
+    """One hook as `cmem bench lean` sends it, through Django's test Client in this process:
+    the request's CPU and wall time (medians), and a cProfile of as many requests by
+    cumulative time. `file-context`: the whole gate decision (a new session's first Read
+    of a file with history, no session row yet); `observation`: ingest of one tool use
+    (the lean bench's Bash PostToolUse, one session)."""
     import cProfile
     import io
     import pstats
@@ -277,31 +279,37 @@ def child_profile(runs: int, project_dir: str) -> dict[str, Any]:
     django_setup()
     from django.test import Client
 
+    from memory.benchmarks.hooks import _observation
     from memory.service.credentials import OWNER_SOCKET_ENVIRON
 
     client = Client(SERVER_NAME="127.0.0.1", **{OWNER_SOCKET_ENVIRON: True})  # type: ignore[arg-type]  # WSGI environ extras are untyped
     rng = random.Random(11)
+    sent = [0]
 
-    def once() -> float:
-        body = {
-            "session_id": f"gate-{uuid.uuid4().hex}",
-            "cwd": project_dir,
-            "hook_event_name": "PreToolUse",
-            "tool_name": "Read",
-            "tool_input": {"file_path": f"{project_dir}/{_rel(rng.randrange(FILES))}"},
-            "tool_use_id": "toolu_bench",
-        }
-        c0 = time.thread_time()
-        client.post(
-            "/api/hooks/claude-code/file-context",
-            data=json.dumps(body),
-            content_type="application/json",
-        )
-        return time.thread_time() - c0
+    def body() -> bytes:
+        sent[0] += 1
+        if event == "observation":
+            return _observation(sent[0])
+        return json.dumps(
+            {
+                "session_id": f"gate-{uuid.uuid4().hex}",
+                "cwd": project_dir,
+                "hook_event_name": "PreToolUse",
+                "tool_name": "Read",
+                "tool_input": {"file_path": f"{project_dir}/{_rel(rng.randrange(FILES))}"},
+                "tool_use_id": "toolu_bench",
+            }
+        ).encode()
+
+    def once() -> tuple[float, float]:
+        data = body()
+        c0, w0 = time.thread_time(), time.perf_counter()
+        client.post(f"/api/hooks/claude-code/{event}", data=data, content_type="application/json")
+        return time.thread_time() - c0, time.perf_counter() - w0
 
     for _ in range(20):
         once()
-    cpu = [once() for _ in range(runs)]
+    timed = [once() for _ in range(runs)]
     profiler = cProfile.Profile()
     profiler.enable()
     for _ in range(runs):
@@ -310,7 +318,9 @@ def child_profile(runs: int, project_dir: str) -> dict[str, Any]:
     text = io.StringIO()
     pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(r"memory/", 25)
     return {
-        "cpu_p50_ms": percentile(cpu, 0.5) * 1000,
+        "event": event,
+        "cpu_p50_ms": percentile([cpu for cpu, _ in timed], 0.5) * 1000,
+        "wall_p50_ms": percentile([wall for _, wall in timed], 0.5) * 1000,
         "load_average": os.getloadavg()[0],
         "profile": text.getvalue(),
     }
@@ -388,10 +398,11 @@ def run(*, out: Any, options: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    # `python -m memory.benchmarks.gate profile N PROJECT_DIR` on a seeded data dir (README,
-    # "The lean worker"): the decision's CPU and profile, printed as text.
+    # `python -m memory.benchmarks.gate profile N PROJECT_DIR [observation]` on a seeded data
+    # dir (README, "The lean worker"): the decision's (or a tool use's ingest) CPU, wall time
+    # and profile, printed as text.
     if sys.argv[1:2] == ["profile"]:
-        found = child_profile(int(sys.argv[2]), sys.argv[3])
+        found = child_profile(int(sys.argv[2]), sys.argv[3], *sys.argv[4:5])
         print(found.pop("profile"))
         print(json.dumps(found))
     else:
