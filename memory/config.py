@@ -9,6 +9,7 @@ broken settings file never raises; it falls back to the defaults and records the
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -252,7 +253,13 @@ def ensure_data_dir() -> Path:
 
 
 def settings_path() -> Path:
-    return data_dir() / "settings.json"
+    return _settings_file(data_dir())
+
+
+@functools.lru_cache(maxsize=64)
+def _settings_file(directory: Path) -> Path:
+    # Joined once per data dir: the token and owner checks ask on every API request.
+    return directory / "settings.json"
 
 
 _problems: list[str] = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import OperationalError
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from ninja import Router, Schema, Status
 
 from memory import config
@@ -45,17 +46,28 @@ class ErrorOut(Schema):
     error: str
 
 
+# The two answers /api/health gives, rendered once per process (the pid is in one of them):
+# it is the HTTP floor (issue 19), and ninja's validation of its schema was a third of it.
+_health_bodies: dict[tuple[int, bool], bytes] = {}
+
+
 @router.get("/health", response=HealthOut, exclude_none=True)
-def health(request: HttpRequest) -> dict[str, Any]:
-    answer: dict[str, Any] = {
-        "status": "ok",
-        "service": "cmem",
-        "version": config.VERSION,
-        "protocol": config.PROTOCOL_VERSION,
-    }
-    if getattr(request, "cmem_owner", False):
-        answer["pid"] = os.getpid()
-    return answer
+def health(request: HttpRequest) -> HttpResponse:
+    key = (os.getpid(), bool(getattr(request, "cmem_owner", False)))
+    body = _health_bodies.get(key)
+    if body is None:
+        answer: dict[str, Any] = {
+            "status": "ok",
+            "service": "cmem",
+            "version": config.VERSION,
+            "protocol": config.PROTOCOL_VERSION,
+        }
+        if key[1]:
+            answer["pid"] = key[0]
+        body = _health_bodies[key] = json.dumps(
+            HealthOut(**answer).dict(exclude_none=True)
+        ).encode()
+    return HttpResponse(body, content_type="application/json; charset=utf-8")
 
 
 @router.get("/stats", response=StatsOut)

@@ -26,7 +26,7 @@ from memory.retrieval.outline.roots import code_path, recorded_roots
 from memory.retrieval.outline.symbols import render_search, smart_search
 from memory.retrieval.outline.unfold import smart_unfold
 from memory.retrieval.search.fold import hits_with_folds
-from memory.retrieval.search.query import KINDS, Kind, SearchQuery
+from memory.retrieval.search.query import KINDS, Kind, SearchQuery, as_datetime
 from memory.retrieval.search.service import effective_mode, mode_note, search
 from memory.retrieval.timeline import TimelineError, TimelineNotFound, timeline_build
 from memory.team.scope import owned, restricted_owner
@@ -239,28 +239,58 @@ def observations_by_id(request: HttpRequest, ids: str) -> Status[dict[str, Any]]
     except ValueError as exc:
         return Status(400, {"error": str(exc)})
     found = _observations_found(wanted)
-    observations = [found[pk].as_dict() for pk in dict.fromkeys(wanted) if pk in found]
-    for row in observations:  # as ObservationOut would coerce it (see _search_json)
-        row["created_at"] = datetime.fromisoformat(row["created_at"])
-    body = {"observations": observations, "missing": [pk for pk in dict.fromkeys(wanted) if pk not in found]}  # fmt: skip
+    body = {
+        "observations": [found[pk] for pk in dict.fromkeys(wanted) if pk in found],
+        "missing": [pk for pk in dict.fromkeys(wanted) if pk not in found],
+    }
     return HttpResponse(
         json.dumps(body, cls=NinjaJSONEncoder), content_type="application/json; charset=utf-8"
     )
 
 
-def _observations_found(wanted: list[int]) -> dict[int, Observation]:
-    """The observations of `wanted` this request may read, by id.
+# Observation.as_dict()'s keys and the columns they come from, for the raw read below.
+_AS_DICT_COLUMNS = (
+    ("id", "id"), ("type", "type"), ("title", "title"), ("subtitle", "subtitle"),
+    ("facts", "facts"), ("narrative", "narrative"), ("concepts", "concepts"),
+    ("files_read", "files_read"), ("files_modified", "files_modified"), ("project", "project"),
+    ("session", "session_id"), ("tool_name", "tool_name"), ("prompt_number", "prompt_number"),
+    ("created_at", "created"),
+)  # fmt: skip
+_JSON_KEYS = frozenset({"facts", "concepts", "files_read", "files_modified"})
+
+
+def _observations_found(wanted: list[int]) -> dict[int, dict[str, Any]]:
+    """`Observation.as_dict()` of each row of `wanted` this request may read, by id, with
+    `created_at` a datetime (as ObservationOut would coerce it; see _search_json).
 
     A teammate's token: another user's ids are `missing`, exactly like ids never made
-    (`owned`). With no restriction (the local worker, staff) every row may be read, and a
-    raw primary-key read builds the same rows without the ORM compiling the query: half of
-    this call's cost (issue 19: the authenticated-call row)."""
-    if restricted_owner() is not None:
-        return owned(Observation.objects.all()).in_bulk(wanted)
-    table = Observation._meta.db_table
+    (`owned`). With no restriction on the local SQLite worker, the columns are read with one
+    cursor and no model instance: the ORM's compile, converters and instances were two
+    thirds of this call (issue 19: the authenticated-call row)."""
+    from django.db import connection
+
+    if restricted_owner() is not None or connection.vendor != "sqlite":
+        rows = owned(Observation.objects.all()).in_bulk(wanted)
+        found = {pk: row.as_dict() for pk, row in rows.items()}
+        for row in found.values():
+            row["created_at"] = datetime.fromisoformat(row["created_at"])
+        return found
+    columns = ", ".join(column for _, column in _AS_DICT_COLUMNS)
     marks = ", ".join(["%s"] * len(wanted))
-    rows = Observation.objects.raw(f"SELECT * FROM {table} WHERE id IN ({marks})", wanted)
-    return {row.pk: row for row in rows}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {columns} FROM {Observation._meta.db_table} WHERE id IN ({marks})", wanted
+        )
+        records = cursor.fetchall()
+    found = {}
+    for record in records:
+        row = {
+            key: (json.loads(value) if key in _JSON_KEYS else value)
+            for (key, _), value in zip(_AS_DICT_COLUMNS, record, strict=True)
+        }
+        row["created_at"] = as_datetime(row["created_at"])
+        found[row["id"]] = row
+    return found
 
 
 # --- code outlines: these read files on this machine ------------------------------------------

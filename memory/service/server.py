@@ -2,15 +2,17 @@
 
 Issue 19 measured the old tree (gunicorn master + gunicorn worker + a consumer process, each
 a Python with Django) at 4 processes and 228 MB. Here one process does all of it:
-- waitress serves the WSGI app on TCP and on the owner's Unix socket, with one pool of
-  threads for both (a single process keeps one SQLite writer and shares its connections);
+- granian's Rust worker serves the WSGI app on TCP and on the owner's Unix socket, one
+  worker per listener, both in this process (memory/service/granian_serving.py); waitress,
+  which served before, remains the fallback (CMEM_SERVER=waitress, or granian missing);
 - the huey consumer's scheduler and workers are threads of the same process
   (memory/service/inprocess_consumer.py).
 The supervisor (memory/service/supervisor.py) restarts this process if it dies.
 
-Why waitress: it is a production, pure-Python, dependency-free WSGI server that needs no
-master process, can serve a TCP socket and a Unix socket from one loop, and measured the
-lowest floor of the servers tried (README "Benchmarks": gunicorn gthread, waitress, cheroot).
+Why granian: measured on this machine with a trivial WSGI app (keep-alive GET, one core),
+granian's worker answers in 0.14 ms, waitress in 0.25-0.47, cheroot 0.34, gunicorn gthread
+0.59 (README "Benchmarks", server choice); waitress needs no master process and serves
+both sockets from one loop, so it stays as the pure-Python fallback.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -77,10 +80,6 @@ def main() -> int:
     import django
 
     django.setup()
-    from waitress import wasyncore  # type: ignore[import-untyped]
-    from waitress.server import create_server  # type: ignore[import-untyped]
-    from waitress.task import ThreadedTaskDispatcher  # type: ignore[import-untyped]
-
     from cmem_site.wsgi import django_application
     from memory.service.credentials import socket_path
     from memory.service.inprocess_consumer import InProcessConsumer
@@ -90,6 +89,54 @@ def main() -> int:
         signal.signal(sig, _raise_stop)
     address = worker_address()
     threads = int(os.environ.get("CMEM_SERVER_THREADS", str(SERVER_THREADS)))
+    sock = socket_path()
+    apps: list[tuple[Callable[..., Iterable[bytes]], Any]] = [
+        (tcp_app(django_application), (address.host, address.port)),
+        # 0600 inside the 0700 data dir: hooks, CLI and MCP connect here.
+        (owner_socket_app(django_application), sock),
+    ]
+    consumer = None
+    if os.environ.get("CMEM_WORKER_CONSUMER", "1") != "0":
+        consumer = InProcessConsumer()
+        consumer.start()
+    log.info("serving on %s and %s, %d threads", address.url, sock, threads)
+    try:
+        if os.environ.get("CMEM_SERVER", "granian") != "waitress" and _serve_granian(apps, threads):
+            return 0
+        _serve_waitress(apps, threads)
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)
+        if consumer is not None:
+            consumer.stop()
+        sock.unlink(missing_ok=True)
+    return 0
+
+
+def _serve_granian(apps: list[tuple[Callable[..., Iterable[bytes]], Any]], threads: int) -> bool:
+    """Serve until a stop signal; False (nothing bound) when granian cannot serve here."""
+    from memory.service.granian_serving import GranianUnavailable, start_listeners
+
+    try:
+        listeners = start_listeners(apps, threads)
+    except GranianUnavailable as exc:
+        log.warning("%s; serving with waitress instead", exc)
+        return False
+    try:
+        while True:
+            signal.pause()  # the requests run on granian's threads; this one waits for _Stop
+    except _Stop:
+        pass
+    finally:
+        listeners.stop()  # no new connections; running requests get a few seconds
+    return True
+
+
+def _serve_waitress(apps: list[tuple[Callable[..., Iterable[bytes]], Any]], threads: int) -> None:
+    from waitress import wasyncore  # type: ignore[import-untyped]
+    from waitress.server import create_server  # type: ignore[import-untyped]
+    from waitress.task import ThreadedTaskDispatcher  # type: ignore[import-untyped]
+
     # The body limit is Django's (CMEM_MAX_REQUEST_BYTES, answered 413 with the reason);
     # waitress's own is a backstop above it, so a client cannot make it buffer gigabytes.
     body_limit = 2 * int(os.environ.get("CMEM_MAX_REQUEST_BYTES", str(8 * 1024 * 1024)))
@@ -104,45 +151,24 @@ def main() -> int:
     dispatcher = ThreadedTaskDispatcher()
     dispatcher.set_thread_count(threads)
     shared_map: dict[int, Any] = {}
-    sock = socket_path()
-    servers = [
-        create_server(
-            tcp_app(django_application),
-            map=shared_map,
-            _dispatcher=dispatcher,
-            host=address.host,
-            port=address.port,
-            **common,
-        ),
-        # 0600 inside the 0700 data dir: hooks, CLI and MCP connect here.
-        create_server(
-            owner_socket_app(django_application),
-            map=shared_map,
-            _dispatcher=dispatcher,
-            unix_socket=str(sock),
-            unix_socket_perms="600",
-            **common,
-        ),
-    ]
-    consumer = None
-    if os.environ.get("CMEM_WORKER_CONSUMER", "1") != "0":
-        consumer = InProcessConsumer()
-        consumer.start()
-    log.info("serving on %s and %s, %d threads", address.url, sock, threads)
+    servers = []
+    for app, address in apps:
+        where = (
+            {"unix_socket": str(address), "unix_socket_perms": "600"}
+            if isinstance(address, Path)
+            else {"host": address[0], "port": address[1]}
+        )
+        servers.append(
+            create_server(app, map=shared_map, _dispatcher=dispatcher, **where, **common)
+        )
     try:
         servers[0].run()  # the loop serves every server registered in the shared map
     except _Stop:
         pass
     finally:
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(sig, signal.SIG_IGN)
         # No new connections, then the running requests get a few seconds to finish.
         wasyncore.close_all(shared_map)
         dispatcher.shutdown(cancel_pending=True, timeout=5)
-        if consumer is not None:
-            consumer.stop()
-        sock.unlink(missing_ok=True)
-    return 0
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -611,12 +612,21 @@ def _record_read(session: Session, root: Path, target: Path, **slice_: int) -> N
 
 
 def test_observations_by_file_endpoint_ranks_as_the_gate_does(client, root) -> None:
+    from ninja.responses import NinjaJSONEncoder
+
+    from memory.api.insights import ByFileOut
+
     target, (a, b, c) = seeded(root)
     SessionFactory(
         root=root, session_id=SID
     )  # gives the project a known root, so an absolute path resolves
     for path in ["src/worker.py", str(target)]:
-        body = client.get("/api/observations/by-file", {"path": path, "project": "proj"}).json()
+        response = client.get("/api/observations/by-file", {"path": path, "project": "proj"})
+        assert response["Content-Type"] == "application/json; charset=utf-8"
+        body = response.json()
+        # The handler writes its JSON itself: it must be what the documented model gives.
+        validated = ByFileOut.model_validate(body).model_dump()
+        assert body == json.loads(json.dumps(validated, cls=NinjaJSONEncoder))
         assert body["path"] == "src/worker.py" and body["total"] == 3
         assert [o["id"] for o in body["observations"]] == [a, b, c]
     assert [o["status"] for o in body["observations"]] == ["unchanged", "unchanged", "changed"]

@@ -5,13 +5,16 @@ one-pass highlight equals the per-word reference below (the code it replaced).""
 from __future__ import annotations
 
 import json
+import os
 import re
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ninja.responses import NinjaJSONEncoder
 
+from memory import config
 from memory.api.retrieval import SearchOut
 from memory.retrieval.search.query import (
     HIGHLIGHT_CLOSE,
@@ -105,6 +108,10 @@ def test_the_observations_body_is_the_schema_validated_one(client) -> None:  # t
     from memory.models import Observation
 
     ids = seed()["observation"]
+    # Microseconds and a prompt number: the raw read must convert them as the ORM does.
+    Observation.objects.filter(pk=ids[0]).update(
+        created=datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=UTC), prompt_number=3
+    )
     wanted = [ids[2], 999_999, ids[0], ids[2]]
     response = client.get("/api/observations", {"ids": ",".join(map(str, wanted))})
     assert response.status_code == 200
@@ -114,3 +121,19 @@ def test_the_observations_body_is_the_schema_validated_one(client) -> None:  # t
         {"observations": [rows[ids[2]].as_dict(), rows[ids[0]].as_dict()], "missing": [999_999]}
     ).model_dump()
     assert response.json() == json.loads(json.dumps(validated, cls=NinjaJSONEncoder))
+
+
+@pytest.mark.django_db
+def test_the_health_body_is_the_schema_validated_one() -> None:
+    from django.test import Client
+
+    from memory.api.core import HealthOut
+    from memory.service.credentials import OWNER_SOCKET_ENVIRON
+
+    for owner in (True, False):
+        response = Client(**{OWNER_SOCKET_ENVIRON: owner}).get("/api/health")
+        assert response.status_code == 200
+        assert response["Content-Type"] == "application/json; charset=utf-8"
+        expected = {"status": "ok", "service": "cmem", "version": config.VERSION,
+                    "protocol": config.PROTOCOL_VERSION, **({"pid": os.getpid()} if owner else {})}  # fmt: skip
+        assert response.json() == HealthOut(**expected).model_dump(exclude_none=True)
