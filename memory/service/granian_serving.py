@@ -206,7 +206,7 @@ def start_listeners(
                 spec = (tcp, None)
             worker = WSGIWorker(
                 worker_id, spec, None,
-                1, 8,  # runtime threads, runtime blocking threads (Rust side)
+                1, 1,  # Rust side: one runtime thread, one blocking thread (unused by WSGI)
                 threads, THREAD_IDLE_TIMEOUT_S, BACKPRESSURE,
                 HTTPModes.http1, http1, None, None,  # HTTP/1.1 only, no static files
                 *no_tls,

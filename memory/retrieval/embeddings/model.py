@@ -86,21 +86,48 @@ def _tokenizer(path: Path) -> Any:
     return tokenizer
 
 
+# safetensors dtypes a table may be stored in, mapped as they are.
+_MAPPABLE = {"F16": "<f2", "F32": "<f4"}
+
+
 def _table(path: Path, keys: tuple[str, ...]) -> Any:
+    """The token table, mapped from the file when it is stored as float16 or float32.
+
+    Mapped, only the pages of the rows texts use become resident, and they are clean file
+    pages the kernel can drop and share: the bundled table's 16 MB read into the heap pushed
+    the worker past its 160 MB after a workload (issue 19). Kept as stored: embed() widens
+    only the rows a text uses, and float16 -> float32 is exact, so the vectors are the same
+    as from a table widened up front. Any other dtype is read and widened by safetensors."""
+    import json
+    import struct
+
+    import numpy as np
+
+    with open(path, "rb") as f:
+        (size,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(size)) if size < 100_000_000 else {}
+    key = next((k for k in keys if k in header), None)
+    if key is None:
+        raise ValueError(f"{path}: none of the tensors {keys}")
+    entry = header[key]
+    start, end = entry["data_offsets"]
+    shape = tuple(entry["shape"])
+    dtype = _MAPPABLE.get(entry["dtype"])
+    if (
+        dtype is None
+        or len(shape) != 2
+        or end - start != shape[0] * shape[1] * np.dtype(dtype).itemsize
+    ):
+        return _table_read(path, key)
+    return np.memmap(path, dtype=dtype, mode="r", offset=8 + size + start, shape=shape)
+
+
+def _table_read(path: Path, key: str) -> Any:
     import numpy as np
     from safetensors import safe_open
 
     with safe_open(str(path), framework="np") as f:
-        key = next((k for k in keys if k in f.keys()), None)  # noqa: SIM118 - safe_open is not a dict
-        if key is None:
-            raise ValueError(f"{path}: none of the tensors {keys}")
-        # Kept as stored (the bundled table is float16: 16 MB resident, not 32): embed()
-        # widens only the rows a text uses, and float16 -> float32 is exact, so the vectors
-        # are the same as from a table widened up front.
-        table = f.get_tensor(key)
-        if table.dtype not in (np.float16, np.float32):
-            table = table.astype(np.float32)
-        return np.ascontiguousarray(table)
+        return np.ascontiguousarray(f.get_tensor(key).astype(np.float32))
 
 
 def _bundled(*, weighted: bool = True) -> EmbeddingModel:
