@@ -260,7 +260,13 @@ def _http_rows(
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     for _ in range(30):
         _get(conn, "/api/health", {})
-    figures["floor"] = f"{_ms([_get(conn, '/api/health', {}) for _ in range(runs)]):.3f} ms"
+    conn.request("GET", "/api/health")
+    answer = conn.getresponse()
+    answer.read()
+    server = answer.getheader("Server") or "?"  # granian, or cmem when waitress serves
+    figures["floor"] = (
+        f"{_ms([_get(conn, '/api/health', {}) for _ in range(runs)]):.3f} ms (server: {server})"
+    )
     figures["floor_auth"] = (
         f"{_ms([_get(conn, '/api/observations?ids=1', auth) for _ in range(runs)]):.3f} ms "
         "(GET /api/observations?ids=1)"
