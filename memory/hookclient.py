@@ -247,9 +247,13 @@ def spool_write(platform: str, event: str, body: bytes) -> str:
 
 
 def spawn_worker() -> bool:
-    """Start the worker detached unless another hook did so within SPAWN_LOCK_STALE_S."""
+    """Start the worker detached unless another hook did so within SPAWN_LOCK_STALE_S, or
+    CMEM_NO_SPAWN=1 says not to (tests and scripts that want the spool path alone: a worker
+    started behind their back would outlive them)."""
     import os
 
+    if os.environ.get("CMEM_NO_SPAWN") == "1":
+        return False
     folder = data_dir()
     os.makedirs(folder, mode=0o700, exist_ok=True)
     lock = os.path.join(folder, "worker.spawn.lock")

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -77,3 +78,31 @@ def _vector_index_cache() -> Iterator[None]:
     from memory.retrieval.embeddings import index
 
     index.clear()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_worker_outlives_the_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """At the end of the run, stop any worker a test started and left running in its temporary
+    data dir (a hook that found the worker down starts one, detached): a supervisor is told
+    to stop (SIGTERM), which stops its serving process with it."""
+    yield
+    import os
+    import signal
+
+    base = str(tmp_path_factory.getbasetemp())
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            env = (proc / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        is_worker = b"serve-process" in argv or (
+            b"serve" in argv and (b"--supervise" in argv or any(a.endswith(b"/cmem") for a in argv))
+        )
+        prefix = b"CLAUDE_MEM_DATA_DIR="
+        data = next((v[len(prefix) :] for v in env if v.startswith(prefix)), b"").decode(
+            errors="replace"
+        )
+        if is_worker and data.startswith(base):
+            with contextlib.suppress(OSError):
+                os.kill(int(proc.name), signal.SIGTERM)

@@ -105,7 +105,8 @@ def test_install_writes_the_isolated_entry_and_it_runs_as_cmem_hook(tmp_path: Pa
     assert prefix[:3] == ["-I", "-S", "-c"]
     # The installed command is `cmem hook`: worker down, the event is spooled, exit 0.
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_")}
-    env.update(HOME=str(tmp_path), CLAUDE_MEM_DATA_DIR=str(tmp_path / "data"), PATH="/usr/bin:/bin")
+    env.update(HOME=str(tmp_path), CLAUDE_MEM_DATA_DIR=str(tmp_path / "data"), PATH="/usr/bin:/bin",
+               CMEM_NO_SPAWN="1")  # fmt: skip
     done = subprocess.run(
         [python, *hook["args"]],
         input=b'{"session_id": "s1", "cwd": "/tmp", "last_assistant_message": "ok"}',
