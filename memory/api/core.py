@@ -15,6 +15,7 @@ from ninja import Router, Schema, Status
 
 from memory import config
 from memory.agents.base import HookInputError
+from memory.api import JSON_CONTENT_TYPE
 from memory.hooks import hook_handle
 from memory.importers.json_io import memory_export
 from memory.services import stats_compute
@@ -67,7 +68,7 @@ def health(request: HttpRequest) -> HttpResponse:
         body = _health_bodies[key] = json.dumps(
             HealthOut(**answer).dict(exclude_none=True)
         ).encode()
-    return HttpResponse(body, content_type="application/json; charset=utf-8")
+    return HttpResponse(body, content_type=JSON_CONTENT_TYPE)
 
 
 @router.get("/stats", response=StatsOut)

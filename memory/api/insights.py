@@ -3,15 +3,14 @@ observations as the read gate ranks them, and the token ledger. Thin handlers.""
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Schema, Status
-from ninja.responses import NinjaJSONEncoder
 from pydantic import BaseModel, Field
 
+from memory.api import json_answer
 from memory.models import estimate_tokens
 from memory.recall.context import context_text, utf16_len
 from memory.recall.gate import file_observations_ranked
@@ -141,9 +140,7 @@ def observations_by_file(
             for c in ranking.rows
         ],
     }  # fmt: skip
-    return HttpResponse(
-        json.dumps(body, cls=NinjaJSONEncoder), content_type="application/json; charset=utf-8"
-    )
+    return json_answer(body)
 
 
 class GateModeOut(Schema):

@@ -13,10 +13,10 @@ from typing import Annotated, Any, Literal
 
 from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Schema, Status
-from ninja.responses import NinjaJSONEncoder
 from pydantic import Field
 
 from memory import config
+from memory.api import json_answer
 from memory.housekeeping.forget import ForgetError, ForgetRequest, observations_forget
 from memory.models import Observation
 from memory.netpolicy import is_loopback
@@ -125,8 +125,7 @@ def _search_json(out: dict[str, Any], hits: list[dict[str, Any]]) -> HttpRespons
         }
         for hit in hits
     ]  # fmt: skip
-    body = json.dumps({**out, "results": results}, cls=NinjaJSONEncoder)
-    return HttpResponse(body, content_type="application/json; charset=utf-8")
+    return json_answer({**out, "results": results})
 
 
 @router.get("/search", response={200: SearchOut, 400: ErrorOut})
@@ -243,9 +242,7 @@ def observations_by_id(request: HttpRequest, ids: str) -> Status[dict[str, Any]]
         "observations": [found[pk] for pk in dict.fromkeys(wanted) if pk in found],
         "missing": [pk for pk in dict.fromkeys(wanted) if pk not in found],
     }
-    return HttpResponse(
-        json.dumps(body, cls=NinjaJSONEncoder), content_type="application/json; charset=utf-8"
-    )
+    return json_answer(body)
 
 
 # Observation.as_dict()'s keys and the columns they come from, for the raw read below.
