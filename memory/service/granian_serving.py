@@ -23,6 +23,7 @@ the process's environment.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 import threading
@@ -35,6 +36,8 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 WsgiApp = Callable[..., Iterable[bytes]]
+# An app and where it listens: (host, port) for TCP, a path for a Unix socket.
+Listener = tuple[WsgiApp, tuple[str, int] | Path]
 
 BACKLOG = 128
 # Requests in flight per listener before granian answers 503 (waitress: connection_limit).
@@ -162,41 +165,27 @@ class Listeners:
             log.warning("stopping with requests still running after %.0f s", timeout)
 
 
-def _imports() -> tuple[Any, ...]:
+def start_listeners(apps: Iterable[Listener], threads: int) -> Listeners:
+    """Start one granian worker per (app, address): a (host, port) pair or a Unix socket
+    path. Returns once every listener is bound and serving on granian's own threads."""
     try:
         from granian._futures import _new_cbscheduler
-        from granian._granian import WorkerSignal, WSGIWorker
         from granian._loops import loops
         from granian.constants import HTTPModes
         from granian.http import HTTP1Settings
         from granian.net import SocketSpec, UnixSocketSpec
+
+        # Untyped on purpose: granian's stub (_granian.pyi) lags the worker's real signature,
+        # the one granian/server/mp.py calls and this module follows.
+        native: Any = importlib.import_module("granian._granian")
     except ImportError as exc:  # not installed, or a release that moved its internals
         raise GranianUnavailable(f"granian's worker API is not importable: {exc}") from exc
-    return (
-        WSGIWorker,
-        WorkerSignal,
-        SocketSpec,
-        UnixSocketSpec,
-        _new_cbscheduler,
-        loops,
-        HTTPModes,
-        HTTP1Settings,
-    )
-
-
-def start_listeners(
-    apps: Iterable[tuple[WsgiApp, tuple[str, int] | Path]], threads: int
-) -> Listeners:
-    """Start one granian worker per (app, address): a (host, port) pair or a Unix socket
-    path. Returns once every listener is bound and serving on granian's own threads."""
-    WSGIWorker, WorkerSignal, SocketSpec, UnixSocketSpec, new_scheduler, loops, HTTPModes, HTTP1 = (
-        _imports()
-    )
     listeners = Listeners()
-    http1 = HTTP1(header_read_timeout=HEADER_READ_TIMEOUT_MS, keep_alive=True)
+    http1 = HTTP1Settings(header_read_timeout=HEADER_READ_TIMEOUT_MS, keep_alive=True)
     no_tls: tuple[Any, ...] = (False, None, None, None, "tls1.3", None, [], False)
     try:
         for worker_id, (app, address) in enumerate(apps, start=1):
+            spec: tuple[Any, Any]  # (a TCP spec to bind, or a bound Unix socket holder)
             if isinstance(address, Path):
                 address.unlink(missing_ok=True)
                 spec = (None, UnixSocketSpec(str(address), BACKLOG, 0o600).build())
@@ -204,7 +193,7 @@ def start_listeners(
                 tcp = SocketSpec(address[0], address[1], BACKLOG)
                 tcp.build()  # binds now, so a taken port fails here, not in a Rust thread
                 spec = (tcp, None)
-            worker = WSGIWorker(
+            worker = native.WSGIWorker(
                 worker_id, spec, None,
                 1, 1,  # Rust side: one runtime thread, one blocking thread (unused by WSGI)
                 threads, THREAD_IDLE_TIMEOUT_S, BACKPRESSURE,
@@ -212,11 +201,11 @@ def start_listeners(
                 *no_tls,
                 (None, None),  # no metrics
             )  # fmt: skip
-            signal = WorkerSignal()
+            signal = native.WorkerSignal()
             loop = loops.get("asyncio")
             serve = worker.serve_str_uds if isinstance(address, Path) else worker.serve_str
             runner = wsgi_runner(app, listeners.in_flight)
-            serve(new_scheduler(loop, runner, impl_asyncio=False), loop, signal)
+            serve(_new_cbscheduler(loop, runner, impl_asyncio=False), loop, signal)
             listeners.signals.append(signal)
     except TypeError as exc:  # a granian release whose worker takes other arguments
         listeners.stop(timeout=0)

@@ -23,7 +23,10 @@ import signal
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memory.service.granian_serving import Listener
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +93,7 @@ def main() -> int:
     address = worker_address()
     threads = int(os.environ.get("CMEM_SERVER_THREADS", str(SERVER_THREADS)))
     sock = socket_path()
-    apps: list[tuple[Callable[..., Iterable[bytes]], Any]] = [
+    apps: list[Listener] = [
         (tcp_app(django_application), (address.host, address.port)),
         # 0600 inside the 0700 data dir: hooks, CLI and MCP connect here.
         (owner_socket_app(django_application), sock),
@@ -113,7 +116,7 @@ def main() -> int:
     return 0
 
 
-def _serve_granian(apps: list[tuple[Callable[..., Iterable[bytes]], Any]], threads: int) -> bool:
+def _serve_granian(apps: list[Listener], threads: int) -> bool:
     """Serve until a stop signal; False (nothing bound) when granian cannot serve here."""
     from memory.service.granian_serving import GranianUnavailable, start_listeners
 
@@ -132,7 +135,7 @@ def _serve_granian(apps: list[tuple[Callable[..., Iterable[bytes]], Any]], threa
     return True
 
 
-def _serve_waitress(apps: list[tuple[Callable[..., Iterable[bytes]], Any]], threads: int) -> None:
+def _serve_waitress(apps: list[Listener], threads: int) -> None:
     from waitress import wasyncore  # type: ignore[import-untyped]
     from waitress.server import create_server  # type: ignore[import-untyped]
     from waitress.task import ThreadedTaskDispatcher  # type: ignore[import-untyped]
@@ -153,7 +156,7 @@ def _serve_waitress(apps: list[tuple[Callable[..., Iterable[bytes]], Any]], thre
     shared_map: dict[int, Any] = {}
     servers = []
     for app, address in apps:
-        where = (
+        where: dict[str, Any] = (
             {"unix_socket": str(address), "unix_socket_perms": "600"}
             if isinstance(address, Path)
             else {"host": address[0], "port": address[1]}
