@@ -15,6 +15,8 @@ import logging
 import os
 import tempfile
 import time
+from collections.abc import Iterator
+from contextvars import ContextVar
 from pathlib import Path
 
 from memory import settings_file
@@ -326,7 +328,11 @@ _merged: dict[tuple[object, ...], dict[str, str]] = {}
 
 
 def load() -> dict[str, str]:
-    """All settings with env > file > default applied."""
+    """All settings with env > file > default applied (as at the start of the hook request
+    being served, inside settings_snapshot())."""
+    snapshot = _snapshot.get()
+    if snapshot is not None:
+        return dict(snapshot)
     file_values = read_file()
     env = _env_overrides()
     # The parsed file's cache entry stands for its contents while it is unchanged (a new
@@ -347,6 +353,22 @@ def load() -> dict[str, str]:
             _merged.clear()
         _merged[key] = cached
     return dict(cached)
+
+
+# One hook request's settings (memory.hooks.hook_handle): the services a hook runs load the
+# settings at several places (the gate decision four times, ~25 us each: a stat of the file
+# and a scan of the environment), and one request must not see two versions anyway.
+_snapshot: ContextVar[dict[str, str] | None] = ContextVar("cmem_settings_snapshot", default=None)
+
+
+@contextlib.contextmanager
+def settings_snapshot() -> Iterator[None]:
+    """Within it, load() answers the settings as they were on entry (a copy each time)."""
+    token = _snapshot.set(load())
+    try:
+        yield
+    finally:
+        _snapshot.reset(token)
 
 
 def get(key: str, settings: dict[str, str] | None = None) -> str:
@@ -417,6 +439,8 @@ def save(updates: dict[str, str]) -> dict[str, str]:
     current.update({k: str(v) for k, v in updates.items()})
     body = json.dumps(dict(sorted(current.items())), indent=2) + "\n"
     write_atomic(settings_path(), body.encode())
+    if _snapshot.get() is not None:
+        _snapshot.set(None)  # what was just saved applies at once, snapshot or not
     return current
 
 

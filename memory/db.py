@@ -6,18 +6,44 @@ CPU cost through the ORM). So a hot query is written as an ORM query with placeh
 values, compiled once per database vendor, and run with the real values in the order the
 compiled SQL wants them. The ORM still writes the SQL (quoting, joins, LIMIT syntax per
 backend); only the per-call building is skipped.
+
+On SQLite such a statement then runs on the open sqlite3 connection itself (`rows`, `row`):
+Django's cursor wrapper (a cursor object, its `%s` -> `?` regex on every call, two wrappers
+and a thread-local lookup per statement) cost ~25 us a statement, more than SQLite takes to
+run the gate's indexed reads. The checks that wrapper makes are made here too, and
+Django's cursor still runs the statement wherever anything observes queries.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import NOT_PROVIDED, Model, QuerySet
+from django.db.models import (
+    NOT_PROVIDED,
+    AutoField,
+    BigAutoField,
+    BigIntegerField,
+    BooleanField,
+    CharField,
+    Field,
+    FloatField,
+    ForeignKey,
+    IntegerField,
+    Model,
+    PositiveBigIntegerField,
+    PositiveIntegerField,
+    PositiveSmallIntegerField,
+    QuerySet,
+    SmallAutoField,
+    SmallIntegerField,
+    TextField,
+)
 
 
 class CompiledQuery:
@@ -48,6 +74,71 @@ class CompiledQuery:
             compiled = self._by_vendor[connection.vendor] = self._compile()
         sql, order = compiled
         return sql, [values[name] for name in order]
+
+    def rows(self, **values: Any) -> list[tuple[Any, ...]]:
+        """All rows of the query run with `values`."""
+        sql, params = self.sql_and_params(**values)
+        return rows(sql, params)
+
+    def row(self, **values: Any) -> tuple[Any, ...] | None:
+        """The first row of the query run with `values`, or None."""
+        sql, params = self.sql_and_params(**values)
+        return row(sql, params)
+
+
+def _direct(conn: BaseDatabaseWrapper) -> Any:
+    """The open sqlite3 connection to run a statement on directly, or None where Django's
+    cursor must run it: another backend, or queries being observed (DEBUG,
+    CaptureQueriesContext and django_assert_num_queries log them; an execute_wrapper sees
+    them). Otherwise the checks of Django's cursor() and execute(), in their order."""
+    if conn.vendor != "sqlite" or conn.execute_wrappers or conn.queries_logged:
+        return None
+    conn.close_if_health_check_failed()
+    conn.ensure_connection()
+    conn.validate_thread_sharing()
+    conn.validate_no_broken_transaction()
+    return conn.connection
+
+
+def _run(sql: str, params: Sequence[Any], one: bool) -> Any:
+    conn = connections[DEFAULT_DB_ALIAS]  # once: each `connection.x` is a thread-local lookup
+    direct = _direct(conn)
+    if direct is None:
+        with conn.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchone() if one else cursor.fetchall()
+    qmark = _QMARK.get(sql)
+    if qmark is None:
+        if len(_QMARK) > 512:  # statements are compiled ones, a few dozen; stay bounded
+            _QMARK.clear()
+        # What Django's SQLiteCursorWrapper.convert_query does on every call, once.
+        qmark = _QMARK[sql] = _FORMAT_QMARK.sub("?", sql).replace("%%", "%")
+    # wrap_database_errors: sqlite3's errors become django.db's (IntegrityError,
+    # OperationalError), as from Django's cursor, and the connection notes them.
+    with conn.wrap_database_errors:
+        cursor = direct.execute(qmark, params)
+        try:
+            return cursor.fetchone() if one else cursor.fetchall()
+        finally:
+            cursor.close()
+
+
+def rows(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """Run one statement of `%s` placeholders on the default database: all its rows."""
+    found: list[tuple[Any, ...]] = _run(sql, params, False)
+    return found
+
+
+def row(sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
+    """Run one statement of `%s` placeholders on the default database: its first row (an
+    INSERT ... RETURNING's), or None."""
+    found: tuple[Any, ...] | None = _run(sql, params, True)
+    return found
+
+
+# Django's own pattern (django/db/backends/sqlite3/base.py): `%s` not preceded by `%`.
+_FORMAT_QMARK = re.compile(r"(?<!%)%s")
+_QMARK: dict[str, str] = {}
 
 
 class CompiledFetch(CompiledQuery):
@@ -88,20 +179,17 @@ class CompiledFetch(CompiledQuery):
     def first(self, **values: Any) -> Any:
         """The first row as an instance of the model, or None."""
         conn = connections[DEFAULT_DB_ALIAS]  # once: each `connection.x` is a thread-local lookup
-        sql, params = self.sql_and_params(**values)
         converters = self._converters_for_vendor(conn)
-        with conn.cursor() as cursor:
-            cursor.execute(sql, params)
-            row = cursor.fetchone()
-        if row is None:
+        found = self.row(**values)
+        if found is None:
             return None
-        row = list(row)
+        values_ = list(found)
         for pos, convs, col in converters:
-            value = row[pos]
+            value = values_[pos]
             for convert in convs:
                 value = convert(value, col, conn)
-            row[pos] = value
-        return self._model.from_db(conn.alias, self._fields, row)
+            values_[pos] = value
+        return self._model.from_db(conn.alias, self._fields, values_)
 
 
 class CompiledInsert:
@@ -113,18 +201,23 @@ class CompiledInsert:
     given takes its model default, so the row is what create() would write. No signals are
     sent: use it only for models nothing listens to.
 
-    A constant default (not callable: `status="pending"`, `attempts=0`, null) is prepared
-    once per vendor, not on every row: the ledger row's nine defaults through
-    get_db_prep_save were a fifth of a gate refusal's Python. A callable default
-    (`timezone.now`, `dict`) is called for each row, as create() does.
+    A constant default (not callable: `status="pending"`, `attempts=0`, null, or no default
+    at all: "" or None) is prepared once per vendor, not on every row: the ledger row's
+    nine defaults through get_db_prep_save were a fifth of a gate refusal's Python. A
+    callable default (`timezone.now`, `dict`) is called for each row, as create() does.
+    A value of the exact type a plain field stores (a str for a CharField, an int for an
+    IntegerField or a foreign key's id, see PLAIN_FIELDS) is the prepared value itself: its
+    get_db_prep_save chain (four calls a field) hands it back unchanged.
     """
 
     def __init__(self, model: type[Model]) -> None:
         self._model = model
         self._fields = [f for f in model._meta.concrete_fields if not f.primary_key]
         self._names = frozenset(f.attname for f in self._fields)
+        self._plain = [_plain_type(f) for f in self._fields]
         self._by_vendor: dict[tuple[str, bool], str] = {}
         self._constants: dict[str, dict[str, Any]] = {}
+        self._upserts: dict[tuple[str, str, tuple[str, ...]], str] = {}
 
     def _sql(self, conn: BaseDatabaseWrapper, *, skip_duplicate: bool = False) -> str:
         key = (conn.vendor, skip_duplicate)
@@ -146,7 +239,10 @@ class CompiledInsert:
         if found is None:
             found = {}
             for field in self._fields:
-                if callable(field.default) or field.db_default is not NOT_PROVIDED:
+                # NOT_PROVIDED (no default: get_default() is "" or None) is a class, so callable.
+                if field.db_default is not NOT_PROVIDED or (
+                    field.has_default() and callable(field.default)
+                ):
                     continue
                 value = field.get_default()
                 if value is None or type(value) in CONSTANT_TYPES:
@@ -160,10 +256,13 @@ class CompiledInsert:
             raise TypeError(f"{self._model.__name__} has no field(s) {unknown}")
         constants = self._constant_defaults(conn)
         params = []
-        for field in self._fields:
+        for field, plain in zip(self._fields, self._plain, strict=True):
             name = field.attname
             if name in values:
-                params.append(field.get_db_prep_save(values[name], conn))
+                value = values[name]
+                params.append(
+                    value if type(value) is plain else field.get_db_prep_save(value, conn)
+                )
             elif name in constants:
                 params.append(constants[name])
             else:
@@ -174,11 +273,35 @@ class CompiledInsert:
         """Insert one row; returns its primary key. Raises IntegrityError as create() would."""
         conn = connections[DEFAULT_DB_ALIAS]  # once: each `connection.x` is a thread-local lookup
         params = self._params(values, conn)
+        if conn.features.can_return_columns_from_insert:
+            returned = row(self._sql(conn), params)
+            assert returned is not None  # an INSERT that did not raise returns its row
+            return int(returned[0])
         with conn.cursor() as cursor:
             cursor.execute(self._sql(conn), params)
-            if conn.features.can_return_columns_from_insert:
-                return int(cursor.fetchone()[0])
             return int(conn.ops.last_insert_id(cursor, self._model._meta.db_table, "id"))
+
+    def upsert(self, *, conflict: str, update: Sequence[str], **values: Any) -> int:
+        """Insert one row, or where one with the same `conflict` column (unique) exists,
+        set its `update` fields to these values instead; the row's primary key. One
+        statement, so no transaction around it (SQLite and PostgreSQL: ON_CONFLICT_VENDORS)."""
+        conn = connections[DEFAULT_DB_ALIAS]
+        if not upsert_supported():
+            raise NotImplementedError(f"upsert on {conn.vendor}")
+        key = (conn.vendor, conflict, tuple(update))
+        sql = self._upserts.get(key)
+        if sql is None:
+            quote = conn.ops.quote_name
+            columns = {f.attname: f.column for f in self._fields}
+            insert = self._sql(conn).split(" RETURNING ", 1)[0]
+            sets = ", ".join(f"{quote(columns[n])} = EXCLUDED.{quote(columns[n])}" for n in update)
+            sql = self._upserts[key] = (
+                f"{insert} ON CONFLICT ({quote(columns[conflict])}) DO UPDATE SET {sets}"
+                f" RETURNING {quote(self._model._meta.pk.column)}"
+            )
+        returned = row(sql, self._params(values, conn))
+        assert returned is not None  # inserted or updated, the statement returns the row
+        return int(returned[0])
 
     def insert_new(self, **values: Any) -> int | None:
         """Insert one row unless a unique constraint already holds one like it: its primary
@@ -196,14 +319,46 @@ class CompiledInsert:
             except IntegrityError:
                 return None
         params = self._params(values, conn)
+        if conn.features.can_return_columns_from_insert:
+            returned = row(self._sql(conn, skip_duplicate=True), params)
+            return None if returned is None else int(returned[0])
         with conn.cursor() as cursor:
             cursor.execute(self._sql(conn, skip_duplicate=True), params)
-            if conn.features.can_return_columns_from_insert:
-                row = cursor.fetchone()
-                return None if row is None else int(row[0])
             if cursor.rowcount == 0:
                 return None
             return int(conn.ops.last_insert_id(cursor, self._model._meta.db_table, "id"))
+
+
+# Field classes (exactly these, not subclasses) whose get_db_prep_save returns a value of
+# this type unchanged on every backend Django ships: to_python() of a str is the str,
+# int() of an int the int (bool is not int here: `type(True) is int` is False), and the
+# database ops' integer and autopk adapters pass ints through.
+PLAIN_FIELDS: dict[type[Field[Any, Any]], type] = {
+    CharField: str,
+    TextField: str,
+    IntegerField: int,
+    BigIntegerField: int,
+    SmallIntegerField: int,
+    PositiveIntegerField: int,
+    PositiveBigIntegerField: int,
+    PositiveSmallIntegerField: int,
+    BooleanField: bool,
+    FloatField: float,
+}
+
+
+def _plain_type(field: Field[Any, Any]) -> type | None:
+    """The type whose values `field` stores as they are, or None."""
+    if type(field) is ForeignKey:
+        target = field.target_field
+        return int if type(target) in {AutoField, BigAutoField, SmallAutoField} else None
+    return PLAIN_FIELDS.get(type(field))
+
+
+def upsert_supported() -> bool:
+    """Whether CompiledInsert.upsert runs on the default database (else do it in two steps)."""
+    conn = connections[DEFAULT_DB_ALIAS]
+    return conn.vendor in ON_CONFLICT_VENDORS and conn.features.can_return_columns_from_insert
 
 
 # Defaults of these types are immutable, so one prepared value serves every row.

@@ -7,7 +7,7 @@ import re
 from types import ModuleType
 from typing import Any
 
-from memory import projects
+from memory import config, projects
 from memory.agents import claude_code, codex, copilot, gemini, opencode
 from memory.agents.base import HookEvent, HookInputError, HookResult
 from memory.capture import ingest as capture
@@ -104,10 +104,18 @@ def hook_handle(*, platform: str, event: str, body: bytes, spooled: bool = False
     hook_event = adapter.parse(event, data)
     if spooled:
         hook_event.raw["cmem_spooled"] = True
-    # Team mode: a remote hook client names the project (the worker cannot see its disk).
     try:
+        # One settings load for the whole request, and whether it serves a remote client
+        # decided once from it (the API's token middleware has decided already; a direct
+        # caller, such as a spool replay, has not): file facts ask on every path.
+        # Team mode: a remote hook client names the project (the worker cannot see its disk).
         # foreground(): the outline cache's background parse waits while hooks are served.
-        with projects.client_project_scope(data.get("cmem_project")), foreground():
+        with (
+            config.settings_snapshot(),
+            projects.request_remote_scope(projects.remote_request()),
+            projects.client_project_scope(data.get("cmem_project")),
+            foreground(),
+        ):
             return adapter.render(hook_event, _dispatch(hook_event))
     except RecursionError:
         # Parsed, but too deep for the recursive sanitizer (~1,000 levels): refuse it whole.

@@ -37,7 +37,7 @@ from memory import clock, config
 from memory.agents.base import HookEvent, HookResult
 from memory.agents.tool_names import ToolNames, tool_names
 from memory.compression.health import observer_health_line
-from memory.db import CompiledInsert, CompiledQuery
+from memory.db import CompiledInsert, CompiledQuery, upsert_supported
 from memory.models import (
     ContextCache,
     LedgerEntry,
@@ -224,6 +224,11 @@ def _cached_body(
         return cached[1]
     body = context_body(project=project, root=root, settings=settings, zone=zone, room=room)
     fields = {"text": body, "tokens": estimate_tokens(body), "key": key}
+    if upsert_supported():
+        # One INSERT ... ON CONFLICT DO UPDATE: no transaction, no UPDATE first, and a
+        # concurrent SessionStart's row is simply replaced by this same render.
+        _CACHE_INSERT.upsert(conflict="project", update=tuple(fields), project=project, **fields)
+        return body
     try:
         with transaction.atomic():
             stored = ContextCache.objects.filter(project=project).update(**fields)
@@ -350,7 +355,7 @@ def _file_of(observations: list[ObsRow], root: str) -> dict[int, str]:
     out = {**first_read, **first_modified}
     for o in observations:
         if o.pk not in out:
-            listed = [p for p in [*o.files_modified, *o.files_read] if isinstance(p, str) and p]
+            listed = [p for p in o.files_listed() if isinstance(p, str) and p]
             out[o.pk] = relative_path(listed[0], root) if listed else NO_FILE
     return out
 

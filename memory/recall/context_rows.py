@@ -17,7 +17,7 @@ from typing import Any
 from django.db import connection
 from django.db.models import QuerySet
 
-from memory.db import CompiledQuery, db_datetime
+from memory.db import CompiledQuery, db_datetime, rows
 from memory.models import Observation, ObservationFile, Summary, estimate_tokens
 from memory.team import scope
 
@@ -50,8 +50,14 @@ class ObsRow:
     title: str
     created: datetime
     fetch_tokens: int  # what get_observations([id]) costs, as Observation.fetch_tokens
-    files_read: list[Any]
-    files_modified: list[Any]
+    # files_modified and files_read as stored (JSON text): decoded only for the few rows
+    # without ObservationFile rows (files_listed), not for every row of every render.
+    files_raw: tuple[Any, Any]
+
+    def files_listed(self) -> list[Any]:
+        """files_modified, then files_read."""
+        modified, read = self.files_raw
+        return [*_json_list(modified), *_json_list(read)]
 
 
 @dataclass(frozen=True)
@@ -99,10 +105,7 @@ _NEWEST_SUMMARY = CompiledQuery(
 
 
 def rows_of(query: CompiledQuery, **values: Any) -> list[tuple[Any, ...]]:
-    sql, params = query.sql_and_params(**values)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
+    return query.rows(**values)
 
 
 def _limited(kind: str, project: str, limit: int) -> list[tuple[Any, ...]]:
@@ -125,8 +128,7 @@ def recent_observations(*, project: str, limit: int) -> list[ObsRow]:
     for pk, obs_type, title, subtitle, narrative, facts, created, read, modified in _limited(
         "obs", project, limit
     ):
-        facts = _json_list(facts)
-        text = "".join([title, subtitle, narrative, *map(str, facts)])
+        text = "".join([title, subtitle, narrative, *map(str, _json_list(facts))])
         out.append(
             ObsRow(
                 pk,
@@ -134,8 +136,7 @@ def recent_observations(*, project: str, limit: int) -> list[ObsRow]:
                 title,
                 db_datetime(created),
                 estimate_tokens(text) + 20,
-                _json_list(read),
-                _json_list(modified),
+                (modified, read),
             )
         )
     return out
@@ -165,10 +166,8 @@ def file_rows(ids: list[int]) -> list[tuple[int, str, str]]:
     recorded (the index groups a row under its first modified, else first read, file)."""
     if not ids:
         return []
-    sql = _files_sql(len(ids))
-    with connection.cursor() as cursor:
-        cursor.execute(sql, ids)
-        return cursor.fetchall()
+    found: list[tuple[int, str, str]] = rows(_files_sql(len(ids)), ids)
+    return found
 
 
 def _files_query(ids: list[int]) -> QuerySet[Any]:
@@ -197,6 +196,8 @@ def _files_sql(count: int) -> str:
 
 def _json_list(value: Any) -> list[Any]:
     """A JSON list column: raw cursors return JSON as text on both backends."""
+    if value == "[]":  # most rows' files_read or files_modified: no decoder for it
+        return []
     if isinstance(value, str):
         try:
             value = json.loads(value)

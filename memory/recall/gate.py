@@ -172,12 +172,7 @@ VIEW_FIELDS = ("pk", "denied", "partial", "content_hash", "mtime", "size", "seen
 
 def _session_and_view(event: HookEvent, path: str) -> tuple[Session | None, FileView | None]:
     """The session and its view of this file in one query (a LEFT JOIN): the hot path."""
-    sql, params = _SESSION_VIEW.sql_and_params(
-        platform=event.platform, session_id=event.session_id, path=path
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
+    row = _SESSION_VIEW.row(platform=event.platform, session_id=event.session_id, path=path)
     if row is None:
         return None, None
     pk, project, project_root, owner_id, *view_values = row
@@ -244,10 +239,7 @@ def file_candidates(*, project: str, rel_path: str) -> list[Candidate]:
         # filtered in the query so other users' rows never crowd theirs out of FETCH_ROWS.
         rows = list(_candidates_query(project=project, path=rel_path, owner=owner))
     else:
-        with connection.cursor() as cursor:
-            sql, params = _CANDIDATES.sql_and_params(project=project, path=rel_path)
-            cursor.execute(sql, params)
-            rows = cursor.fetchall()
+        rows = _CANDIDATES.rows(project=project, path=rel_path)
     merged: dict[int, Candidate] = {}
     for obs_id, role, digest, created, session_pk, title, obs_type, read, written in rows:
         modified = role == ObservationFile.Role.MODIFIED

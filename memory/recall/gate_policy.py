@@ -222,10 +222,7 @@ def _rows(query: QuerySet[Any] | CompiledQuery, **values: Any) -> list[tuple[Any
     or a compiled query run raw with `values`."""
     if not isinstance(query, CompiledQuery):
         return list(query)
-    sql, params = query.sql_and_params(**values)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
+    return query.rows(**values)
 
 
 def _refusals(*, project: str, since: datetime, window: int) -> list[Refusal]:

@@ -1,8 +1,9 @@
 """The gate's hot-path writes (memory/db.py CompiledInsert): the row is the one the ORM's
 create() would write, field by field, defaults included; a duplicate raises IntegrityError
 as create() does; and session_ensure on a session created in between falls back to it.
-insert_new skips a duplicate by ON CONFLICT DO NOTHING (no savepoint), and a compiled fetch
-gives the instance the ORM would."""
+insert_new skips a duplicate by ON CONFLICT DO NOTHING (no savepoint), a compiled fetch
+gives the instance the ORM would, and compiled statements run on the SQLite connection
+itself with Django's errors and query logging kept."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from memory.agents import claude_code
-from memory.db import CompiledFetch, CompiledInsert
-from memory.models import Event, FileView, LedgerEntry, Session
+from memory.db import CompiledFetch, CompiledInsert, CompiledQuery, row, rows
+from memory.models import ContextCache, Event, FileView, LedgerEntry, Session
 from memory.projects import project_for_cwd
 from memory.recall.file_views import session_ensure
 from memory.recall.ledger import ledger_insert, ledger_record
@@ -132,3 +133,53 @@ def test_a_compiled_fetch_gives_the_orm_instance(tmp_path: Path) -> None:
     )
     with pytest.raises(RuntimeError):  # it would select the owner's columns too
         joined.first(sid="s")
+
+
+def test_a_compiled_query_runs_on_the_sqlite_connection_unless_queries_are_watched(
+    tmp_path: Path,
+) -> None:
+    made = SessionFactory(root=make_project(tmp_path), session_id="s")
+    by_id = CompiledQuery(
+        lambda p: Session.objects.filter(session_id=p["sid"]).values_list("pk", "session_id"),
+        "sid",
+    )
+    assert by_id.rows(sid="s") == [(made.pk, "s")] and by_id.row(sid="s") == (made.pk, "s")
+    assert by_id.rows(sid="none") == [] and by_id.row(sid="none") is None
+    # What observes queries (DEBUG, django_assert_num_queries) still sees every statement.
+    with CaptureQueriesContext(connection) as queries:
+        assert by_id.row(sid="s") == (made.pk, "s")
+    assert len(queries.captured_queries) == 1
+    # Errors are django.db's, as from Django's cursor; `%%` is a literal percent sign.
+    with pytest.raises(IntegrityError), transaction.atomic():
+        row("INSERT INTO memory_session (id) VALUES (%s) RETURNING id", [made.pk])
+    assert rows("SELECT CAST(%s AS TEXT) || '%%'", ["50"]) == [("50%",)]
+
+
+def test_a_compiled_upsert_inserts_then_updates_the_named_fields(tmp_path: Path) -> None:
+    caches = CompiledInsert(ContextCache)
+    first = caches.upsert(
+        conflict="project", update=("text", "key"), project="p", text="a", key="1"
+    )
+    stored = ContextCache.objects.get(project="p")
+    again = caches.upsert(
+        conflict="project", update=("text", "key"), project="p", text="b", key="2", tokens=9
+    )
+    assert again == first and ContextCache.objects.count() == 1
+    updated = ContextCache.objects.get(project="p")
+    # Only the named fields change; the row keeps its creation time and its other values.
+    assert (updated.text, updated.key, updated.tokens) == ("b", "2", 0)
+    assert updated.created == stored.created
+
+
+def test_plain_values_and_absent_fields_are_stored_as_the_orm_stores_them(tmp_path) -> None:
+    session = SessionFactory(root=make_project(tmp_path), session_id="s")
+    events = CompiledInsert(Event)
+    values = {"session_id": session.pk, "tool_name": "Bash", "prompt_number": 3, "payload": {}}
+    pk = events.insert(kind=Event.Kind.OBSERVATION, tool_use_id="t1", **values)
+    orm = Event.objects.create(kind=Event.Kind.OBSERVATION, tool_use_id="t2", **values)
+    ours, theirs = Event.objects.get(pk=pk), Event.objects.get(pk=orm.pk)
+    skip = {"id", "created", "tool_use_id"}
+    assert {k: v for k, v in model_to_dict(ours).items() if k not in skip} == {
+        k: v for k, v in model_to_dict(theirs).items() if k not in skip
+    }
+    assert ours.last_error == "" and ours.claimed_at is None and ours.done_at is None
