@@ -363,7 +363,11 @@ _snapshot: ContextVar[dict[str, str] | None] = ContextVar("cmem_settings_snapsho
 
 @contextlib.contextmanager
 def settings_snapshot() -> Iterator[None]:
-    """Within it, load() answers the settings as they were on entry (a copy each time)."""
+    """Within it, load() answers the settings as they were on entry (a copy each time);
+    inside another snapshot, that one stands."""
+    if _snapshot.get() is not None:
+        yield
+        return
     token = _snapshot.set(load())
     try:
         yield

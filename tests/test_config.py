@@ -52,6 +52,21 @@ def test_an_empty_env_value_still_wins(data_dir: Path, monkeypatch: pytest.Monke
     assert config.get_list("CLAUDE_MEM_EXCLUDED_PROJECTS") == []
 
 
+def test_a_snapshot_answers_one_load_for_its_request(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with config.settings_snapshot():
+        before = config.load()
+        monkeypatch.setenv(MODEL, "claude-from-env")
+        before["mutated"] = "by the caller"
+        with config.settings_snapshot():  # nested: the outer snapshot stands
+            assert config.get(MODEL) == config.SETTINGS[MODEL][0]
+            assert "mutated" not in config.load()  # a copy each time
+        config.save({PORT: "40002"})  # what is saved applies at once
+        assert config.get(MODEL) == "claude-from-env" and config.get_int(PORT) == 40002
+    assert config.get(MODEL) == "claude-from-env"
+
+
 def test_the_data_dir_is_read_at_call_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     other = tmp_path / "elsewhere"
     monkeypatch.setenv("CLAUDE_MEM_DATA_DIR", str(other))

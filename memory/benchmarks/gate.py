@@ -18,6 +18,10 @@ For each size (default 100,000 and 10,000 observations; `--size N` for one size,
 
 The figures to beat (claude-mem 13.25 on this kind of machine, 10k observations): by-file
 query 13 ms, context render 52 ms. Targets: gate p50 <= 5 ms and context <= 30 ms at 100k.
+
+`python -m memory.benchmarks.gate hooks N PROJECT_DIR` on a data dir seeded as above times
+the service alone, as the worker's raw lane calls it (child_hooks: hook_handle for a gate
+decision and a tool use's ingest, and a cold context render, interleaved).
 """
 
 from __future__ import annotations
@@ -326,6 +330,59 @@ def child_profile(runs: int, project_dir: str, event: str = "file-context") -> d
     }
 
 
+def child_hooks(runs: int, project_dir: str) -> dict[str, Any]:
+    """The service alone, as the worker's raw WSGI lane calls it: memory.hooks.hook_handle
+    for `file-context` (a new session's first Read of a file with history) and `observation`
+    (the lean bench's Bash PostToolUse), and a cold context_text, interleaved one of each
+    per round so the machine's moments hit all three alike. p50 wall and CPU, in ms."""
+    django_setup()
+    from memory.benchmarks.hooks import _observation
+    from memory.hooks import hook_handle
+    from memory.projects import project_for_cwd
+    from memory.recall.context import context_cache_invalidate, context_text
+
+    project = project_for_cwd(project_dir)
+    rng = random.Random(11)
+    sent = [0]
+
+    def file_context() -> None:
+        body = {
+            "session_id": f"gate-{uuid.uuid4().hex}",
+            "cwd": project_dir,
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Read",
+            "tool_input": {"file_path": f"{project_dir}/{_rel(rng.randrange(FILES))}"},
+            "tool_use_id": "toolu_bench",
+        }
+        hook_handle(platform="claude-code", event="file-context", body=json.dumps(body).encode())
+
+    def observation() -> None:
+        sent[0] += 1
+        hook_handle(platform="claude-code", event="observation", body=_observation(sent[0]))
+
+    def context_cold() -> None:
+        context_text(project=project.name, root=project.root)
+
+    steps = {"file_context": file_context, "observation": observation, "context_cold": context_cold}
+    wall: dict[str, list[float]] = {name: [] for name in steps}
+    cpu: dict[str, list[float]] = {name: [] for name in steps}
+    for round_ in range(20 + runs):  # 20 rounds warm connections and caches first
+        for name, step in steps.items():
+            if name == "context_cold":
+                context_cache_invalidate(project=project.name)  # outside the timing
+            c0, w0 = time.thread_time(), time.perf_counter()
+            step()
+            if round_ >= 20:
+                wall[name].append(time.perf_counter() - w0)
+                cpu[name].append(time.thread_time() - c0)
+    out: dict[str, Any] = {}
+    for name in steps:
+        out[f"{name}_p50_ms"] = percentile(wall[name], 0.5) * 1000
+        out[f"{name}_cpu_p50_ms"] = percentile(cpu[name], 0.5) * 1000
+    out["load_average"] = os.getloadavg()[0]
+    return out
+
+
 # --- parent side ---------------------------------------------------------------------------
 
 
@@ -405,5 +462,8 @@ if __name__ == "__main__":
         found = child_profile(int(sys.argv[2]), sys.argv[3], *sys.argv[4:5])
         print(found.pop("profile"))
         print(json.dumps(found))
+    elif sys.argv[1:2] == ["hooks"]:
+        # `python -m memory.benchmarks.gate hooks N PROJECT_DIR`: hook_handle in-process.
+        print(json.dumps(child_hooks(int(sys.argv[2]), sys.argv[3])))
     else:
         child_main(seed=child_seed, measure=child_measure)

@@ -290,22 +290,45 @@ def redact_text(text: str) -> str:
     lower = text.lower()
     # Each distinct trigger is looked for once: the patterns name 103 triggers, 43 distinct
     # ("ghp_" serves two kinds), and each absent one is a scan of the whole text (a 1.7 KB
-    # tool output: 190 -> 96 us, the largest part of a tool use's ingest).
-    seen: dict[str, bool] = {}
+    # tool output: 190 -> 96 us, the largest part of a tool use's ingest). A trigger whose
+    # guard (a shorter literal inside it) is absent is absent too, and not searched for.
+    present = triggers_present(lower)
     for kind, lazy, group, triggers in _triggered_patterns():
-        if triggers:  # a pattern without triggers always runs
-            for trigger in triggers:
-                found = seen.get(trigger)
-                if found is None:
-                    found = seen[trigger] = trigger in lower
-                if found:
-                    break
-            else:
-                continue
+        # A pattern without triggers always runs; the others when one of theirs occurs.
+        if triggers and present.isdisjoint(triggers):
+            continue
         text = _sub(lazy.get(), text, kind, group)
-    if any(t in lower for t in _ASSIGNMENT_TRIGGERS):
+    if not present.isdisjoint(_ASSIGNMENT_TRIGGERS):
         text = _ASSIGNMENT_RE.sub(_redact_assignment, text)
     return text
+
+
+# Literals no pattern names, searched for only as guards: each stands for several triggers
+# that contain it (the GitHub token prefixes, Stripe's k_live_/k_test_, passw/passp/sshpass).
+_GUARDS = ("gh", "k_", "pass")
+
+
+def triggers_present(lower: str) -> set[str]:
+    """The trigger literals (and guards) that occur in the lower-cased text."""
+    present: set[str] = set()
+    for literal, guard in _trigger_plan():
+        if (not guard or guard in present) and literal in lower:
+            present.add(literal)
+    return present
+
+
+@lru_cache(maxsize=1)
+def _trigger_plan() -> tuple[tuple[str, str], ...]:
+    """Every literal to search for once, as (literal, guard): shortest first, so a guard
+    (the longest shorter literal it contains, or "") is decided before what it guards.
+    Exact: a literal that contains an absent one cannot occur either."""
+    literals = {t for *_, triggers in _triggered_patterns() for t in triggers}
+    order = sorted(literals | set(_ASSIGNMENT_TRIGGERS) | set(_GUARDS), key=lambda t: (len(t), t))
+    plan = []
+    for literal in order:
+        inside = [g for g in order if len(g) < len(literal) and g in literal]
+        plan.append((literal, max(inside, key=len) if inside else ""))
+    return tuple(plan)
 
 
 def _sub(pattern: re.Pattern[str], text: str, kind: str, group: int) -> str:

@@ -175,6 +175,14 @@ def context_text(
 ) -> str:
     """The full text injected at SessionStart: health line, header, cached body; with a
     `platform`, the tools are named as that agent names them (tools_named)."""
+    # One settings load for the render: the health line and the budget check load them too.
+    with config.settings_snapshot():
+        return _context_text(project=project, root=root, settings=settings, platform=platform)
+
+
+def _context_text(
+    *, project: str, root: str, settings: dict[str, str] | None, platform: str
+) -> str:
     settings = settings if settings is not None else config.load()
     if platform:
         return tools_named(

@@ -93,6 +93,18 @@ def test_ordinary_code_is_left_alone() -> None:
     assert privacy.redact_text(code) == code
 
 
+def test_a_guarded_trigger_is_searched_for_whenever_it_occurs() -> None:
+    # The guards only skip searches that cannot succeed: every trigger is found wherever it
+    # stands, alone or among the others, exactly as searching for each one finds it.
+    literals = [literal for literal, _ in privacy._trigger_plan()]
+    assert all(guard in literals for _, guard in privacy._trigger_plan() if guard)
+    for literal in literals:
+        assert literal in privacy.triggers_present(f"x {literal} y")
+    texts = ["ghp_x sk-ant- passwd=1", "secretaccesskey accountkey=", *literals, "plain text"]
+    for text in [*texts, " ".join(texts), "".join(reversed(literals))]:
+        assert privacy.triggers_present(text) == {t for t in literals if t in text}
+
+
 def test_redaction_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CLAUDE_MEM_REDACT_SECRETS", "false")
     assert privacy.Sanitizer().text(SECRETS["github"]) == SECRETS["github"]
