@@ -62,6 +62,21 @@ def tcp_app(app: Callable[..., Iterable[bytes]]) -> Callable[..., Iterable[bytes
     return unmarked
 
 
+def served_apps(
+    django_app: Callable[..., Iterable[bytes]], *, host: str, port: int, sock: Path
+) -> list[Listener]:
+    """What each listener serves: the Django app beneath the hot lane, which answers the
+    hooks' and the search's routes itself (memory/api/hot_lane.py, issue 19)."""
+    from memory.api.hot_lane import HotLane
+
+    app = HotLane(django_app)
+    return [
+        (tcp_app(app), (host, port)),
+        # 0600 inside the 0700 data dir: hooks, CLI and MCP connect here.
+        (owner_socket_app(app), sock),
+    ]
+
+
 def _raise_stop(signum: int, frame: object) -> None:
     raise _Stop
 
@@ -93,11 +108,7 @@ def main() -> int:
     address = worker_address()
     threads = int(os.environ.get("CMEM_SERVER_THREADS", str(SERVER_THREADS)))
     sock = socket_path()
-    apps: list[Listener] = [
-        (tcp_app(django_application), (address.host, address.port)),
-        # 0600 inside the 0700 data dir: hooks, CLI and MCP connect here.
-        (owner_socket_app(django_application), sock),
-    ]
+    apps = served_apps(django_application, host=address.host, port=address.port, sock=sock)
     consumer = None
     if os.environ.get("CMEM_WORKER_CONSUMER", "1") != "0":
         consumer = InProcessConsumer()
