@@ -55,6 +55,7 @@ from memory.api.retrieval import (
 )
 from memory.owner_auth import bearer_matches
 from memory.projects import request_remote_scope
+from memory.service.foreground import foreground
 from memory.team.auth import bearer_value, token_required
 
 log = logging.getLogger(__name__)
@@ -253,7 +254,8 @@ class HotLane:
                 owner = False
         signals.request_started.send(sender=HotLane, environ=environ)
         try:
-            with request_remote_scope(False):  # local mode: paths name this machine's files
+            # Local mode: paths name this machine's files; the consumer's work waits for it.
+            with request_remote_scope(False), foreground():
                 return route(HotRequest(environ=environ, owner=owner, params=params))
         except Exception:
             if environ.get("REQUEST_METHOD") == "GET":

@@ -34,6 +34,10 @@ log = logging.getLogger(__name__)
 # Each keeps its own SQLite connection and page cache (cmem_site/settings.py); a hook's
 # request takes a few ms, so 4 serve one user's parallel tool calls without a queue.
 SERVER_THREADS = 4
+# Seconds a thread runs before the interpreter hands over to another that waits (Python's
+# default is 0.005): a request wanting the interpreter back from a busy consumer or parser
+# thread, after each of its SQLite calls, waits at most this (memory/service/foreground.py).
+SWITCH_INTERVAL_S = 0.0005
 # memory.service.credentials.OWNER_SOCKET_ENVIRON, spelled here to stay import-light.
 OWNER_SOCKET_ENVIRON = "cmem.owner_socket"
 
@@ -105,6 +109,7 @@ def main() -> int:
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _raise_stop)
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     address = worker_address()
     threads = int(os.environ.get("CMEM_SERVER_THREADS", str(SERVER_THREADS)))
     sock = socket_path()
