@@ -12,7 +12,7 @@ from memory.agents import claude_code, codex, copilot, gemini, opencode
 from memory.agents.base import HookEvent, HookInputError, HookResult
 from memory.capture import ingest as capture
 from memory.recall import context, gate
-from memory.retrieval.outline.cache import foreground
+from memory.service.foreground import foreground
 from memory.team.scope import ForeignSession
 
 ADAPTERS: dict[str, ModuleType] = {
@@ -109,7 +109,7 @@ def hook_handle(*, platform: str, event: str, body: bytes, spooled: bool = False
         # decided once from it (the API's token middleware has decided already; a direct
         # caller, such as a spool replay, has not): file facts ask on every path.
         # Team mode: a remote hook client names the project (the worker cannot see its disk).
-        # foreground(): the outline cache's background parse waits while hooks are served.
+        # foreground(): background work (consumer, outline parse) waits while hooks are served.
         with (
             config.settings_snapshot(),
             projects.request_remote_scope(projects.remote_request()),
