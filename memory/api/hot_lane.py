@@ -203,6 +203,10 @@ class HotLane:
                 "(memory/api/hot_lane.py WRITTEN_FOR); every request goes through Django"
             )
             self.enabled = False
+        # Settings under which those middleware would redirect instead of answering.
+        if self.enabled and (settings.SECURE_SSL_REDIRECT or settings.PREPEND_WWW):
+            log.warning("hot lane off: SECURE_SSL_REDIRECT or PREPEND_WWW is set")
+            self.enabled = False
         self._headers: list[tuple[str, str]] | None = None
 
     def __call__(

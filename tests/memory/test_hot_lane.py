@@ -388,6 +388,12 @@ def test_the_lane_steps_aside_for_a_middleware_list_it_was_not_written_for(
     assert not served.enabled and "hot lane off" in caplog.text
 
 
+@pytest.mark.parametrize("setting", ["SECURE_SSL_REDIRECT", "PREPEND_WWW"])
+def test_the_lane_steps_aside_when_django_would_redirect(django_app, settings, setting) -> None:
+    setattr(settings, setting, True)
+    assert not HotLane(django_app).enabled
+
+
 def test_cmem_hot_lane_0_turns_it_off(django_app, monkeypatch) -> None:
     monkeypatch.setenv("CMEM_HOT_LANE", "0")
     served = HotLane(django_app)
