@@ -34,10 +34,16 @@ pytestmark = pytest.mark.django_db
 HOST = "127.0.0.1:37777"
 
 
+CONNECTION_CHECKS: list[str] = []
+
+
 @pytest.fixture(autouse=True)
-def _keep_the_test_transaction() -> Iterator[None]:
-    """What Django's test client does around a request: the request signals would otherwise
-    close the connection that holds the test's transaction."""
+def _keep_the_test_transaction(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """What Django's test client does around a request: the connections' check would
+    otherwise close the connection that holds the test's transaction. The lane's own call
+    of it is counted instead."""
+    CONNECTION_CHECKS.clear()
+    monkeypatch.setattr(hot_lane, "close_old_connections", lambda: CONNECTION_CHECKS.append("x"))
     signals.request_started.disconnect(close_old_connections)
     signals.request_finished.disconnect(close_old_connections)
     yield
@@ -359,7 +365,12 @@ def test_a_failing_write_is_a_logged_500_with_the_security_headers(
     assert "boom" in caplog.text
 
 
-def test_django_s_request_signals_fire_around_an_answer(lane, django_app) -> None:
+def test_the_connections_are_checked_before_and_after_an_answer(lane, django_app) -> None:
+    call(lane, environ("GET", "/api/health"))
+    assert django_app.calls == [] and CONNECTION_CHECKS == ["x", "x"]
+
+
+def test_a_receiver_of_its_own_gets_the_request_signals(django_app) -> None:
     seen: list[str] = []
 
     def started(**kwargs: object) -> None:
@@ -371,11 +382,16 @@ def test_django_s_request_signals_fire_around_an_answer(lane, django_app) -> Non
     signals.request_started.connect(started)
     signals.request_finished.connect(finished)
     try:
-        call(lane, environ("GET", "/api/health"))
+        served = HotLane(django_app)  # sees a receiver that is not Django's
+        served.headers()
+        django_app.calls.clear()
+        seen.clear()
+        call(served, environ("GET", "/api/health"))
     finally:
         signals.request_started.disconnect(started)
         signals.request_finished.disconnect(finished)
     assert django_app.calls == [] and seen == ["started", "finished"]
+    assert CONNECTION_CHECKS == []  # the signals carry the check instead
 
 
 def test_the_lane_steps_aside_for_a_middleware_list_it_was_not_written_for(
