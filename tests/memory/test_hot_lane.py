@@ -129,6 +129,16 @@ def ids() -> dict[str, list[int]]:
     return seed()
 
 
+def remembered_file(tmp_path: Path) -> tuple[Path, Path]:
+    """A project with one file that an earlier session modified: (root, file)."""
+    root = tmp_path / "proj"
+    target = write_file(root, "src/worker.py")
+    session = SessionFactory(root=root, session_id="s-old")
+    when = datetime(2026, 4, 5, tzinfo=UTC)
+    make_obs(session, "Fixed pooling", "src/worker.py", created=when, role="modified")
+    return root, target
+
+
 @pytest.mark.parametrize(
     "path,params",
     [
@@ -158,16 +168,7 @@ def test_observations_by_id_and_a_file_s_observations(lane, django_app, ids, tmp
     assert hot == canonical
     assert json.loads(hot[2])["missing"] == [999_999]
 
-    root = tmp_path / "proj"
-    target = write_file(root, "src/worker.py")
-    session = SessionFactory(root=root, session_id="s-a")
-    make_obs(
-        session,
-        "Fixed pooling",
-        "src/worker.py",
-        created=datetime(2026, 4, 5, tzinfo=UTC),
-        role="modified",
-    )
+    root, target = remembered_file(tmp_path)
     for path in ("src/worker.py", str(target)):
         params = {"path": path, "project": "proj", "limit": "5"}
         hot, canonical = both(
@@ -279,16 +280,7 @@ def test_a_hook_is_stored_and_answered_as_django_answers_it(lane, django_app) ->
 
 
 def test_the_gate_decision_through_the_lane(lane, django_app, tmp_path) -> None:
-    root = tmp_path / "proj"
-    target = write_file(root, "src/worker.py")
-    session = SessionFactory(root=root, session_id="s-old")
-    make_obs(
-        session,
-        "Fixed pooling",
-        "src/worker.py",
-        created=datetime(2026, 4, 5, tzinfo=UTC),
-        role="modified",
-    )
+    root, target = remembered_file(tmp_path)
     path = "/api/hooks/claude-code/file-context"
     hot = call(
         lane, environ("POST", path, body=json.dumps(gate_payload(root, target, "s-hot")).encode())
