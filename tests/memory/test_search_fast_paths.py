@@ -1,6 +1,7 @@
 """Issue 19's fast paths of keyword search give the answers the plain code gave: the
 /api/search body rendered without schema validation equals the validated one, and the
-one-pass highlight equals the per-word reference below (the code it replaced)."""
+one-pass highlight equals the per-word reference below (the code it replaced), and so do
+the offsets it gives without markers."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from memory.retrieval.search.query import (
     HIGHLIGHT_OPEN,
     SNIPPET_TOKENS,
     highlight,
+    highlight_spans,
     marks_split,
 )
 from tests.memory.retrieval_seed import seed
@@ -74,6 +76,16 @@ WORDS = st.lists(st.sampled_from(["cache", "gate", "pool", "é", "ss", "i", "k",
 @given(st.lists(PIECES, max_size=80).map("".join), WORDS, st.sampled_from([16, 3, 1]))
 def test_highlight_equals_the_per_word_reference(text: str, words: list[str], width: int) -> None:
     assert highlight(text, words, width=width) == reference_highlight(text, words, width=width)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(PIECES, max_size=80).map("".join), WORDS, st.sampled_from([16, 3, 1]))
+def test_highlight_spans_are_the_reference_without_its_markers(
+    text: str, words: list[str], width: int
+) -> None:
+    # What SearchHit keeps: the plain snippet and the offsets, with no marker written.
+    plain, spans = highlight_spans(text, words, width=width)
+    assert (plain, tuple(spans)) == marks_split(reference_highlight(text, words, width=width))
 
 
 @given(st.lists(st.sampled_from(["a", "bc", HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE, " "])).map("".join))

@@ -251,6 +251,8 @@ def as_datetime(value: Any) -> datetime:
 def hit_files(*raw: Any) -> list[str]:
     files: list[str] = []
     for value in raw:
+        if value == "[]":
+            continue  # most rows have one list empty: no parse (~2 µs a hit)
         items = json.loads(value) if isinstance(value, str) else value
         for item in items or []:
             if isinstance(item, str) and item not in files:
@@ -318,7 +320,17 @@ def _marked(text: str, spans: list[tuple[int, int]]) -> str:
 
 
 def highlight(text: str, words: list[str], *, width: int = SNIPPET_TOKENS) -> str:
-    """About `width` words of `text` around its densest run of matches, matches between HIGHLIGHT_OPEN and HIGHLIGHT_CLOSE.
+    """`highlight_spans()` with its matches between HIGHLIGHT_OPEN and HIGHLIGHT_CLOSE."""
+    plain, spans = highlight_spans(text, words, width=width)
+    return _marked(plain, spans)
+
+
+def highlight_spans(
+    text: str, words: list[str], *, width: int = SNIPPET_TOKENS
+) -> tuple[str, list[tuple[int, int]]]:
+    """About `width` words of `text` around its densest run of matches, and the [start, end)
+    offsets of the matches in it: what `SearchHit` holds, so no marker is written only for
+    `marks_split` to take out again (issue 19: ~5 µs a hit).
 
     The window starts 2 words before the first match of the earliest `width`-word run that
     holds the most matching words. One regex pass over the words joined by single spaces
@@ -331,7 +343,7 @@ def highlight(text: str, words: list[str], *, width: int = SNIPPET_TOKENS) -> st
     text = text.replace('", "', " · ").replace('["', "").replace('"]', "")
     tokens = text.split()
     if not tokens or not words:
-        return " ".join(tokens[:width])
+        return " ".join(tokens[:width]), []
     # The words joined by single spaces: a word's index is the count of spaces before it.
     joined = " ".join(tokens)
     hits: list[int] = []  # the index of each word holding a match, once each, in order
@@ -342,7 +354,7 @@ def highlight(text: str, words: list[str], *, width: int = SNIPPET_TOKENS) -> st
         if not hits or hits[-1] != index:
             hits.append(index)
     if not hits:
-        return " ".join(tokens[:width])
+        return " ".join(tokens[:width]), []
     best, most, ahead = hits[0], 0, 0
     for at, first in enumerate(hits):
         ahead = max(ahead, at)
@@ -352,5 +364,8 @@ def highlight(text: str, words: list[str], *, width: int = SNIPPET_TOKENS) -> st
             best, most = first, ahead - at
     start = max(0, min(best - 2, len(tokens) - width))
     plain = " ".join(tokens[start : start + width])
-    window = _marked(plain, _match_spans(plain, words, ascii_text))
-    return ("… " if start else "") + window + (" …" if start + width < len(tokens) else "")
+    spans = _match_spans(plain, words, ascii_text)
+    if start:
+        plain = "… " + plain
+        spans = [(a + 2, b + 2) for a, b in spans]
+    return plain + (" …" if start + width < len(tokens) else ""), spans
