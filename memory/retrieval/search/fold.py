@@ -64,7 +64,9 @@ def hits_with_folds(hits: list[SearchHit]) -> list[dict[str, Any]]:
     folds = _folds(hits, keys)
     size = {f.key: f.size for f in folds}
     leads = {id(f.lead) for f in folds}
-    return [
-        hit.as_dict() | {"fold": key, "fold_size": size[key], "fold_lead": id(hit) in leads}
-        for hit, key in zip(hits, keys, strict=True)
-    ]
+    out = []
+    for hit, key in zip(hits, keys, strict=True):
+        row = hit.as_dict()
+        row["fold"], row["fold_size"], row["fold_lead"] = key, size[key], id(hit) in leads
+        out.append(row)
+    return out

@@ -346,9 +346,10 @@ def highlight_spans(
         return " ".join(tokens[:width]), []
     # The words joined by single spaces: a word's index is the count of spaces before it.
     joined = " ".join(tokens)
+    matches = _match_spans(joined, words, ascii_text)
     hits: list[int] = []  # the index of each word holding a match, once each, in order
     index = last = 0
-    for start, _ in _match_spans(joined, words, ascii_text):
+    for start, _ in matches:
         index += joined.count(" ", last, start)
         last = start
         if not hits or hits[-1] != index:
@@ -364,8 +365,12 @@ def highlight_spans(
             best, most = first, ahead - at
     start = max(0, min(best - 2, len(tokens) - width))
     plain = " ".join(tokens[start : start + width])
-    spans = _match_spans(plain, words, ascii_text)
-    if start:
-        plain = "… " + plain
-        spans = [(a + 2, b + 2) for a, b in spans]
-    return plain + (" …" if start + width < len(tokens) else ""), spans
+    # The window is joined[begin:end], and its matches are those of the whole text that
+    # start in it: a match never spans a space, and the space before the window's first
+    # word is, to the lookbehind, what the start of the window alone would be.
+    begin = sum(map(len, tokens[:start])) + start
+    end = begin + len(plain)
+    shift = begin - (2 if start else 0)  # "… " before a window that is not the start
+    spans = [(a - shift, b - shift) for a, b in matches if begin <= a < end]
+    prefix = "… " if start else ""
+    return prefix + plain + (" …" if start + width < len(tokens) else ""), spans

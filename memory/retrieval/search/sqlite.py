@@ -6,6 +6,7 @@ returned is read and highlighted.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -289,9 +290,12 @@ def _hydrate(page: list[tuple[float, Kind, int]], terms: str) -> list[SearchHit]
             if not scores:
                 continue
             k = _KIND_SQL[kind]
-            ids = ", ".join(str(pk) for pk in scores)
+            # The ids as one JSON parameter: the statement's text stays the same, so SQLite
+            # prepares it once (ids spelled into the text cost a prepare a search, ~60 µs).
             cursor.execute(
-                f"SELECT {k.columns}, {k.snippet_source} FROM {k.table} {k.alias}{k.join} WHERE {k.alias}.id IN ({ids})"
+                f"SELECT {k.columns}, {k.snippet_source} FROM {k.table} {k.alias}{k.join} "
+                f"WHERE {k.alias}.id IN (SELECT value FROM json_each(%s))",
+                [json.dumps(list(scores))],
             )
             for row in cursor.fetchall():
                 snippet, spans = highlight_spans(row[9] or "", words)
