@@ -114,3 +114,13 @@ def test_prompts_rank_through_the_session_join_with_the_probe() -> None:
     hits = search(SearchQuery(text="cache", mode="keyword", kinds=("prompt",), project="shop"))
     assert len(hits) == 20
     assert {hit.project for hit in hits} == {"shop"}
+
+
+def test_the_any_word_fallback_ranks_over_the_large_window() -> None:
+    # No row holds all three words, so any word may match: every row does ("cache"), but a
+    # dense any-word match says nothing of the rare word, which bm25 ranks first however
+    # old its row.
+    titles = ["Cache note"] * (COMMON_WINDOW * 2)
+    titles[0] = "Cache zebra"
+    ids = _store(titles)
+    assert _ids("cache zebra missing")[0] == ids[0]

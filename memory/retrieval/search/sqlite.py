@@ -245,10 +245,15 @@ def _dense_bound(k: _KindSql, source: str) -> str:
     )
 
 
-def _ranked(kind: Kind, query: SearchQuery, terms: str) -> list[tuple[float, Kind, int]]:
+def _ranked(
+    kind: Kind, query: SearchQuery, terms: str, *, every: bool = True
+) -> list[tuple[float, Kind, int]]:
     """(score, kind, id) of the best matches among the newest RANK_WINDOW of this kind
     (COMMON_WINDOW when the match is dense), ranked by bm25 alone: the doclists carry all
-    it needs, no row is read. One statement: the density probe is its rowid bound."""
+    it needs, no row is read. One statement: the density probe is its rowid bound.
+
+    `every`: the match needs every term. Only then does a dense match say that each term is
+    common; any-word matches are dense when one word is, while the rare words rank."""
     from django.db import connection
 
     k, filters = _KIND_SQL[kind], _filters(kind, query, in_fts=True)
@@ -262,7 +267,7 @@ def _ranked(kind: Kind, query: SearchQuery, terms: str) -> list[tuple[float, Kin
     source_params = [f"({terms}){_fts_filters(kind, query)}", *filters.params]
     page = query.limit + query.offset
     # A page past the small window keeps the large one, so no page is cut short.
-    probe = page <= COMMON_WINDOW
+    probe = every and page <= COMMON_WINDOW
     bound = f" AND {k.fts}.rowid >= {_dense_bound(k, source)}" if probe else ""
     rank_sql = (
         f"SELECT rowid, score FROM (SELECT {k.fts}.rowid AS rowid, -bm25({k.fts}, {k.weights}) AS score "
@@ -320,7 +325,7 @@ def keyword_ranked(query: SearchQuery) -> tuple[list[tuple[float, Kind, int]], s
         # rarer, words first.
         words = [term for term in terms if term.strip('"*').lower() not in STOPWORDS] or terms
         match = " OR ".join(words)
-        ranked = [row for kind in kinds for row in _ranked(kind, query, match)]
+        ranked = [row for kind in kinds for row in _ranked(kind, query, match, every=False)]
         strict = False
     # Equal scores: the newer row (higher id) first.
     ranked.sort(key=lambda row: (row[0], row[2]), reverse=True)
