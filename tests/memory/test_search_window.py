@@ -124,3 +124,10 @@ def test_the_any_word_fallback_ranks_over_the_large_window() -> None:
     titles[0] = "Cache zebra"
     ids = _store(titles)
     assert _ids("cache zebra missing")[0] == ids[0]
+
+
+def test_a_prefix_term_is_not_probed() -> None:
+    # A prefix merges every word it covers each time the match is opened: it keeps the
+    # large window, so the old strong row is ranked.
+    ids = _store([STRONG] + ["Cache note"] * (COMMON_WINDOW + 50))
+    assert _ids("cach*")[0] == ids[0]

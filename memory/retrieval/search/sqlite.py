@@ -35,12 +35,15 @@ _SUMMARY_WEIGHTS = (
 # rows are the better answer. Words rarer than the window are ranked over every match.
 RANK_WINDOW = 1000
 # ...and only the newest COMMON_WINDOW when the query matches at least half of the kind's
-# rows from the oldest of those on (`_dense_bound`). Every term is then in most recent rows,
+# newest 2 * COMMON_WINDOW rows (`_window`). Every term is then in most recent rows,
 # where bm25's idf is ~0 (FTS5 clamps it to 1e-6 once a term is in half the rows): the
 # order within the window is term frequency over recency, and its head comes from the
 # newest rows either way. bm25 costs ~1 µs a row ranked on top of its idf (a read of each
 # term's whole doclist): at 10k, ranking 1,000 rows was 1.0 of its 1.5 ms (issue 19).
 COMMON_WINDOW = 100
+# The probe runs for all-words matches of at most this many terms, none a prefix
+# (`_worth_probing`): what it costs the other matches is about what it saves these.
+PROBE_TERMS = 4
 
 
 @dataclass
@@ -231,29 +234,26 @@ def _fts_filters(kind: Kind, query: SearchQuery) -> str:
     return "".join(f" AND {part}" for part in parts)
 
 
-def _dense_bound(k: _KindSql, source: str) -> str:
-    """SQL for the lowest rowid to rank: the oldest of the newest COMMON_WINDOW matches when
-    they are at least half of the kind's rows from that one on (no row 2 * COMMON_WINDOW
-    rows past it: an indexed step, so a sparse match costs no scan), else 0 (every rowid)."""
-    probe = (
-        f"SELECT {k.fts}.rowid AS rowid {source} ORDER BY {k.fts}.rowid DESC LIMIT {COMMON_WINDOW}"
-    )
-    past = f"SELECT id FROM {k.table} WHERE id >= lo ORDER BY id LIMIT 1 OFFSET {2 * COMMON_WINDOW}"
+def _window(k: _KindSql, source: str) -> str:
+    """SQL for how many of the newest matches to rank: COMMON_WINDOW when at least that many
+    are among the kind's newest 2 * COMMON_WINDOW rows (the match is dense), else
+    RANK_WINDOW. The probe reads only those newest rows' doclist entries, so a sparse match
+    costs it no scan."""
+    recent = f"SELECT id FROM {k.table} ORDER BY id DESC LIMIT 1 OFFSET {2 * COMMON_WINDOW - 1}"
+    # Fewer rows than that: every row is among the newest.
+    probe = f"SELECT 1 {source} AND {k.fts}.rowid >= coalesce(({recent}), 0) LIMIT {COMMON_WINDOW}"
     return (
-        f"(SELECT CASE WHEN n = {COMMON_WINDOW} AND ({past}) IS NULL THEN lo ELSE 0 END "
-        f"FROM (SELECT count(*) AS n, min(rowid) AS lo FROM ({probe})))"
+        f"CASE WHEN (SELECT count(*) FROM ({probe})) = {COMMON_WINDOW} "
+        f"THEN {COMMON_WINDOW} ELSE {RANK_WINDOW} END"
     )
 
 
 def _ranked(
-    kind: Kind, query: SearchQuery, terms: str, *, every: bool = True
+    kind: Kind, query: SearchQuery, terms: str, *, probe: bool = False
 ) -> list[tuple[float, Kind, int]]:
     """(score, kind, id) of the best matches among the newest RANK_WINDOW of this kind
-    (COMMON_WINDOW when the match is dense), ranked by bm25 alone: the doclists carry all
-    it needs, no row is read. One statement: the density probe is its rowid bound.
-
-    `every`: the match needs every term. Only then does a dense match say that each term is
-    common; any-word matches are dense when one word is, while the rare words rank."""
+    (COMMON_WINDOW when `probe` finds the match dense), ranked by bm25 alone: the doclists
+    carry all it needs, no row is read. One statement: the density probe is its LIMIT."""
     from django.db import connection
 
     k, filters = _KIND_SQL[kind], _filters(kind, query, in_fts=True)
@@ -267,11 +267,11 @@ def _ranked(
     source_params = [f"({terms}){_fts_filters(kind, query)}", *filters.params]
     page = query.limit + query.offset
     # A page past the small window keeps the large one, so no page is cut short.
-    probe = every and page <= COMMON_WINDOW
-    bound = f" AND {k.fts}.rowid >= {_dense_bound(k, source)}" if probe else ""
+    probe = probe and page <= COMMON_WINDOW
+    window = _window(k, source) if probe else str(RANK_WINDOW)
     rank_sql = (
         f"SELECT rowid, score FROM (SELECT {k.fts}.rowid AS rowid, -bm25({k.fts}, {k.weights}) AS score "
-        f"{source}{bound} ORDER BY {k.fts}.rowid DESC LIMIT {RANK_WINDOW}) ORDER BY score DESC LIMIT %s"
+        f"{source} ORDER BY {k.fts}.rowid DESC LIMIT ({window})) ORDER BY score DESC LIMIT %s"
     )
     params = [*source_params, *(source_params if probe else ()), page]
     with connection.cursor() as cursor:
@@ -309,6 +309,15 @@ def _hydrate(page: list[tuple[float, Kind, int]], terms: str) -> list[SearchHit]
     return [found[(kind, pk)] for _, kind, pk in page if (kind, pk) in found]
 
 
+def _worth_probing(terms: list[str]) -> bool:
+    """Whether the density probe may pay for itself: it opens the match a second time, at
+    ~50 µs a term at 100k rows, and a prefix term merges every word it covers each time
+    (~1 ms at 100k). A match of more than PROBE_TERMS terms is seldom dense (each term must
+    be in half the recent rows). Only the all-words match is probed: an any-word match is
+    dense when one word is common, while its rare words carry the rank."""
+    return len(terms) <= PROBE_TERMS and not any(term.endswith("*") for term in terms)
+
+
 def keyword_ranked(query: SearchQuery) -> tuple[list[tuple[float, Kind, int]], str, bool]:
     """(score, kind, id) best first for the first `offset + limit` rows, the FTS match used,
     and whether every term matched (False: the any-word fallback answered)."""
@@ -317,7 +326,8 @@ def keyword_ranked(query: SearchQuery) -> tuple[list[tuple[float, Kind, int]], s
     if not terms:
         return [], "", True
     match = " ".join(terms)
-    ranked = [row for kind in kinds for row in _ranked(kind, query, match)]
+    probe = _worth_probing(terms)
+    ranked = [row for kind in kinds for row in _ranked(kind, query, match, probe=probe)]
     strict = True
     if not ranked and len(terms) > 1:
         # Natural-language questions rarely have every word in one row: widen to any word
@@ -325,7 +335,7 @@ def keyword_ranked(query: SearchQuery) -> tuple[list[tuple[float, Kind, int]], s
         # rarer, words first.
         words = [term for term in terms if term.strip('"*').lower() not in STOPWORDS] or terms
         match = " OR ".join(words)
-        ranked = [row for kind in kinds for row in _ranked(kind, query, match, every=False)]
+        ranked = [row for kind in kinds for row in _ranked(kind, query, match)]
         strict = False
     # Equal scores: the newer row (higher id) first.
     ranked.sort(key=lambda row: (row[0], row[2]), reverse=True)
