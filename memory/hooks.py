@@ -12,7 +12,7 @@ from memory.agents import claude_code, codex, copilot, gemini, opencode
 from memory.agents.base import HookEvent, HookInputError, HookResult
 from memory.capture import ingest as capture
 from memory.recall import context, gate
-from memory.retrieval.outline.cache import foreground
+from memory.service.foreground import foreground
 from memory.team.scope import ForeignSession
 
 ADAPTERS: dict[str, ModuleType] = {
@@ -106,7 +106,7 @@ def hook_handle(*, platform: str, event: str, body: bytes, spooled: bool = False
         hook_event.raw["cmem_spooled"] = True
     # Team mode: a remote hook client names the project (the worker cannot see its disk).
     try:
-        # foreground(): the outline cache's background parse waits while hooks are served.
+        # foreground(): background work (consumer, outline parse) waits while hooks are served.
         with projects.client_project_scope(data.get("cmem_project")), foreground():
             return adapter.render(hook_event, _dispatch(hook_event))
     except RecursionError:

@@ -72,7 +72,8 @@ def _secret() -> str:
     return secret
 
 
-def _secret_matches(offered: str) -> bool:
+def bearer_matches(offered: str) -> bool:
+    """The Bearer credential offered is the owner's secret (compared in constant time)."""
     expected = _secret()
     return bool(expected) and bool(offered) and hmac.compare_digest(expected, offered)
 
@@ -88,7 +89,7 @@ def is_owner(request: HttpRequest) -> bool:
         return True
     offered = bearer_token(request)
     if offered:
-        return _secret_matches(offered)
+        return bearer_matches(offered)
     session = getattr(request, "session", None)
     mark = _session_mark()
     return bool(mark) and session is not None and session.get(SESSION_KEY) == mark

@@ -11,9 +11,14 @@ from ninja.responses import NinjaJSONEncoder
 JSON_CONTENT_TYPE = "application/json; charset=utf-8"
 
 
+def json_bytes(body: Any) -> bytes:
+    """`body` as ninja renders it (its encoder: datetimes as `…:52.651Z`)."""
+    return json.dumps(body, cls=NinjaJSONEncoder).encode()
+
+
 def json_answer(body: Any) -> HttpResponse:
     """`body` as ninja would render it (its encoder: datetimes as `…:52.651Z`), for the hot
     handlers that build the body themselves instead of having ninja validate it against
     the response schema on every request (issue 19); each one's test pins the body to the
     schema-validated one."""
-    return HttpResponse(json.dumps(body, cls=NinjaJSONEncoder), content_type=JSON_CONTENT_TYPE)
+    return HttpResponse(json_bytes(body), content_type=JSON_CONTENT_TYPE)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -52,9 +53,9 @@ class ErrorOut(Schema):
 _health_bodies: dict[tuple[int, bool], bytes] = {}
 
 
-@router.get("/health", response=HealthOut, exclude_none=True)
-def health(request: HttpRequest) -> HttpResponse:
-    key = (os.getpid(), bool(getattr(request, "cmem_owner", False)))
+def health_body(*, owner: bool) -> bytes:
+    """The /api/health answer; the owner also learns the server's pid."""
+    key = (os.getpid(), owner)
     body = _health_bodies.get(key)
     if body is None:
         answer: dict[str, Any] = {
@@ -63,11 +64,17 @@ def health(request: HttpRequest) -> HttpResponse:
             "version": config.VERSION,
             "protocol": config.PROTOCOL_VERSION,
         }
-        if key[1]:
+        if owner:
             answer["pid"] = key[0]
         body = _health_bodies[key] = json.dumps(
             HealthOut(**answer).dict(exclude_none=True)
         ).encode()
+    return body
+
+
+@router.get("/health", response=HealthOut, exclude_none=True)
+def health(request: HttpRequest) -> HttpResponse:
+    body = health_body(owner=bool(getattr(request, "cmem_owner", False)))
     return HttpResponse(body, content_type=JSON_CONTENT_TYPE)
 
 
@@ -83,38 +90,45 @@ def export(request: HttpRequest, project: str = "") -> dict[str, Any]:
     return dict(memory_export(project=project))
 
 
+def hook_answer(
+    *, platform: str, event: str, size: int, read_body: Callable[[], bytes]
+) -> tuple[int, dict[str, Any]]:
+    """(status, JSON body) of one hook request of `size` bytes, read by `read_body`: the
+    ninja handler and the hot lane (memory/api/hot_lane.py) answer through this."""
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    if limit is not None and size > limit:
+        return 413, {
+            "error": f"hook payload is {size:,} bytes; the limit is {limit:,} (CMEM_MAX_REQUEST_BYTES)"
+        }
+    try:
+        answer = hook_handle(platform=platform, event=event, body=read_body())
+    except RequestDataTooBig:
+        return 413, {
+            "error": f"hook payload exceeds the limit of {limit:,} bytes (CMEM_MAX_REQUEST_BYTES)"
+        }
+    except HookInputError as exc:
+        return 400, {"error": str(exc)}
+    except OperationalError as exc:
+        # SQLite busy past busy_timeout, or the disk full: nothing was stored (the transaction
+        # rolled back); 503 makes the hook client spool the event for a later ingest.
+        log.warning("hook %s/%s not stored: %s", platform, event, exc)
+        return 503, {
+            "error": f"database unavailable ({exc}); the hook client spools capture events"
+        }
+    spool_kick()  # a worker that answers is a worker that can drain what was spooled
+    return 200, answer
+
+
 @router.post(
     "/hooks/{platform}/{event}",
     response={200: dict[str, Any], 400: ErrorOut, 413: ErrorOut, 503: ErrorOut},
 )
 def hook(request: HttpRequest, platform: str, event: str) -> Status[dict[str, Any]]:
     """Run one hook event; the response body is exactly what `cmem hook` prints."""
-    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-    size = int(request.META.get("CONTENT_LENGTH") or 0)
-    if limit is not None and size > limit:
-        return Status(
-            413,
-            {
-                "error": f"hook payload is {size:,} bytes; the limit is {limit:,} (CMEM_MAX_REQUEST_BYTES)"
-            },
-        )
-    try:
-        answer = hook_handle(platform=platform, event=event, body=request.body)
-    except RequestDataTooBig:
-        return Status(
-            413,
-            {
-                "error": f"hook payload exceeds the limit of {limit:,} bytes (CMEM_MAX_REQUEST_BYTES)"
-            },
-        )
-    except HookInputError as exc:
-        return Status(400, {"error": str(exc)})
-    except OperationalError as exc:
-        # SQLite busy past busy_timeout, or the disk full: nothing was stored (the transaction
-        # rolled back); 503 makes the hook client spool the event for a later ingest.
-        log.warning("hook %s/%s not stored: %s", platform, event, exc)
-        return Status(
-            503, {"error": f"database unavailable ({exc}); the hook client spools capture events"}
-        )
-    spool_kick()  # a worker that answers is a worker that can drain what was spooled
-    return Status(200, answer)
+    status, body = hook_answer(
+        platform=platform,
+        event=event,
+        size=int(request.META.get("CONTENT_LENGTH") or 0),
+        read_body=lambda: request.body,
+    )
+    return Status(status, body)

@@ -125,8 +125,13 @@ def observations_by_file(
     or absolute (made relative to the project's known roots)."""
     if not path.strip() or "\0" in path:
         return Status(400, {"error": "path must name a file"})
+    return json_answer(by_file_body(path=path, project=project, limit=limit))
+
+
+def by_file_body(*, path: str, project: str, limit: int) -> dict[str, Any]:
+    """The 200 answer of /api/observations/by-file (the ninja handler and the hot lane)."""
     ranking = file_observations_ranked(path=path, project=project, limit=limit)
-    body = {
+    return {
         "project": project,
         "path": ranking.path,
         "total": ranking.total,
@@ -140,7 +145,6 @@ def observations_by_file(
             for c in ranking.rows
         ],
     }  # fmt: skip
-    return json_answer(body)
 
 
 class GateModeOut(Schema):

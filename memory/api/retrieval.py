@@ -97,7 +97,7 @@ class SearchFilters(Schema):
     )
 
 
-def _kinds(raw: str | None) -> tuple[Kind, ...]:
+def search_kinds(raw: str | None) -> tuple[Kind, ...]:
     if not raw:
         return KINDS
     kinds = tuple(part.strip() for part in raw.split(",") if part.strip())
@@ -107,7 +107,7 @@ def _kinds(raw: str | None) -> tuple[Kind, ...]:
     return kinds  # type: ignore[return-value]
 
 
-def _search_json(out: dict[str, Any], hits: list[dict[str, Any]]) -> HttpResponse:
+def _search_body(out: dict[str, Any], hits: list[dict[str, Any]]) -> dict[str, Any]:
     """The 200 answer as ninja renders `SearchOut`, without validating it again.
 
     Validating 20 hits through ninja's schemas cost ~0.45 ms of a ~2.5 ms search (issue 19);
@@ -125,7 +125,7 @@ def _search_json(out: dict[str, Any], hits: list[dict[str, Any]]) -> HttpRespons
         }
         for hit in hits
     ]  # fmt: skip
-    return json_answer({**out, "results": results})
+    return {**out, "results": results}
 
 
 @router.get("/search", response={200: SearchOut, 400: ErrorOut})
@@ -134,9 +134,14 @@ def search_endpoint(
 ) -> Status[dict[str, Any]] | HttpResponse:
     """Ranked hits, best first (newest first without `q`): an index to pick from, cheaply."""
     try:
-        kinds = _kinds(filters.kind)
+        kinds = search_kinds(filters.kind)
     except ValueError as exc:
         return Status(400, {"error": str(exc)})
+    return json_answer(search_body(filters, kinds))
+
+
+def search_body(filters: SearchFilters, kinds: tuple[Kind, ...]) -> dict[str, Any]:
+    """The 200 answer of a search (the ninja handler and the hot lane, memory/api/hot_lane.py)."""
     types = tuple(t.strip() for t in (filters.type or "").split(",") if t.strip())
     query = SearchQuery(
         text=filters.q, project=filters.project or None, kinds=kinds, types=types, concept=filters.concept or None,
@@ -149,7 +154,7 @@ def search_endpoint(
         "mode": effective_mode(filters.mode),
         "note": mode_note(filters.mode),
     }
-    return _search_json(out, hits)
+    return _search_body(out, hits)
 
 
 class TimelineItemOut(Schema):
@@ -216,7 +221,7 @@ class ObservationsOut(Schema):
     missing: list[int]
 
 
-def _parse_ids(raw: str) -> list[int]:
+def parse_ids(raw: str) -> list[int]:
     parts = [part.strip().lstrip("#") for part in raw.split(",") if part.strip()]
     if not parts:
         raise ValueError("ids is empty: give observation ids, e.g. ids=12,40,7")
@@ -234,15 +239,19 @@ def _parse_ids(raw: str) -> list[int]:
 def observations_by_id(request: HttpRequest, ids: str) -> Status[dict[str, Any]] | HttpResponse:
     """Full observations in the order asked; ids that do not exist are listed in `missing`."""
     try:
-        wanted = _parse_ids(ids)
+        wanted = parse_ids(ids)
     except ValueError as exc:
         return Status(400, {"error": str(exc)})
+    return json_answer(observations_body(wanted))
+
+
+def observations_body(wanted: list[int]) -> dict[str, Any]:
+    """The 200 answer of /api/observations (the ninja handler and the hot lane)."""
     found = _observations_found(wanted)
-    body = {
+    return {
         "observations": [found[pk] for pk in dict.fromkeys(wanted) if pk in found],
         "missing": [pk for pk in dict.fromkeys(wanted) if pk not in found],
     }
-    return json_answer(body)
 
 
 # Observation.as_dict()'s keys and the columns they come from, for the raw read below.
@@ -258,7 +267,7 @@ _JSON_KEYS = frozenset({"facts", "concepts", "files_read", "files_modified"})
 
 def _observations_found(wanted: list[int]) -> dict[int, dict[str, Any]]:
     """`Observation.as_dict()` of each row of `wanted` this request may read, by id, with
-    `created_at` a datetime (as ObservationOut would coerce it; see _search_json).
+    `created_at` a datetime (as ObservationOut would coerce it; see _search_body).
 
     A teammate's token: another user's ids are `missing`, exactly like ids never made
     (`owned`). With no restriction on the local SQLite worker, the columns are read with one

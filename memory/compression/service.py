@@ -43,6 +43,7 @@ from memory.compression.store import ProcessReport, after_store, root, store_obs
 from memory.compression.summaries import summary_compress
 from memory.compression.tooluse import ToolUse, hash_changes
 from memory.models import Event, Prompt, Session
+from memory.service.foreground import quiet_wait
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,7 @@ def session_events_process(*, session_pk: int) -> ProcessReport:
         return report
     batch_size = max(1, config.get_int("CLAUDE_MEM_BATCH_SIZE"))
     while True:
+        quiet_wait()  # in the serving process, each batch lets the hooks in flight finish first
         events, stamp = events_claim(
             session_pk=session_pk, kind=Event.Kind.OBSERVATION, limit=batch_size
         )

@@ -6,6 +6,11 @@ hooks, same periodic tasks, same claims), but this process keeps its signal hand
 `Consumer.start()` would install its own, and only the main thread may do that. Its health
 check (a dead worker thread is replaced) runs on a thread of ours instead of huey's main loop.
 
+Its tasks give way to requests: each starts only once no hook or search is in flight (and
+none for a moment), at most a second later (memory/service/foreground.py), and a
+compression run waits so between its batches (and the serving process's switch interval is
+short: memory/service/server.py).
+
 Durability is unchanged: events live in the database, not in the queue, and a worker
 killed with the process is replaced by the supervisor's restart, whose start-up sweep hands
 its claimed events back (memory/tasks.py).
@@ -20,6 +25,13 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 HEALTH_CHECK_EVERY_S = 10.0
+QUIET_HOOK = "cmem-after-requests"
+
+
+def _after_requests(task: Any) -> None:
+    from memory.service.foreground import quiet_wait
+
+    quiet_wait()
 
 
 class InProcessConsumer:
@@ -36,6 +48,7 @@ class InProcessConsumer:
         options.pop("verbose", None)
         self.huey = HUEY
         self.consumer = HUEY.create_consumer(**options)
+        HUEY.pre_execute(name=QUIET_HOOK)(_after_requests)
         self._stop = threading.Event()
         self._health: threading.Thread | None = None
 
@@ -61,6 +74,7 @@ class InProcessConsumer:
         """Let running tasks finish (up to `timeout`), then record the interrupted ones."""
         self._stop.set()
         self.consumer.stop_flag.set()
+        self.huey.unregister_pre_execute(QUIET_HOOK)
         for _, thread in self.consumer.worker_threads:
             thread.join(timeout)
         self.consumer.scheduler.join(1.0)

@@ -34,6 +34,10 @@ log = logging.getLogger(__name__)
 # Each keeps its own SQLite connection and page cache (cmem_site/settings.py); a hook's
 # request takes a few ms, so 4 serve one user's parallel tool calls without a queue.
 SERVER_THREADS = 4
+# Seconds a thread runs before the interpreter hands over to another that waits (Python's
+# default is 0.005): a request wanting the interpreter back from a busy consumer or parser
+# thread, after each of its SQLite calls, waits at most this (memory/service/foreground.py).
+SWITCH_INTERVAL_S = 0.0005
 # memory.service.credentials.OWNER_SOCKET_ENVIRON, spelled here to stay import-light.
 OWNER_SOCKET_ENVIRON = "cmem.owner_socket"
 
@@ -60,6 +64,21 @@ def tcp_app(app: Callable[..., Iterable[bytes]]) -> Callable[..., Iterable[bytes
         return app(environ, start_response)
 
     return unmarked
+
+
+def served_apps(
+    django_app: Callable[..., Iterable[bytes]], *, host: str, port: int, sock: Path
+) -> list[Listener]:
+    """What each listener serves: the Django app beneath the hot lane, which answers the
+    hooks' and the search's routes itself (memory/api/hot_lane.py, issue 19)."""
+    from memory.api.hot_lane import HotLane
+
+    app = HotLane(django_app)
+    return [
+        (tcp_app(app), (host, port)),
+        # 0600 inside the 0700 data dir: hooks, CLI and MCP connect here.
+        (owner_socket_app(app), sock),
+    ]
 
 
 def _raise_stop(signum: int, frame: object) -> None:
@@ -90,14 +109,11 @@ def main() -> int:
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _raise_stop)
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     address = worker_address()
     threads = int(os.environ.get("CMEM_SERVER_THREADS", str(SERVER_THREADS)))
     sock = socket_path()
-    apps: list[Listener] = [
-        (tcp_app(django_application), (address.host, address.port)),
-        # 0600 inside the 0700 data dir: hooks, CLI and MCP connect here.
-        (owner_socket_app(django_application), sock),
-    ]
+    apps = served_apps(django_application, host=address.host, port=address.port, sock=sock)
     consumer = None
     if os.environ.get("CMEM_WORKER_CONSUMER", "1") != "0":
         consumer = InProcessConsumer()

@@ -81,7 +81,12 @@ def token_required() -> bool:
 
 
 def bearer_token(request: HttpRequest) -> str:
-    scheme, _, value = request.headers.get("Authorization", "").partition(" ")
+    return bearer_value(request.headers.get("Authorization", ""))
+
+
+def bearer_value(authorization: str) -> str:
+    """The credential of an `Authorization: Bearer …` header, or ''."""
+    scheme, _, value = authorization.partition(" ")
     return value.strip() if scheme.lower() == "bearer" else ""
 
 

@@ -18,6 +18,7 @@ from memory.models import LedgerEntry
 from memory.recall import refusal
 from memory.recall.file_views import file_view_record_from_tool
 from memory.retrieval.outline import cache, parse
+from memory.service import foreground
 from tests.factories import SessionFactory
 from tests.memory.gate_helpers import (
     decision,
@@ -239,22 +240,22 @@ def test_the_background_parse_waits_while_a_hook_request_is_served(root) -> None
     request is in flight and none ended within QUIET_S (at most WAIT_MAX_S later)."""
     path = write_file(root, "src/stock.py", text=SOURCE)
     digest = sha(path)
-    with cache.foreground():
+    with foreground.foreground():
         cache.outline_warm(str(path), digest)
-        time.sleep(cache.QUIET_S * 5)
+        time.sleep(foreground.QUIET_S * 5)
         assert cache.outline_cached(digest) is None  # not parsed while the request runs
     ended = time.monotonic()
     cache.outline_drain()
-    assert time.monotonic() - ended >= cache.QUIET_S * 0.9  # and a moment after it ended
+    assert time.monotonic() - ended >= foreground.QUIET_S * 0.9  # and a moment after it ended
     assert "restock" in (cache.outline_cached(digest) or "")
 
 
 def test_a_steady_stream_of_requests_still_gets_its_outline(root, monkeypatch) -> None:
-    monkeypatch.setattr(cache, "WAIT_MAX_S", 0.2)
+    monkeypatch.setattr(foreground, "WAIT_MAX_S", 0.2)
     path = write_file(root, "src/stock.py", text=SOURCE)
     digest = sha(path)
     started = time.monotonic()
-    with cache.foreground():  # never quiet
+    with foreground.foreground():  # never quiet
         cache.outline_warm(str(path), digest)
         cache.outline_drain()
         assert "restock" in (cache.outline_cached(digest) or "")

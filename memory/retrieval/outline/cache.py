@@ -12,8 +12,8 @@ Keyed by content hash, the entry can never be stale: a changed file has another 
 rendered text has no path in it (Outline.render), so two copies of one file share it.
 In memory only, per process, bounded: a restart starts cold and warms again.
 
-The background parse waits until no hook request is in flight (and none came for QUIET_S),
-at most WAIT_MAX_S: it is Python and tree-sitter holding the interpreter lock for 1-5 ms,
+The background parse waits until no hook request is in flight (and none came for a few
+ms; memory/service/foreground.py): it is Python and tree-sitter holding the interpreter lock for 1-5 ms,
 and a request thread wanting the lock back after each SQLite call waited for it. Measured
 in-process, back-to-back refusals of files not outlined yet (`cmem bench lean`'s gate row):
 ~1 ms of each decision's wall time was this wait. Between an agent's tool calls (seconds
@@ -23,16 +23,14 @@ apart) the outline is made as soon as before.
 from __future__ import annotations
 
 import threading
-import time
 from collections import OrderedDict
-from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 
 from memory.retrieval.outline.languages import language_for
 from memory.retrieval.outline.model import OutlineError
 from memory.retrieval.outline.parse import outline_source, read_source
+from memory.service.foreground import quiet_wait
 
 ENTRIES = 512
 # Only files the gate refuses and that parse within a few milliseconds are worth it.
@@ -40,45 +38,10 @@ MAX_BYTES = 256 * 1024
 # A text for "no useful outline" (no grammar, no symbols, unreadable): asked once per hash.
 NONE = ""
 
-# Quiet for this long after the last hook request before a parse starts; a parse waits at
-# most WAIT_MAX_S (a steady stream of requests still gets its outlines, one at a time).
-QUIET_S = 0.02
-WAIT_MAX_S = 1.0
-
 _entries: OrderedDict[str, str] = OrderedDict()
 _pending: dict[str, Future[None]] = {}
 _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
-# Hook requests in flight, and when the last one ended (time.monotonic()).
-_busy = [0, 0.0]
-_busy_lock = threading.Lock()
-
-
-@contextmanager
-def foreground() -> Iterator[None]:
-    """Around a hook request: the outlines wait until none is in flight."""
-    with _busy_lock:
-        _busy[0] += 1
-    try:
-        yield
-    finally:
-        with _busy_lock:
-            _busy[0] -= 1
-            _busy[1] = time.monotonic()
-
-
-def _quiet_wait() -> None:
-    """Sleep until no hook request is in flight and none ended within QUIET_S, or until
-    WAIT_MAX_S have passed."""
-    deadline = time.monotonic() + WAIT_MAX_S
-    while True:
-        with _busy_lock:
-            in_flight, ended = _busy
-        now = time.monotonic()
-        wait = QUIET_S if in_flight else ended + QUIET_S - now
-        if wait <= 0 or now >= deadline:
-            return
-        time.sleep(min(wait, deadline - now))
 
 
 def outline_cached(sha256: str) -> str | None:
@@ -121,7 +84,7 @@ def outline_forget() -> None:
 
 def _make(path: str, sha256: str) -> None:
     try:
-        _quiet_wait()
+        quiet_wait()
         text = outline_text(Path(path), sha256)
     finally:
         with _lock:
