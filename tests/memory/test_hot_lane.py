@@ -34,10 +34,16 @@ pytestmark = pytest.mark.django_db
 HOST = "127.0.0.1:37777"
 
 
+CONNECTION_CHECKS: list[str] = []
+
+
 @pytest.fixture(autouse=True)
-def _keep_the_test_transaction() -> Iterator[None]:
-    """What Django's test client does around a request: the request signals would otherwise
-    close the connection that holds the test's transaction."""
+def _keep_the_test_transaction(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """What Django's test client does around a request: the connections' check would
+    otherwise close the connection that holds the test's transaction. The lane's own call
+    of it is counted instead."""
+    CONNECTION_CHECKS.clear()
+    monkeypatch.setattr(hot_lane, "close_old_connections", lambda: CONNECTION_CHECKS.append("x"))
     signals.request_started.disconnect(close_old_connections)
     signals.request_finished.disconnect(close_old_connections)
     yield
@@ -123,6 +129,16 @@ def ids() -> dict[str, list[int]]:
     return seed()
 
 
+def remembered_file(tmp_path: Path) -> tuple[Path, Path]:
+    """A project with one file that an earlier session modified: (root, file)."""
+    root = tmp_path / "proj"
+    target = write_file(root, "src/worker.py")
+    session = SessionFactory(root=root, session_id="s-old")
+    when = datetime(2026, 4, 5, tzinfo=UTC)
+    make_obs(session, "Fixed pooling", "src/worker.py", created=when, role="modified")
+    return root, target
+
+
 @pytest.mark.parametrize(
     "path,params",
     [
@@ -152,16 +168,7 @@ def test_observations_by_id_and_a_file_s_observations(lane, django_app, ids, tmp
     assert hot == canonical
     assert json.loads(hot[2])["missing"] == [999_999]
 
-    root = tmp_path / "proj"
-    target = write_file(root, "src/worker.py")
-    session = SessionFactory(root=root, session_id="s-a")
-    make_obs(
-        session,
-        "Fixed pooling",
-        "src/worker.py",
-        created=datetime(2026, 4, 5, tzinfo=UTC),
-        role="modified",
-    )
+    root, target = remembered_file(tmp_path)
     for path in ("src/worker.py", str(target)):
         params = {"path": path, "project": "proj", "limit": "5"}
         hot, canonical = both(
@@ -273,16 +280,7 @@ def test_a_hook_is_stored_and_answered_as_django_answers_it(lane, django_app) ->
 
 
 def test_the_gate_decision_through_the_lane(lane, django_app, tmp_path) -> None:
-    root = tmp_path / "proj"
-    target = write_file(root, "src/worker.py")
-    session = SessionFactory(root=root, session_id="s-old")
-    make_obs(
-        session,
-        "Fixed pooling",
-        "src/worker.py",
-        created=datetime(2026, 4, 5, tzinfo=UTC),
-        role="modified",
-    )
+    root, target = remembered_file(tmp_path)
     path = "/api/hooks/claude-code/file-context"
     hot = call(
         lane, environ("POST", path, body=json.dumps(gate_payload(root, target, "s-hot")).encode())
@@ -359,7 +357,12 @@ def test_a_failing_write_is_a_logged_500_with_the_security_headers(
     assert "boom" in caplog.text
 
 
-def test_django_s_request_signals_fire_around_an_answer(lane, django_app) -> None:
+def test_the_connections_are_checked_before_and_after_an_answer(lane, django_app) -> None:
+    call(lane, environ("GET", "/api/health"))
+    assert django_app.calls == [] and CONNECTION_CHECKS == ["x", "x"]
+
+
+def test_a_receiver_of_its_own_gets_the_request_signals(django_app) -> None:
     seen: list[str] = []
 
     def started(**kwargs: object) -> None:
@@ -371,11 +374,16 @@ def test_django_s_request_signals_fire_around_an_answer(lane, django_app) -> Non
     signals.request_started.connect(started)
     signals.request_finished.connect(finished)
     try:
-        call(lane, environ("GET", "/api/health"))
+        served = HotLane(django_app)  # sees a receiver that is not Django's
+        served.headers()
+        django_app.calls.clear()
+        seen.clear()
+        call(served, environ("GET", "/api/health"))
     finally:
         signals.request_started.disconnect(started)
         signals.request_finished.disconnect(finished)
     assert django_app.calls == [] and seen == ["started", "finished"]
+    assert CONNECTION_CHECKS == []  # the signals carry the check instead
 
 
 def test_the_lane_steps_aside_for_a_middleware_list_it_was_not_written_for(
@@ -386,6 +394,12 @@ def test_the_lane_steps_aside_for_a_middleware_list_it_was_not_written_for(
     with caplog.at_level(logging.WARNING, logger="memory.api.hot_lane"):
         served = HotLane(django_app)
     assert not served.enabled and "hot lane off" in caplog.text
+
+
+@pytest.mark.parametrize("setting", ["SECURE_SSL_REDIRECT", "PREPEND_WWW"])
+def test_the_lane_steps_aside_when_django_would_redirect(django_app, settings, setting) -> None:
+    setattr(settings, setting, True)
+    assert not HotLane(django_app).enabled
 
 
 def test_cmem_hot_lane_0_turns_it_off(django_app, monkeypatch) -> None:
