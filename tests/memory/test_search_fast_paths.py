@@ -149,3 +149,32 @@ def test_the_health_body_is_the_schema_validated_one() -> None:
         expected = {"status": "ok", "service": "cmem", "version": config.VERSION,
                     "protocol": config.PROTOCOL_VERSION, **({"pid": os.getpid()} if owner else {})}  # fmt: skip
         assert response.json() == HealthOut(**expected).model_dump(exclude_none=True)
+
+
+@pytest.mark.django_db
+def test_one_kind_read_by_the_rank_statement_equals_the_separate_read() -> None:
+    # A search of one kind's first page reads its rows in the rank's own statement; the
+    # hits are those the rank-then-read path gives (filters, joins, fallback included).
+    from django.db import connection
+
+    from memory.retrieval.search import sqlite
+    from memory.retrieval.search.query import SearchQuery
+
+    if connection.vendor != "sqlite":
+        pytest.skip("the SQLite backend's fast path")
+    seed()
+    queries = [
+        SearchQuery(text="connection pool", kinds=("observation",)),
+        SearchQuery(text="pool", kinds=("observation",), types=("bugfix",), limit=1),
+        SearchQuery(text="connection", kinds=("summary",), project="shop"),
+        SearchQuery(text="why is the pool leaking", kinds=("observation",)),
+        SearchQuery(text="checkout", kinds=("prompt",), project="shop"),
+        SearchQuery(text="migration", kinds=("prompt",)),
+    ]
+    found = 0
+    for query in queries:
+        ranked, match, _ = sqlite.keyword_ranked(query)
+        separate = sqlite._hydrate(ranked[: query.limit], match)
+        assert sqlite.search_sqlite(query) == separate
+        found += bool(separate)
+    assert found >= 4
