@@ -1,6 +1,7 @@
 """Issue 19's fast paths of keyword search give the answers the plain code gave: the
 /api/search body rendered without schema validation equals the validated one, and the
-one-pass highlight equals the per-word reference below (the code it replaced)."""
+one-pass highlight equals the per-word reference below (the code it replaced), and so do
+the offsets it gives without markers."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from memory.retrieval.search.query import (
     HIGHLIGHT_OPEN,
     SNIPPET_TOKENS,
     highlight,
+    highlight_spans,
     marks_split,
 )
 from tests.memory.retrieval_seed import seed
@@ -74,6 +76,16 @@ WORDS = st.lists(st.sampled_from(["cache", "gate", "pool", "é", "ss", "i", "k",
 @given(st.lists(PIECES, max_size=80).map("".join), WORDS, st.sampled_from([16, 3, 1]))
 def test_highlight_equals_the_per_word_reference(text: str, words: list[str], width: int) -> None:
     assert highlight(text, words, width=width) == reference_highlight(text, words, width=width)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(PIECES, max_size=80).map("".join), WORDS, st.sampled_from([16, 3, 1]))
+def test_highlight_spans_are_the_reference_without_its_markers(
+    text: str, words: list[str], width: int
+) -> None:
+    # What SearchHit keeps: the plain snippet and the offsets, with no marker written.
+    plain, spans = highlight_spans(text, words, width=width)
+    assert (plain, tuple(spans)) == marks_split(reference_highlight(text, words, width=width))
 
 
 @given(st.lists(st.sampled_from(["a", "bc", HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE, " "])).map("".join))
@@ -137,3 +149,32 @@ def test_the_health_body_is_the_schema_validated_one() -> None:
         expected = {"status": "ok", "service": "cmem", "version": config.VERSION,
                     "protocol": config.PROTOCOL_VERSION, **({"pid": os.getpid()} if owner else {})}  # fmt: skip
         assert response.json() == HealthOut(**expected).model_dump(exclude_none=True)
+
+
+@pytest.mark.django_db
+def test_one_kind_read_by_the_rank_statement_equals_the_separate_read() -> None:
+    # A search of one kind's first page reads its rows in the rank's own statement; the
+    # hits are those the rank-then-read path gives (filters, joins, fallback included).
+    from django.db import connection
+
+    from memory.retrieval.search import sqlite
+    from memory.retrieval.search.query import SearchQuery
+
+    if connection.vendor != "sqlite":
+        pytest.skip("the SQLite backend's fast path")
+    seed()
+    queries = [
+        SearchQuery(text="connection pool", kinds=("observation",)),
+        SearchQuery(text="pool", kinds=("observation",), types=("bugfix",), limit=1),
+        SearchQuery(text="connection", kinds=("summary",), project="shop"),
+        SearchQuery(text="why is the pool leaking", kinds=("observation",)),
+        SearchQuery(text="checkout", kinds=("prompt",), project="shop"),
+        SearchQuery(text="migration", kinds=("prompt",)),
+    ]
+    found = 0
+    for query in queries:
+        ranked, match, _ = sqlite.keyword_ranked(query)
+        separate = sqlite._hydrate(ranked[: query.limit], match)
+        assert sqlite.search_sqlite(query) == separate
+        found += bool(separate)
+    assert found >= 4

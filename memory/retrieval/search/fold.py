@@ -44,9 +44,12 @@ class HitFold:
 
 def hits_fold(hits: list[SearchHit]) -> list[HitFold]:
     """Folds in rank order: each led by its best-ranked hit."""
+    return _folds(hits, [fold_key(hit) for hit in hits])
+
+
+def _folds(hits: list[SearchHit], keys: list[str]) -> list[HitFold]:
     folds: dict[str, HitFold] = {}
-    for hit in hits:
-        key = fold_key(hit)
+    for hit, key in zip(hits, keys, strict=True):
         if key in folds:
             folds[key].similar.append(hit)
         else:
@@ -55,14 +58,15 @@ def hits_fold(hits: list[SearchHit]) -> list[HitFold]:
 
 
 def hits_with_folds(hits: list[SearchHit]) -> list[dict[str, Any]]:
-    """Every hit as the API returns it, in rank order, with its fold."""
-    folds = hits_fold(hits)
+    """Every hit as the API returns it, in rank order, with its fold (each key computed
+    once: it was a third of this function's time, on a search's hot path)."""
+    keys = [fold_key(hit) for hit in hits]
+    folds = _folds(hits, keys)
     size = {f.key: f.size for f in folds}
     leads = {id(f.lead) for f in folds}
     out = []
-    for hit in hits:
-        key = fold_key(hit)
-        out.append(
-            hit.as_dict() | {"fold": key, "fold_size": size[key], "fold_lead": id(hit) in leads}
-        )
+    for hit, key in zip(hits, keys, strict=True):
+        row = hit.as_dict()
+        row["fold"], row["fold_size"], row["fold_lead"] = key, size[key], id(hit) in leads
+        out.append(row)
     return out

@@ -6,6 +6,7 @@ returned is read and highlighted.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +19,7 @@ from memory.retrieval.search.query import (
     as_datetime,
     file_match_params,
     fts_terms,
-    highlight,
+    highlight_spans,
     hit_files,
     query_words,
 )
@@ -33,6 +34,16 @@ _SUMMARY_WEIGHTS = (
 # 30,000 rows would cost ~100 ms to rank in full, and when a word is everywhere the recent
 # rows are the better answer. Words rarer than the window are ranked over every match.
 RANK_WINDOW = 1000
+# ...and only the newest COMMON_WINDOW when the query matches at least half of the kind's
+# newest 2 * COMMON_WINDOW rows (`_window`). Every term is then in most recent rows,
+# where bm25's idf is ~0 (FTS5 clamps it to 1e-6 once a term is in half the rows): the
+# order within the window is term frequency over recency, and its head comes from the
+# newest rows either way. bm25 costs ~1 µs a row ranked on top of its idf (a read of each
+# term's whole doclist): at 10k, ranking 1,000 rows was 1.0 of its 1.5 ms (issue 19).
+COMMON_WINDOW = 100
+# The probe runs for all-words matches of at most this many terms, none a prefix
+# (`_worth_probing`): what it costs the other matches is about what it saves these.
+PROBE_TERMS = 4
 
 
 @dataclass
@@ -180,10 +191,17 @@ def _filters(kind: Kind, query: SearchQuery, *, in_fts: bool = False) -> _Sql:
     )
 
 
-def _hit(kind: Kind, row: tuple[Any, ...], score: float, snippet: str) -> SearchHit:
+def _hit(
+    kind: Kind,
+    row: tuple[Any, ...],
+    score: float,
+    snippet: str,
+    highlights: tuple[tuple[int, int], ...] = (),
+) -> SearchHit:
     return SearchHit(
         id=row[0], kind=kind, title=row[1] or "", project=row[2], created_at=as_datetime(row[3]), type=row[4],
         session=row[5], files=hit_files(row[6], row[7]), tokens=int(row[8]), score=score, snippet=snippet or "",
+        highlights=highlights,
     )  # fmt: skip
 
 
@@ -216,9 +234,29 @@ def _fts_filters(kind: Kind, query: SearchQuery) -> str:
     return "".join(f" AND {part}" for part in parts)
 
 
-def _ranked(kind: Kind, query: SearchQuery, terms: str) -> list[tuple[float, Kind, int]]:
-    """(score, kind, id) of the best matches among the newest RANK_WINDOW of this kind,
-    ranked by bm25 alone: the doclists carry all it needs, no row is read."""
+def _window(k: _KindSql, source: str) -> str:
+    """SQL for how many of the newest matches to rank: COMMON_WINDOW when at least that many
+    are among the kind's newest 2 * COMMON_WINDOW rows (the match is dense), else
+    RANK_WINDOW. The probe reads only those newest rows' doclist entries, so a sparse match
+    costs it no scan."""
+    recent = f"SELECT id FROM {k.table} ORDER BY id DESC LIMIT 1 OFFSET {2 * COMMON_WINDOW - 1}"
+    # Fewer rows than that: every row is among the newest.
+    probe = f"SELECT 1 {source} AND {k.fts}.rowid >= coalesce(({recent}), 0) LIMIT {COMMON_WINDOW}"
+    return (
+        f"CASE WHEN (SELECT count(*) FROM ({probe})) = {COMMON_WINDOW} "
+        f"THEN {COMMON_WINDOW} ELSE {RANK_WINDOW} END"
+    )
+
+
+def _ranked(
+    kind: Kind, query: SearchQuery, terms: str, *, probe: bool = False, rows: bool = False
+) -> list[tuple[Any, ...]]:
+    """(score, kind, id) of the best matches among the newest RANK_WINDOW of this kind
+    (COMMON_WINDOW when `probe` finds the match dense), ranked by bm25 alone: the doclists
+    carry all it needs, no row is read. One statement: the density probe is its LIMIT.
+
+    `rows`: (score, kind, id, row), the row's columns and snippet text read by the same
+    statement, for a search whose every ranked row is a row it returns (`search_sqlite`)."""
     from django.db import connection
 
     k, filters = _KIND_SQL[kind], _filters(kind, query, in_fts=True)
@@ -228,17 +266,33 @@ def _ranked(kind: Kind, query: SearchQuery, terms: str) -> list[tuple[float, Kin
         if filters.where
         else ""
     )
+    source = f"FROM {k.fts}{join} WHERE {k.fts} MATCH %s{filters.sql}"
+    source_params = [f"({terms}){_fts_filters(kind, query)}", *filters.params]
+    page = query.limit + query.offset
+    # A page past the small window keeps the large one, so no page is cut short.
+    probe = probe and page <= COMMON_WINDOW
+    window = _window(k, source) if probe else str(RANK_WINDOW)
     rank_sql = (
         f"SELECT rowid, score FROM (SELECT {k.fts}.rowid AS rowid, -bm25({k.fts}, {k.weights}) AS score "
-        f"FROM {k.fts}{join} WHERE {k.fts} MATCH %s{filters.sql} ORDER BY {k.fts}.rowid DESC LIMIT {RANK_WINDOW}) "
-        f"ORDER BY score DESC LIMIT %s"
+        f"{source} ORDER BY {k.fts}.rowid DESC LIMIT ({window})) ORDER BY score DESC LIMIT %s"
     )
+    params = [*source_params, *(source_params if probe else ()), page]
     with connection.cursor() as cursor:
+        if not rows:
+            cursor.execute(rank_sql, params)
+            return [(float(score), kind, int(pk)) for pk, score in cursor.fetchall()]
         cursor.execute(
-            rank_sql,
-            [f"({terms}){_fts_filters(kind, query)}", *filters.params, query.limit + query.offset],
+            f"SELECT r.score, {k.columns}, {k.snippet_source} FROM ({rank_sql}) r "
+            f"CROSS JOIN {k.table} {k.alias} ON {k.alias}.id = r.rowid{k.join}",
+            params,
         )
-        return [(float(score), kind, int(pk)) for pk, score in cursor.fetchall()]
+        return [(float(row[0]), kind, int(row[1]), row[1:]) for row in cursor.fetchall()]
+
+
+def _highlighted(kind: Kind, row: tuple[Any, ...], score: float, words: list[str]) -> SearchHit:
+    """The hit of a row read as `_KindSql.columns` then its snippet text."""
+    snippet, spans = highlight_spans(row[9] or "", words)
+    return _hit(kind, row, score, snippet, tuple(spans))
 
 
 def _hydrate(page: list[tuple[float, Kind, int]], terms: str) -> list[SearchHit]:
@@ -257,27 +311,43 @@ def _hydrate(page: list[tuple[float, Kind, int]], terms: str) -> list[SearchHit]
             if not scores:
                 continue
             k = _KIND_SQL[kind]
-            ids = ", ".join(str(pk) for pk in scores)
+            # The ids as one JSON parameter: the statement's text stays the same, so SQLite
+            # prepares it once (ids spelled into the text cost a prepare a search, ~60 µs).
             cursor.execute(
-                f"SELECT {k.columns}, {k.snippet_source} FROM {k.table} {k.alias}{k.join} WHERE {k.alias}.id IN ({ids})"
+                f"SELECT {k.columns}, {k.snippet_source} FROM {k.table} {k.alias}{k.join} "
+                f"WHERE {k.alias}.id IN (SELECT value FROM json_each(%s))",
+                [json.dumps(list(scores))],
             )
             for row in cursor.fetchall():
-                found[(kind, row[0])] = _hit(
-                    kind, row[:9], scores[row[0]], highlight(row[9] or "", words)
-                )
+                found[(kind, row[0])] = _highlighted(kind, row, scores[row[0]], words)
     # A row deleted between the two reads simply drops out.
     return [found[(kind, pk)] for _, kind, pk in page if (kind, pk) in found]
+
+
+def _worth_probing(terms: list[str]) -> bool:
+    """Whether the density probe may pay for itself: it opens the match a second time, at
+    ~50 µs a term at 100k rows, and a prefix term merges every word it covers each time
+    (~1 ms at 100k). A match of more than PROBE_TERMS terms is seldom dense (each term must
+    be in half the recent rows). Only the all-words match is probed: an any-word match is
+    dense when one word is common, while its rare words carry the rank."""
+    return len(terms) <= PROBE_TERMS and not any(term.endswith("*") for term in terms)
 
 
 def keyword_ranked(query: SearchQuery) -> tuple[list[tuple[float, Kind, int]], str, bool]:
     """(score, kind, id) best first for the first `offset + limit` rows, the FTS match used,
     and whether every term matched (False: the any-word fallback answered)."""
+    return _keyword(query, rows=False)
+
+
+def _keyword(query: SearchQuery, *, rows: bool) -> tuple[list[tuple[Any, ...]], str, bool]:
+    """`keyword_ranked`, each with its row when `rows` (`_ranked`)."""
     kinds = [kind for kind in KINDS if query.wants(kind)]
     terms = fts_terms(query.text)
     if not terms:
         return [], "", True
     match = " ".join(terms)
-    ranked = [row for kind in kinds for row in _ranked(kind, query, match)]
+    probe = _worth_probing(terms)
+    ranked = [row for kind in kinds for row in _ranked(kind, query, match, probe=probe, rows=rows)]
     strict = True
     if not ranked and len(terms) > 1:
         # Natural-language questions rarely have every word in one row: widen to any word
@@ -285,7 +355,7 @@ def keyword_ranked(query: SearchQuery) -> tuple[list[tuple[float, Kind, int]], s
         # rarer, words first.
         words = [term for term in terms if term.strip('"*').lower() not in STOPWORDS] or terms
         match = " OR ".join(words)
-        ranked = [row for kind in kinds for row in _ranked(kind, query, match)]
+        ranked = [row for kind in kinds for row in _ranked(kind, query, match, rows=rows)]
         strict = False
     # Equal scores: the newer row (higher id) first.
     ranked.sort(key=lambda row: (row[0], row[2]), reverse=True)
@@ -303,6 +373,12 @@ def search_sqlite(query: SearchQuery) -> list[SearchHit]:
         hits = [hit for kind in kinds for hit in _recent(kind, query)]
         hits.sort(key=lambda hit: (hit.created_at, hit.id), reverse=True)
         return hits[query.offset : query.offset + query.limit]
+    if not query.offset and sum(query.wants(kind) for kind in KINDS) == 1:
+        # One kind, first page: every row ranked is a row returned, so the rank's statement
+        # reads them (one statement a search: the separate read was ~0.1 ms of 1.5 at 10k).
+        ranked, match, _ = _keyword(query, rows=True)
+        words = query_words(match)
+        return [_highlighted(kind, row, score, words) for score, kind, _, row in ranked]
     ranked, match, _ = keyword_ranked(query)
     return _hydrate(ranked[query.offset : query.offset + query.limit], match)
 
