@@ -15,7 +15,7 @@ from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Schema, Status
 from pydantic import Field
 
-from memory import config
+from memory import config, db
 from memory.api import json_answer
 from memory.housekeeping.forget import ForgetError, ForgetRequest, observations_forget
 from memory.models import Observation
@@ -283,11 +283,10 @@ def _observations_found(wanted: list[int]) -> dict[int, dict[str, Any]]:
         return found
     columns = ", ".join(column for _, column in _AS_DICT_COLUMNS)
     marks = ", ".join(["%s"] * len(wanted))
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT {columns} FROM {Observation._meta.db_table} WHERE id IN ({marks})", wanted
-        )
-        records = cursor.fetchall()
+    # db.rows: the sqlite3 connection itself, with the checks of Django's cursor.
+    records = db.rows(
+        f"SELECT {columns} FROM {Observation._meta.db_table} WHERE id IN ({marks})", wanted
+    )
     found = {}
     for record in records:
         row = {
