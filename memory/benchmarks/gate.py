@@ -294,16 +294,7 @@ def child_profile(runs: int, project_dir: str, event: str = "file-context") -> d
         sent[0] += 1
         if event == "observation":
             return _observation(sent[0])
-        return json.dumps(
-            {
-                "session_id": f"gate-{uuid.uuid4().hex}",
-                "cwd": project_dir,
-                "hook_event_name": "PreToolUse",
-                "tool_name": "Read",
-                "tool_input": {"file_path": f"{project_dir}/{_rel(rng.randrange(FILES))}"},
-                "tool_use_id": "toolu_bench",
-            }
-        ).encode()
+        return _first_read(project_dir, rng)
 
     def once() -> tuple[float, float]:
         data = body()
@@ -330,6 +321,20 @@ def child_profile(runs: int, project_dir: str, event: str = "file-context") -> d
     }
 
 
+def _first_read(project_dir: str, rng: random.Random) -> bytes:
+    """A PreToolUse Read of a random seeded file, as a new session's first tool use."""
+    return json.dumps(
+        {
+            "session_id": f"gate-{uuid.uuid4().hex}",
+            "cwd": project_dir,
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Read",
+            "tool_input": {"file_path": f"{project_dir}/{_rel(rng.randrange(FILES))}"},
+            "tool_use_id": "toolu_bench",
+        }
+    ).encode()
+
+
 def child_hooks(runs: int, project_dir: str) -> dict[str, Any]:
     """The service alone, as the worker's raw WSGI lane calls it: memory.hooks.hook_handle
     for `file-context` (a new session's first Read of a file with history) and `observation`
@@ -346,15 +351,9 @@ def child_hooks(runs: int, project_dir: str) -> dict[str, Any]:
     sent = [0]
 
     def file_context() -> None:
-        body = {
-            "session_id": f"gate-{uuid.uuid4().hex}",
-            "cwd": project_dir,
-            "hook_event_name": "PreToolUse",
-            "tool_name": "Read",
-            "tool_input": {"file_path": f"{project_dir}/{_rel(rng.randrange(FILES))}"},
-            "tool_use_id": "toolu_bench",
-        }
-        hook_handle(platform="claude-code", event="file-context", body=json.dumps(body).encode())
+        hook_handle(
+            platform="claude-code", event="file-context", body=_first_read(project_dir, rng)
+        )
 
     def observation() -> None:
         sent[0] += 1
