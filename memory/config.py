@@ -355,9 +355,8 @@ def load() -> dict[str, str]:
     return dict(cached)
 
 
-# One hook request's settings (memory.hooks.hook_handle): the services a hook runs load the
-# settings at several places (the gate decision four times, ~25 us each: a stat of the file
-# and a scan of the environment), and one request must not see two versions anyway.
+# One hook request's settings (memory.hooks.hook_handle): its services load them at several
+# places (a gate decision four times, ~25 us each), and one request must see one version.
 _snapshot: ContextVar[dict[str, str] | None] = ContextVar("cmem_settings_snapshot", default=None)
 
 

@@ -59,14 +59,13 @@ from memory.api.retrieval import (
 )
 from memory.owner_auth import bearer_matches
 from memory.projects import request_remote_scope
+from memory.service.credentials import OWNER_SOCKET_ENVIRON
 from memory.service.foreground import foreground
 from memory.team.auth import bearer_value, token_required
 
 log = logging.getLogger(__name__)
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
-# memory.service.credentials.OWNER_SOCKET_ENVIRON (the server sets it from the listener).
-OWNER_SOCKET_ENVIRON = "cmem.owner_socket"
 # The middleware the lane was checked against: each either adds headers (probed), or is one
 # whose decision the lane makes itself (host, cross-site, token, owner), or does nothing on
 # an API call (static files, sessions without a cookie, csrf, messages).
