@@ -41,7 +41,10 @@ HOOKS: list[tuple[str, str | None, str, int]] = [
     # Codex clamps SessionEnd to 3 s whatever is asked.
     ("SessionEnd", None, "session-end", 3),
 ]
-APP_SERVER_TIMEOUT_S = 20.0
+# How long `cmem install --codex` waits for each answer of `codex app-server` while it
+# records trust. The first start of a freshly installed Codex (a ~420 MB native binary, cold
+# on disk) took over 20 s once on this machine's CI while its warm starts take about one.
+APP_SERVER_TIMEOUT_S = 60.0
 
 
 class CodexTrustError(Exception):
