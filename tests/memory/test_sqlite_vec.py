@@ -13,6 +13,8 @@ import json
 import logging
 import os
 import sqlite3
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -335,3 +337,36 @@ def test_auto_measures_again_when_the_store_has_grown(
     store.embed_pending()  # twice the vectors it was measured at
     vector_index.choice("observation", model.version, model.dim)
     assert measured == [2 * len(rows)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_auto_measures_in_the_background_while_the_scan_answers(
+    vec: None, rows: dict[str, int], use: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No search waits for the measure (the copy of 100k vectors takes seconds to build)."""
+    from huey.contrib.djhuey import HUEY
+
+    model = get_model()
+    use("auto")
+    monkeypatch.setattr(HUEY, "immediate", False)
+    started, release = threading.Event(), threading.Event()
+    real = vector_index._measure
+
+    def held(*args: Any) -> Any:
+        started.set()
+        release.wait(30)
+        return real(*args)
+
+    monkeypatch.setattr(vector_index, "_measure", held)
+    assert vector_index.choice("observation", model.version, model.dim) == "scan"
+    assert started.wait(30)
+    assert _hits(text=QUERIES[0], mode="semantic")  # answered by the scan meanwhile
+    assert len(vector_index._measuring) == 1  # one measure, however many searches
+    release.set()
+    for _ in range(300):
+        if not vector_index._measuring:
+            break
+        time.sleep(0.1)
+    decided = vector_index.recorded()["observation"]
+    assert decided["count"] == len(rows)
+    assert vector_index.choice("observation", model.version, model.dim) == decided["choice"]

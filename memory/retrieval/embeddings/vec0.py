@@ -75,6 +75,12 @@ def loadable() -> bool:
     return not unavailable_reason()
 
 
+def version() -> str:
+    import sqlite_vec
+
+    return str(sqlite_vec.__version__)
+
+
 def _load_extension(conn: sqlite3.Connection) -> None:
     import sqlite_vec
 
@@ -298,6 +304,31 @@ def _knn(kind: Kind, query: np.ndarray, k: int) -> list[tuple[int, float]]:
     return [(r[0], 1.0 - r[1]) for r in rows.fetchall()]
 
 
+def _live_vectors(kind: Kind, model: str, ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, float32 vectors) of these rows' live vectors, read from `memory_embedding`.
+
+    One probe of the (kind, object_id) unique index per id, forced by the CROSS JOIN: with
+    hundreds of ids in an `IN (...)`, SQLite chose the (kind, model) index instead and read
+    every vector of the kind (70 ms for 800 ids at 100k rows, against 2 ms)."""
+    import json
+
+    import numpy as np
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT e.object_id, e.vector FROM json_each(%s) AS j CROSS JOIN memory_embedding "
+            "AS e WHERE e.kind = %s AND e.object_id = j.value AND e.model = %s",
+            [json.dumps(ids), kind, model],
+        )
+        rows = cursor.fetchall()
+    if not rows:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
+    found = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    blob = b"".join(bytes(r[1]) for r in rows)
+    vectors = np.frombuffer(blob, dtype=np.float16).reshape(len(rows), -1).astype(np.float32)
+    return found, vectors
+
+
 def _rescored(
     kind: Kind, model: str, query: np.ndarray, ids: list[int], *, from_copy: bool
 ) -> list[tuple[float, int]]:
@@ -306,9 +337,7 @@ def _rescored(
     the last sync, and is purged from the copy now."""
     import numpy as np
 
-    parts = [index.vectors_of(kind, model, ids[i : i + MAX_K]) for i in range(0, len(ids), MAX_K)]
-    parts = [(pks, vecs) for pks, vecs in parts if len(pks)]  # at most MAX_K ids a statement
-    found = np.concatenate([pks for pks, _ in parts]) if parts else np.zeros(0, dtype=np.int64)
+    found, vectors = _live_vectors(kind, model, ids)
     gone = set(ids) - {int(pk) for pk in found} if from_copy else set()
     if gone:
         conn = _conn()
@@ -317,7 +346,7 @@ def _rescored(
         conn.execute("COMMIT")
     if not len(found):
         return []
-    scores = np.concatenate([vecs @ query.astype(np.float32) for _, vecs in parts])
+    scores = vectors @ query.astype(np.float32)
     return [(float(s), int(pk)) for s, pk in zip(scores, found, strict=True)]
 
 
