@@ -370,3 +370,40 @@ def test_auto_measures_in_the_background_while_the_scan_answers(
     decided = vector_index.recorded()["observation"]
     assert decided["count"] == len(rows)
     assert vector_index.choice("observation", model.version, model.dim) == decided["choice"]
+
+
+def test_a_damaged_or_deleted_copy_is_built_again(
+    vec: None, rows: dict[str, int], use: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The copy is derived: a deleted file, or one that is not a database, is rebuilt."""
+    use("scan")
+    expected = _hits(text=QUERIES[1], mode="semantic")
+    use("sqlite-vec")
+    assert _hits(text=QUERIES[1], mode="semantic") == expected
+    monkeypatch.setattr(vec0, "_local", threading.local())  # a new process
+    vec0.path().unlink()
+    assert _hits(text=QUERIES[1], mode="semantic") == expected
+    assert _held_in_file() == set(rows.values())
+    monkeypatch.setattr(vec0, "_local", threading.local())
+    for suffix in ("", "-wal", "-shm"):
+        vec0.path().with_name(vec0.path().name + suffix).unlink(missing_ok=True)
+    vec0.path().write_bytes(b"not a database" * 100)
+    assert _hits(text=QUERIES[1], mode="semantic") == expected
+    assert _held_in_file() == set(rows.values())
+
+
+def test_an_error_from_sqlite_vec_falls_back_to_the_scan_and_says_so(
+    vec: None, rows: dict[str, int], use: Any, monkeypatch: pytest.MonkeyPatch, caplog: Any
+) -> None:
+    use("scan")
+    expected = _hits(text=QUERIES[1], mode="semantic")
+    use("sqlite-vec")
+
+    def broken(*args: Any) -> Any:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(vec0, "_knn", broken)
+    monkeypatch.setattr(vector_index, "_logged", set())
+    with caplog.at_level(logging.WARNING, logger="memory.retrieval.embeddings.vector_index"):
+        assert _hits(text=QUERIES[1], mode="semantic") == expected
+    assert any("disk I/O error" in r.getMessage() for r in caplog.records)

@@ -117,13 +117,30 @@ _local = threading.local()
 
 
 def _conn() -> sqlite3.Connection:
-    """This thread's connection to the derived file (sqlite3 connections are per thread)."""
+    """This thread's connection to the derived file (sqlite3 connections are per thread).
+    A file that is not a database (damaged, truncated) is deleted and made anew: it holds
+    nothing that `memory_embedding` does not."""
     target = path()
     conns: dict[Path, sqlite3.Connection] = _local.__dict__.setdefault("conns", {})
     conn = conns.get(target)
     if conn is None:
         target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        conn = sqlite3.connect(target, isolation_level=None, check_same_thread=True)
+        try:
+            conn = _open(target)
+        except sqlite3.DatabaseError as exc:
+            log.warning("vector index: %s is damaged (%s); building it again", target, exc)
+            for suffix in ("", "-wal", "-shm"):
+                target.with_name(target.name + suffix).unlink(missing_ok=True)
+            conn = _open(target)
+        for other in [p for p in conns if p != target]:  # tests switch data dirs constantly
+            conns.pop(other).close()
+        conns[target] = conn
+    return conn
+
+
+def _open(target: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(target, isolation_level=None, check_same_thread=True)
+    try:
         with contextlib.suppress(OSError):
             os.chmod(target, 0o600)
         _load_extension(conn)
@@ -139,9 +156,9 @@ def _conn() -> sqlite3.Connection:
         if row is None or row[0] != identity:
             _wipe(conn)
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('source', ?)", [identity])
-        for other in [p for p in conns if p != target]:  # tests switch data dirs constantly
-            conns.pop(other).close()
-        conns[target] = conn
+    except BaseException:
+        conn.close()
+        raise
     return conn
 
 
