@@ -407,3 +407,17 @@ def test_an_error_from_sqlite_vec_falls_back_to_the_scan_and_says_so(
     with caplog.at_level(logging.WARNING, logger="memory.retrieval.embeddings.vector_index"):
         assert _hits(text=QUERIES[1], mode="semantic") == expected
     assert any("disk I/O error" in r.getMessage() for r in caplog.records)
+
+
+def test_cmem_doctor_names_the_vector_index(
+    rows: dict[str, int], use: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory.service.doctor import _search_checks
+
+    monkeypatch.setattr(vec0, "unavailable_reason", lambda: "no extension loading (test)")
+    use("sqlite-vec")
+    check = _search_checks()[-1]
+    assert check.status == "warn" and "no extension loading (test)" in check.what
+    assert "CLAUDE_MEM_VECTOR_INDEX" in check.fix
+    use("scan")
+    assert _search_checks()[-1].what == "vector index: scan (CLAUDE_MEM_VECTOR_INDEX=scan)"
