@@ -12,7 +12,8 @@ unfiltered (one matrix-vector product), and only the nearest few candidates abov
 similarity floor are checked against the project, the viewer and the index in one read.
 The filtered scan the search service would run (every id of the project read first: 7 of
 the 16 ms this took at 10k) is the fallback, for a project whose rows are outnumbered in
-the nearest `DEPTHS[-1]` by other projects' rows.
+the nearest `WIDE_DEPTH` by other projects' rows, and team mode's path (PostgreSQL:
+pgvector's index or the bounded scan, never every user's vectors in this process).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.db import connection
 from django.db.models import QuerySet
 
 from memory import config
@@ -88,11 +90,15 @@ def _nearest_notes(session: Session, text: str, limit: int) -> list[_Note]:
     from memory.retrieval.embeddings import index
     from memory.retrieval.embeddings.model import get_model
 
+    shown = index_shown(session)
+    if connection.vendor != "sqlite":
+        # Team mode: the search service's own path (pgvector's index, or the bounded
+        # fallback scan), never every user's vectors held in this process.
+        return _filtered(session, text, limit, shown)
     model = get_model()
     vector = model.embed([text])[0]
     if not vector.any():
         return []
-    shown = index_shown(session)
     depth = limit + FIRST_EXTRA
     near = index.nearest("observation", model.version, vector, k=depth, min_score=MIN_SIMILARITY)
     ranked = [pk for _, pk in near]
