@@ -78,7 +78,7 @@ run: runtime
 # Team mode (issue 9): the backend-sensitive suites run a second time on PostgreSQL + Redis.
 TEAM_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/cmem
 TEAM_QUEUE_URL ?= redis://127.0.0.1:6379/0
-TEAM_TESTS = $(wildcard tests/memory/test_search.py tests/memory/test_gate.py tests/memory/test_gate_adaptive.py tests/memory/test_context.py tests/memory/test_compiled_insert.py tests/memory/test_capture.py tests/memory/test_tasks.py tests/test_smoke.py tests/smoke) tests/team
+TEAM_TESTS = $(wildcard tests/memory/test_search.py tests/memory/test_gate.py tests/memory/test_gate_adaptive.py tests/memory/test_context.py tests/memory/test_compiled_insert.py tests/memory/test_capture.py tests/memory/test_tasks.py tests/memory/test_prompt_recall.py tests/test_smoke.py tests/smoke) tests/team
 
 test: setup
 	$(PY) -m pytest --ignore=tests/team $(PYTEST_ARGS)
