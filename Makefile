@@ -56,7 +56,7 @@ setup: $(DEV_STAMP)
 EXT_PYTHON ?= /usr/bin/python3
 EXT_VENV ?= .venv-ext
 EXT_STAMP := $(EXT_VENV)/.dev-stamp
-EXT_TESTS = tests/memory/test_sqlite_vec.py tests/memory/test_semantic_search.py
+EXT_TESTS = tests/memory/test_sqlite_vec.py tests/memory/test_semantic_search.py tests/memory/test_prompt_recall.py
 $(EXT_STAMP): VENV := $(EXT_VENV)
 $(EXT_STAMP): PYTHON := $(EXT_PYTHON)
 $(EXT_STAMP): PY := $(EXT_VENV)/bin/python

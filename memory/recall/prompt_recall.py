@@ -8,7 +8,8 @@ session (the project's newest `CLAUDE_MEM_CONTEXT_OBSERVATIONS` from before it s
 
 It is on the hook's path, so it does the least a correct answer needs: the prompt is
 embedded (the server loads the model at start), the whole kind's matrix is scanned
-unfiltered (one matrix-vector product), and only the nearest few candidates above the
+unfiltered (one matrix-vector product; sqlite-vec's copy where `auto` chose it, see
+`embeddings.vector_index`), and only the nearest few candidates above the
 similarity floor are checked against the project, the viewer and the index in one read.
 The filtered scan the search service would run (every id of the project read first: 7 of
 the 16 ms this took at 10k) is the fallback, for a project whose rows are outnumbered in
@@ -87,7 +88,7 @@ def related_notes(*, session: Session, text: str) -> str:
 def _nearest_notes(session: Session, text: str, limit: int) -> list[_Note]:
     """Up to `limit` notes, nearest first: earlier sessions of this project, readable by the
     viewer, not shown by this session's index, at or above MIN_SIMILARITY."""
-    from memory.retrieval.embeddings import index
+    from memory.retrieval.embeddings import vector_index
     from memory.retrieval.embeddings.model import get_model
 
     shown = index_shown(session)
@@ -100,7 +101,9 @@ def _nearest_notes(session: Session, text: str, limit: int) -> list[_Note]:
     if not vector.any():
         return []
     depth = limit + FIRST_EXTRA
-    near = index.nearest("observation", model.version, vector, k=depth, min_score=MIN_SIMILARITY)
+    near = vector_index.nearest(
+        "observation", model.version, vector, k=depth, min_score=MIN_SIMILARITY
+    )
     ranked = [pk for _, pk in near]
     notes = {
         obs.pk: _note(obs)
@@ -109,7 +112,7 @@ def _nearest_notes(session: Session, text: str, limit: int) -> list[_Note]:
     }
     if len(notes) >= limit or len(near) < depth:  # enough, or every row above the floor
         return [notes[pk] for pk in ranked if pk in notes][:limit]
-    near = index.nearest(
+    near = vector_index.nearest(
         "observation", model.version, vector, k=WIDE_DEPTH, min_score=MIN_SIMILARITY
     )
     picked = _pick(session, [pk for _, pk in near], shown, limit)
