@@ -302,7 +302,7 @@ def sync(kind: Kind, model: str, dim: int) -> int:
 
 
 def held_ids(kind: Kind) -> set[int]:
-    """The object ids whose vectors the copy holds (tests and `cmem doctor` read it)."""
+    """The object ids whose vectors the copy holds (what a purge must have removed)."""
     vec, _ = _tables(kind)
     try:
         return {r[0] for r in _conn().execute(f"SELECT object_id FROM {vec}").fetchall()}
@@ -404,12 +404,3 @@ def nearest(
             want = min(count, MAX_K, want * 4)
     scored.sort(key=lambda pair: pair[0], reverse=True)
     return [pair for pair in scored[:k] if pair[0] > min_score]
-
-
-def stats() -> dict[str, Any]:
-    """What the copy holds per kind (for `cmem doctor`)."""
-    try:
-        rows = _conn().execute("SELECT kind, model, count FROM synced").fetchall()
-    except sqlite3.Error:
-        return {}
-    return {kind: {"model": model, "count": count} for kind, model, count in rows}
