@@ -48,6 +48,28 @@ $(DEV_STAMP): pyproject.toml
 runtime: $(RUNTIME_STAMP)
 setup: $(DEV_STAMP)
 
+# The sqlite-vec path of search by meaning (issue 18) needs a Python whose sqlite3 can load
+# extensions; many (this machine's pyenv build among them) lack `enable_load_extension`, and
+# Debian's /usr/bin/python3 has it. A second venv made from it runs the sqlite-vec tests,
+# which fail there (CMEM_SQLITE_VEC_REQUIRED=1) rather than skip when the extension cannot
+# load; under $(VENV) the same file tests the fallback to the scan.
+EXT_PYTHON ?= /usr/bin/python3
+EXT_VENV ?= .venv-ext
+EXT_STAMP := $(EXT_VENV)/.dev-stamp
+EXT_TESTS = tests/memory/test_sqlite_vec.py tests/memory/test_semantic_search.py tests/memory/test_prompt_recall.py
+$(EXT_STAMP): VENV := $(EXT_VENV)
+$(EXT_STAMP): PYTHON := $(EXT_PYTHON)
+$(EXT_STAMP): PY := $(EXT_VENV)/bin/python
+$(EXT_STAMP): pyproject.toml
+	$(call venv_install,-e '.[dev]')
+	@touch $(EXT_STAMP)
+
+test-sqlite-vec:
+	@if [ -x $(EXT_PYTHON) ]; then \
+	  $(MAKE) --no-print-directory $(EXT_STAMP) && \
+	  CMEM_SQLITE_VEC_REQUIRED=1 $(EXT_VENV)/bin/python -m pytest $(EXT_TESTS) $(PYTEST_ARGS); \
+	else echo "make: $(EXT_PYTHON) not found, so the sqlite-vec tests did not run (EXT_PYTHON=...)"; fi
+
 # When a worker already runs, `cmem serve` says where and exits 0. Otherwise it migrates,
 # creates the local admin login on first run, then starts: one Django start, not three.
 run: runtime
@@ -56,10 +78,11 @@ run: runtime
 # Team mode (issue 9): the backend-sensitive suites run a second time on PostgreSQL + Redis.
 TEAM_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/cmem
 TEAM_QUEUE_URL ?= redis://127.0.0.1:6379/0
-TEAM_TESTS = $(wildcard tests/memory/test_search.py tests/memory/test_gate.py tests/memory/test_gate_adaptive.py tests/memory/test_context.py tests/memory/test_compiled_insert.py tests/memory/test_capture.py tests/memory/test_tasks.py tests/test_smoke.py tests/smoke) tests/team
+TEAM_TESTS = $(wildcard tests/memory/test_search.py tests/memory/test_gate.py tests/memory/test_gate_adaptive.py tests/memory/test_context.py tests/memory/test_compiled_insert.py tests/memory/test_capture.py tests/memory/test_tasks.py tests/memory/test_prompt_recall.py tests/test_smoke.py tests/smoke) tests/team
 
 test: setup
 	$(PY) -m pytest --ignore=tests/team $(PYTEST_ARGS)
+	$(MAKE) --no-print-directory test-sqlite-vec
 	CMEM_TEST_DATABASE_URL=$(TEAM_DATABASE_URL) CMEM_TEST_QUEUE_URL=$(TEAM_QUEUE_URL) \
 		$(PY) -m pytest $(TEAM_TESTS) $(PYTEST_ARGS)
 
@@ -83,4 +106,4 @@ bench: setup
 	$(VENV)/bin/cmem bench all
 
 clean:
-	rm -rf $(VENV) $(UV_HOME) build dist *.egg-info
+	rm -rf $(VENV) $(EXT_VENV) $(UV_HOME) build dist *.egg-info

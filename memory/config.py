@@ -196,6 +196,7 @@ SETTINGS: dict[str, tuple[str, str]] = {
         "On each prompt, add the few most related observations of earlier sessions.",
     ),
     "CLAUDE_MEM_SEMANTIC_INJECT_LIMIT": ("3", "Observations added per prompt at most."),
+    "CLAUDE_MEM_VECTOR_INDEX": ("auto", "SQLite vector search: auto, scan or sqlite-vec."),
     "CLAUDE_MEM_HOOK_TIMEOUT_MS": ("2000", "How long a hook waits for the worker."),
 }
 
@@ -453,9 +454,7 @@ def ensure_settings_file() -> None:
     if path.exists():
         return
     ensure_data_dir()
-    defaults = {
-        key: default for key, (default, _) in SETTINGS.items() if key != "CLAUDE_MEM_DATA_DIR"
-    }
+    defaults = {k: default for k, (default, _) in SETTINGS.items() if k != "CLAUDE_MEM_DATA_DIR"}
     with contextlib.suppress(FileExistsError):
         write_atomic(path, (json.dumps(defaults, indent=2) + "\n").encode())
 

@@ -68,6 +68,7 @@ LABELS: dict[str, str] = {
     "CLAUDE_MEM_EMBEDDINGS_MODEL": "Embeddings model",
     "CLAUDE_MEM_SEMANTIC_INJECT": "Add related memory to prompts",
     "CLAUDE_MEM_SEMANTIC_INJECT_LIMIT": "Related observations per prompt",
+    "CLAUDE_MEM_VECTOR_INDEX": "Vector index (SQLite)",
     "CLAUDE_MEM_HOOK_TIMEOUT_MS": "Hook timeout (ms)",
     "CLAUDE_MEM_SESSION_MODEL": "Main model when a transcript names none",
     "CLAUDE_MEM_BILLING": "How money is labelled",

@@ -39,7 +39,11 @@ from memory.projects import (
 )
 from memory.recall import prompt_recall
 from memory.recall.file_views import absolute_path, file_facts, file_view_record_from_tool
-from memory.recall.ledger import ledger_record, ledger_record_memory_tool, memory_tool_bare
+from memory.recall.ledger import (
+    ledger_insert,
+    ledger_record_memory_tool,
+    memory_tool_bare,
+)
 from memory.team import scope
 
 log = logging.getLogger(__name__)
@@ -210,7 +214,7 @@ def session_init(*, event: HookEvent) -> HookResult:
         return HookResult()  # replayed later: the agent is no longer waiting for context
     notes = prompt_recall.related_notes(session=session, text=text)
     if notes:
-        ledger_record(
+        ledger_insert(
             kind=LedgerEntry.Kind.INJECTION,
             session=session,
             project=project.name,

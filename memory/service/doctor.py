@@ -346,9 +346,18 @@ def _search_checks() -> list[Check]:
     from memory.retrieval import embeddings
 
     if embeddings.available():
-        return [
+        from django.db import connection
+
+        checks = [
             Check("ok", "search: hybrid (words and meaning; the embeddings extra is installed)")
         ]
+        if connection.vendor == "sqlite":  # team mode's PostgreSQL has pgvector or its scan
+            from memory.retrieval.embeddings import vector_index
+
+            level, line = vector_index.describe()
+            fix = "" if level == "ok" else "set CLAUDE_MEM_VECTOR_INDEX=auto (or scan)"
+            checks.append(Check(level, line, fix))
+        return checks
     return [
         Check(
             "warn",

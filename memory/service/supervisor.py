@@ -20,7 +20,7 @@ import time
 from typing import IO, Any, Protocol
 
 from memory import config
-from memory.service.credentials import ensure_secret, owner_login_url
+from memory.service.credentials import ensure_secret, owner_login_url, socket_path
 from memory.service.processes import signal_group
 from memory.service.worker_state import (
     Address,
@@ -42,6 +42,14 @@ RESTART_BACKOFF_MAX = 30.0
 RESTART_BACKOFF_RESET_AFTER = 30.0
 LOG_CHECK_EVERY = 60.0
 READY_POLL_S = 0.02
+# Liveness: a serving process that is alive but answers neither listener (a listener thread
+# gone, a deadlock, a stopped process) would otherwise hold its sockets for ever while every
+# hook spools. Probed this often, each probe waiting this long; after this many misses in a
+# row (~40 s by default: no hook request or burst of them takes that long) it is killed and
+# restarted like a crash. CMEM_LIVENESS_EVERY_S shortens it for the fault tests.
+LIVENESS_EVERY_S = 10.0
+LIVENESS_TIMEOUT_S = 3.0
+LIVENESS_MISSES = 3
 
 
 def _server_command() -> list[str]:
@@ -66,16 +74,21 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
-def _answers(address: Address, timeout: float = 0.5) -> bool:
-    """Whether cmem answers GET /api/health at `address`: one request on a plain socket, so
-    the supervisor needs neither http.client nor urllib (they bring ssl and email: ~10 MB)."""
+def _answers(address: Address | str, timeout: float = 0.5) -> bool:
+    """Whether cmem answers GET /api/health at `address` (TCP, or the path of the owner's
+    Unix socket): one request on a plain socket, so the supervisor needs neither
+    http.client nor urllib (they bring ssl and email: ~10 MB)."""
     import socket
 
-    family = socket.AF_INET6 if ":" in address.host else socket.AF_INET
+    if isinstance(address, str):
+        family, target = socket.AF_UNIX, address
+    else:
+        family = socket.AF_INET6 if ":" in address.host else socket.AF_INET
+        target = (address.host, address.port)  # type: ignore[assignment]
     try:
         with socket.socket(family, socket.SOCK_STREAM) as sock:
             sock.settimeout(timeout)
-            sock.connect((address.host, address.port))
+            sock.connect(target)
             sock.sendall(
                 b"GET /api/health HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
             )
@@ -114,6 +127,8 @@ class Supervisor:
         self.stopping = False
         self.announced = False
         self._lock_file: IO[bytes] | None = None
+        self._misses = 0
+        self._next_liveness = 0.0
 
     def _take_lock(self) -> None:
         config.ensure_data_dir()
@@ -219,6 +234,7 @@ class Supervisor:
                 if _answers(self.address):
                     self._announce()
                 next_probe = time.monotonic() + 1.0
+            self._check_liveness()
             for name, proc in list(self.children.items()):
                 if self.stopping or proc.poll() is None:
                     continue
@@ -240,6 +256,31 @@ class Supervisor:
                 self._spawn(name)
                 if name == "server" and self._wait_ready():
                     self._announce()
+
+    def _check_liveness(self) -> None:
+        """Kill a serving process that has stopped answering on either listener (see
+        LIVENESS_EVERY_S); the loop in _watch then restarts it as after a crash."""
+        every = float(os.environ.get("CMEM_LIVENESS_EVERY_S") or LIVENESS_EVERY_S)
+        server = self.children.get("server")
+        now = time.monotonic()
+        if not self.announced or server is None or server.poll() is not None:
+            self._misses, self._next_liveness = 0, now + every
+            return
+        if now < self._next_liveness:
+            return
+        timeout = min(LIVENESS_TIMEOUT_S, every)
+        alive = _answers(self.address, timeout) and _answers(str(socket_path()), timeout)
+        self._misses = 0 if alive else self._misses + 1
+        self._next_liveness = time.monotonic() + every
+        if self._misses >= LIVENESS_MISSES:
+            log.warning(
+                "server pid %s answered no health probe %d times in a row; killing it to restart",
+                server.pid, self._misses,
+            )  # fmt: skip
+            self._say(f"cmem: server (pid {server.pid}) stopped answering; restarting it")
+            signal_group(server.pid, signal.SIGKILL)
+            server.wait()
+            self._misses = 0
 
     def _announce(self) -> None:
         """The server answers: publish the address for hook clients (once more after a restart)."""

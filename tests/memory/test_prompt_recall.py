@@ -132,12 +132,13 @@ def test_many_long_related_notes_stay_within_the_token_budget(
     old = Session.objects.create(
         session_id="earlier", project="demo", started=timezone.now() - timedelta(days=3)
     )
-    # Ten notes all about refunds disagreeing with purchases, each title ~170 tokens long:
+    # Ten notes all about refunds disagreeing with purchases, each title ~66 tokens long (264
+    # characters; the column holds 300):
     # the limit would allow all ten, the budget only a few.
     for n in range(10):
         Observation.objects.create(
             session=old, project="demo", type="bugfix",
-            title=f"Refund {n} paid back to buyers disagreed with the purchase total " * 10,
+            title=f"Refund {n} paid back to buyers disagreed with the purchase total " * 4,
             narrative="Refund amounts had their own rounding; the refund path calls compute_total().",
         )  # fmt: skip
     store.embed_pending()
@@ -145,3 +146,36 @@ def test_many_long_related_notes_stay_within_the_token_budget(
     notes = context.splitlines()[1:]
     assert 1 <= len(notes) < 10
     assert len(context) // 4 <= TOKEN_BUDGET
+
+
+def test_other_projects_crowding_the_nearest_rows_fall_back_to_the_project_scan(
+    earlier: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The unfiltered scan's nearest rows may all belong to other projects: the recall then
+    scans the project's own rows, and still finds its note."""
+    from memory.recall import prompt_recall
+
+    monkeypatch.setenv("CLAUDE_MEM_SEMANTIC_INJECT", "true")
+    monkeypatch.setenv("CLAUDE_MEM_CONTEXT_OBSERVATIONS", "0")
+    monkeypatch.setenv("CLAUDE_MEM_SEMANTIC_INJECT_LIMIT", "1")
+    other = Session.objects.create(session_id="elsewhere", project="shop")
+    shop = [
+        Observation.objects.create(
+            session=other, project="shop", type="bugfix",
+            title=f"Money given back to buyers disagreed with what they paid at purchase {n}",
+            narrative="Refunds paid back to buyers now match what they paid at purchase.",
+        ).pk
+        for n in range(3)
+    ]  # fmt: skip
+    store.embed_pending()
+    scans: list[str] = []
+    real = prompt_recall._filtered
+    monkeypatch.setattr(prompt_recall, "FIRST_EXTRA", 0)
+    monkeypatch.setattr(prompt_recall, "WIDE_DEPTH", 2)
+    monkeypatch.setattr(
+        prompt_recall, "_filtered", lambda *a, **kw: scans.append("project") or real(*a, **kw)
+    )
+    context = _prompt(Client(), earlier["cwd"])["hookSpecificOutput"]["additionalContext"]
+    assert scans == ["project"]  # the three shop rows filled both rounds
+    assert f"#{earlier['ids']['refunds']} " in context
+    assert not any(f"#{pk} " in context for pk in shop) and len(context.splitlines()) == 2

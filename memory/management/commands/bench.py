@@ -20,6 +20,7 @@ BENCHMARKS = [
     "scale",
     "recall",
     "recall_pg",
+    "vectors",
     "offline",
     "economy",
 ]

@@ -405,15 +405,16 @@ def allowed_ids(kind: Kind, query: SearchQuery, bound: int) -> set[int]:
 def nearest(
     kind: Kind, query: SearchQuery, model: str, vector: Any, k: int, candidates: list[int]
 ) -> list[tuple[float, int]]:
-    """Every vector of `kind` scanned (one matmul over the cached matrix); with filters,
-    only the rows the keyword search's own filter SQL selects (`allowed_ids`)."""
-    from memory.retrieval.embeddings import index
+    """The `k` nearest vectors of `kind` by the configured index (`vector_index`: the
+    in-memory scan, or sqlite-vec where it loads and measures faster); with filters, only
+    the rows the keyword search's own filter SQL selects (`allowed_ids`)."""
+    from memory.retrieval.embeddings import vector_index
     from memory.retrieval.search.hybrid import FILTER_SCAN_BOUND, MIN_SIMILARITY
 
     # Keyword candidates are in the full scan already.
     scoped = bool(_filters(kind, query).where)
     allowed = allowed_ids(kind, query, FILTER_SCAN_BOUND) if scoped else None
-    return index.nearest(kind, model, vector, k=k, allowed=allowed, min_score=MIN_SIMILARITY)
+    return vector_index.nearest(kind, model, vector, k=k, allowed=allowed, min_score=MIN_SIMILARITY)
 
 
 class SqliteBackend:

@@ -1,0 +1,273 @@
+"""Which nearest-rows index serves a SQLite search: the in-memory scan or sqlite-vec.
+
+`CLAUDE_MEM_VECTOR_INDEX`: `scan` (`index.py`: one float32 matrix per kind, one matrix
+product), `sqlite-vec` (`vec0.py`: a derived vec0 file), or `auto` (the default): sqlite-vec
+only where this interpreter can load it AND it measures faster on this store. Many Pythons
+cannot load extensions at all (built without `enable_load_extension`), so the scan is what
+works everywhere; sqlite-vec asked for where it cannot load is logged (once) and shown by
+`cmem doctor`, and the scan answers.
+
+`auto` times both paths on the live store the first time a kind is searched (in a
+background thread, the scan answering meanwhile; a few queries made of stored vectors,
+after one warm-up each), keeps the faster, logs which and why, and
+records it in the data dir (`state/vector-index.json`), so the other processes and later
+runs reuse it; it measures again when the kind has grown `REMEASURE_GROWTH`-fold. When the
+scan wins, the copy is dropped (nothing on disk to keep in step).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import sqlite3
+import statistics
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from memory.retrieval.embeddings import Kind, index, vec0
+
+if TYPE_CHECKING:
+    import numpy as np
+
+log = logging.getLogger(__name__)
+
+SETTING = "CLAUDE_MEM_VECTOR_INDEX"
+Choice = Literal["scan", "sqlite-vec"]
+CHOICES = ("auto", "scan", "sqlite-vec")
+# Queries timed per path when `auto` decides, and the depth each asks (hybrid's CANDIDATES).
+QUERIES = 5
+DEPTH = 50
+# `auto` measures again once a kind holds this many times the vectors it was measured at
+# (and at least MIN_REMEASURE): which path wins depends on the store's size.
+REMEASURE_GROWTH = 4
+MIN_REMEASURE = 1000
+
+
+@dataclass
+class Decision:
+    choice: Choice
+    why: str
+    count: int
+    generation: int = -1
+
+
+_lock = threading.Lock()
+_decided: dict[tuple[str, Kind, str], Decision] = {}  # (copy's file, kind, model)
+_logged: set[str] = set()
+_measuring: set[tuple[str, Kind, str]] = set()  # keys a background thread is measuring
+
+
+def configured() -> str:
+    from memory import config
+
+    raw = config.get(SETTING).strip().lower()
+    if raw in CHOICES:
+        return raw
+    _log_once(f"{SETTING}={raw!r} is not one of {', '.join(CHOICES)}; using auto")
+    return "auto"
+
+
+def _log_once(message: str, level: int = logging.WARNING) -> None:
+    if message not in _logged:
+        _logged.add(message)
+        log.log(level, "vector index: %s", message)
+
+
+def state_path() -> Any:
+    from memory import config
+
+    return config.data_dir() / "state" / "vector-index.json"
+
+
+def recorded() -> dict[str, Any]:
+    """What `auto` decided for this database, per kind (doctor and status read it)."""
+    try:
+        data = json.loads(state_path().read_text())
+    except (OSError, ValueError):
+        return {}
+    entry = data.get(vec0.source_key()) if isinstance(data, dict) else None
+    return entry if isinstance(entry, dict) else {}
+
+
+def _record(kind: Kind, model: str, decision: Decision, figures: dict[str, float]) -> None:
+    from memory import config
+
+    path = state_path()
+    with contextlib.suppress(OSError, ValueError):
+        data = json.loads(path.read_text()) if path.exists() else {}
+        entry = data.setdefault(vec0.source_key(), {})
+        entry[kind] = {
+            "model": model,
+            "choice": decision.choice,
+            "why": decision.why,
+            "count": decision.count,
+            **figures,
+        }
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        config.write_atomic(path, json.dumps(data, indent=1).encode())
+
+
+def choice(kind: Kind, model: str, dim: int) -> Choice:
+    """The path that serves `kind` now (see the module docstring)."""
+    setting = configured()
+    if setting == "scan":
+        return "scan"
+    reason = vec0.unavailable_reason()
+    if reason:
+        if setting == "sqlite-vec":
+            _log_once(f"{SETTING}=sqlite-vec, but {reason}; searching with the scan")
+        return "scan"
+    if setting == "sqlite-vec":
+        return "sqlite-vec"
+    key = (str(vec0.path()), kind, model)
+    generation = index._generation()
+    decision = _decided.get(key)
+    if decision and decision.generation == generation:
+        return decision.choice
+    count, _ = index._signature(kind, model)
+    if decision is None:
+        saved = recorded().get(kind)
+        if isinstance(saved, dict) and saved.get("model") == model:
+            decision = Decision(saved["choice"], saved.get("why", ""), int(saved["count"]))
+    if decision is not None and not _grown(decision.count, count):
+        decision.generation = generation
+        _decided[key] = decision
+        return decision.choice
+    measured = _start_measuring(key, kind, model, dim, count, generation)
+    if measured is not None:
+        return measured.choice
+    return decision.choice if decision is not None else "scan"  # until the measure is in
+
+
+def _start_measuring(
+    key: tuple[str, Kind, str], kind: Kind, model: str, dim: int, count: int, generation: int
+) -> Decision | None:
+    """Measure in a background thread, so no search waits for it (building the copy of
+    100k vectors took 3.7 s here, and a hook's request has 2 s): the scan answers until the
+    decision is in. Where background work runs inline (`HUEY.immediate`: the tests), it is
+    measured now and returned."""
+    from huey.contrib.djhuey import HUEY
+
+    def work() -> Decision:
+        with _lock:
+            decision = _measure(kind, model, dim, count)
+            decision.generation = generation
+            _decided[key] = decision
+            return decision
+
+    if HUEY.immediate:
+        return work()
+    if key in _measuring:
+        return None
+    _measuring.add(key)
+
+    def background() -> None:
+        from django.db import connection
+
+        try:
+            work()
+        except Exception as exc:  # noqa: BLE001 - a failed measure keeps the scan, and says why
+            _log_once(f"measuring the indexes failed ({exc}); searching with the scan")
+        finally:
+            _measuring.discard(key)
+            connection.close()  # this thread's own database connection
+
+    threading.Thread(target=background, name="cmem-vector-index", daemon=True).start()
+    return None
+
+
+def _grown(measured_at: int, count: int) -> bool:
+    if measured_at == 0:
+        return count > 0
+    return count >= MIN_REMEASURE and count >= measured_at * REMEASURE_GROWTH
+
+
+def _median_ms(run: Any, queries: np.ndarray) -> float:
+    run(queries[0])  # warm-up: the first query pays for page cache and allocations
+    times = []
+    for query in queries:
+        start = time.perf_counter()
+        run(query)
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
+def _measure(kind: Kind, model: str, dim: int, count: int) -> Decision:
+    """Time both paths on the live store; keep the faster."""
+    import numpy as np
+
+    ids, vectors = index.matrix(kind, model, dim)
+    if not len(ids):
+        return Decision("scan", "no vectors stored yet", 0)
+    picks = np.linspace(0, len(ids) - 1, num=min(QUERIES, len(ids))).astype(int)
+    queries = vectors[picks] / np.linalg.norm(vectors[picks], axis=1, keepdims=True)
+    try:
+        start = time.perf_counter()
+        vec0.sync(kind, model, dim)
+        build_s = time.perf_counter() - start
+        vec_ms = _median_ms(lambda q: vec0.nearest(kind, model, q, k=DEPTH), queries)
+    except sqlite3.Error as exc:
+        why = f"sqlite-vec failed on this store ({exc})"
+        _log_once(why)
+        return Decision("scan", why, count)
+    scan_ms = _median_ms(lambda q: index.nearest(kind, model, q, k=DEPTH), queries)
+    faster: Choice = "sqlite-vec" if vec_ms < scan_ms else "scan"
+    why = (
+        f"{faster} measured faster over {count:,} {kind} vectors: scan {scan_ms:.2f} ms, "
+        f"sqlite-vec {vec_ms:.2f} ms (median of {len(queries)} queries, depth {DEPTH})"
+    )
+    decision = Decision(faster, why, count)
+    if faster == "scan":
+        with contextlib.suppress(sqlite3.Error):
+            vec0.drop(kind)
+    log.info("vector index for %s: %s", kind, why)
+    _record(kind, model, decision, {"scan_ms": scan_ms, "vec_ms": vec_ms, "build_s": build_s})
+    return decision
+
+
+def nearest(
+    kind: Kind,
+    model: str,
+    query: np.ndarray,
+    *,
+    k: int,
+    allowed: set[int] | None = None,
+    min_score: float = 0.0,
+) -> list[tuple[float, int]]:
+    """`index.nearest`'s contract, answered by the chosen path. A depth beyond what
+    sqlite-vec answers in one query, or an error from it, falls back to the scan."""
+    dim = int(query.shape[0])
+    if choice(kind, model, dim) == "sqlite-vec" and k + vec0.MARGIN <= vec0.MAX_K:
+        try:
+            return vec0.nearest(kind, model, query, k=k, allowed=allowed, min_score=min_score)
+        except sqlite3.Error as exc:
+            _log_once(f"sqlite-vec failed ({exc}); searching with the scan")
+    return index.nearest(kind, model, query, k=k, allowed=allowed, min_score=min_score)
+
+
+def describe() -> tuple[str, str]:
+    """(level, one line) for `cmem doctor`: the setting, whether sqlite-vec loads here,
+    and what `auto` chose."""
+    setting = configured()
+    reason = vec0.unavailable_reason()
+    if setting == "scan":
+        return "ok", "vector index: scan (CLAUDE_MEM_VECTOR_INDEX=scan)"
+    if reason:
+        level = "warn" if setting == "sqlite-vec" else "ok"
+        return level, f"vector index: scan ({SETTING}={setting}, but {reason})"
+    if setting == "sqlite-vec":
+        return "ok", "vector index: sqlite-vec (CLAUDE_MEM_VECTOR_INDEX=sqlite-vec)"
+    decided = {kind: entry.get("choice") for kind, entry in recorded().items()}
+    if not decided:
+        return "ok", "vector index: auto, sqlite-vec loads here; not measured yet (first search)"
+    chosen = ", ".join(f"{kind} {what}" for kind, what in decided.items())
+    return "ok", f"vector index: auto, measured on this store: {chosen}"
+
+
+def clear() -> None:
+    """Forget this process's decisions (tests)."""
+    with _lock:
+        _decided.clear()
