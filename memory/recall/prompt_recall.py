@@ -19,6 +19,7 @@ pgvector's index or the bounded scan, never every user's vectors in this process
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
 from datetime import datetime
@@ -26,10 +27,10 @@ from datetime import datetime
 from django.db import connection
 from django.db.models import QuerySet
 
-from memory import config
-from memory.models import Observation, Session
+from memory import config, db
+from memory.models import Observation, Session, estimate_tokens
 from memory.retrieval import embeddings
-from memory.retrieval.search.query import SearchQuery
+from memory.retrieval.search.query import SearchQuery, as_datetime
 from memory.retrieval.search.service import search
 from memory.team import scope
 
@@ -106,9 +107,9 @@ def _nearest_notes(session: Session, text: str, limit: int) -> list[_Note]:
     )
     ranked = [pk for _, pk in near]
     notes = {
-        obs.pk: _note(obs)
-        for obs in _readable(session, ranked).only(*_NOTE_FIELDS)
-        if not shown.contains(obs.created, obs.pk)
+        pk: note
+        for pk, note in _readable_notes(session, ranked).items()
+        if not shown.contains(note.created, pk)
     }
     if len(notes) >= limit or len(near) < depth:  # enough, or every row above the floor
         return [notes[pk] for pk in ranked if pk in notes][:limit]
@@ -124,7 +125,29 @@ def _nearest_notes(session: Session, text: str, limit: int) -> list[_Note]:
 _NOTE_FIELDS = ("id", "created", "type", "title", "subtitle", "narrative", "facts")
 
 
+def _readable_notes(session: Session, pks: list[int]) -> dict[int, _Note]:
+    """`_readable` of `pks` as notes, in one read. With no viewer restriction (the local
+    worker) the columns come straight from the sqlite3 connection: the ORM's two queries
+    (check, then the notes) were half of the recall's time on the hook's path."""
+    if not pks:
+        return {}
+    if scope.restricted_owner() is not None:
+        return {obs.pk: _note(obs) for obs in _readable(session, pks).only(*_NOTE_FIELDS)}
+    marks = ", ".join(["%s"] * len(pks))
+    found = db.rows(
+        f"SELECT id, created, type, title, subtitle, narrative, facts FROM {Observation._meta.db_table} "
+        f"WHERE id IN ({marks}) AND project = %s AND (session_id IS NULL OR session_id <> %s)",
+        [*pks, session.project, session.pk],
+    )
+    notes = {}
+    for pk, created, type_, title, subtitle, narrative, facts in found:
+        text = "".join([title, subtitle, narrative, *map(str, json.loads(facts))])
+        notes[pk] = _Note(pk, as_datetime(created), type_, title, estimate_tokens(text) + 20)
+    return notes
+
+
 def _note(obs: Observation) -> _Note:
+    """The note of a model instance (`Observation.fetch_tokens`, as `_readable_notes` counts it)."""
     return _Note(obs.pk, obs.created, obs.type, obs.title, obs.fetch_tokens)
 
 

@@ -179,3 +179,26 @@ def test_other_projects_crowding_the_nearest_rows_fall_back_to_the_project_scan(
     assert scans == ["project"]  # the three shop rows filled both rounds
     assert f"#{earlier['ids']['refunds']} " in context
     assert not any(f"#{pk} " in context for pk in shop) and len(context.splitlines()) == 2
+
+
+def test_a_restricted_viewer_is_recalled_only_its_own_notes(
+    earlier: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Team mode's rule on the raw read's other path: a viewer limited to its own rows
+    (a teammate's token) never gets another user's note, however near it is."""
+    from django.contrib.auth import get_user_model
+
+    from memory.recall.prompt_recall import related_notes
+    from memory.team.scope import viewer_scope
+
+    monkeypatch.setenv("CLAUDE_MEM_SEMANTIC_INJECT", "true")
+    monkeypatch.setenv("CLAUDE_MEM_CONTEXT_OBSERVATIONS", "0")
+    users = get_user_model().objects
+    alice, bob = users.create(username="alice"), users.create(username="bob")
+    Session.objects.filter(session_id="earlier").update(owner=alice)
+    now = Session.objects.create(session_id="now-bob", project="demo", owner=bob)
+    refunds = f"#{earlier['ids']['refunds']} "
+    with viewer_scope(user_id=alice.pk, staff=False):
+        assert refunds in related_notes(session=now, text=PROMPT)
+    with viewer_scope(user_id=bob.pk, staff=False):
+        assert related_notes(session=now, text=PROMPT) == ""
