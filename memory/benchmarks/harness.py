@@ -64,6 +64,40 @@ def child_main(
         print(json.dumps(step(int(sys.argv[2]), sys.argv[3])))
 
 
+def bench_sizes(options: dict[str, Any]) -> list[int]:
+    """The store sizes a sized benchmark runs at: `--size`, else 10k with `--quick`, else
+    10k and 100k."""
+    if options.get("size"):
+        return [int(options["size"])]
+    return [10_000] if options.get("quick") else [10_000, 100_000]
+
+
+def is_bench_child(name: str) -> bool:
+    """True inside the child `rerun_in_fresh_data_dir(name, ...)` started."""
+    return os.environ.get(f"CMEM_BENCH_{name.upper()}_CHILD") == "1"
+
+
+def rerun_in_fresh_data_dir(name: str, options: dict[str, Any], runs: int) -> None:
+    """Run `cmem bench <name>` again in a child with a throwaway data dir and none of this
+    environment's CLAUDE_MEM_* / CMEM_* settings, so a benchmark never touches real memory
+    (the child sees `is_bench_child(name)`)."""
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix=f"cmem-bench-{name}-")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE_MEM_", "CMEM_"))}
+    env.update({"CLAUDE_MEM_DATA_DIR": folder, f"CMEM_BENCH_{name.upper()}_CHILD": "1"})
+    command = [sys.executable, "-m", "cmem_site.cli", "bench", name, "--runs", str(runs)]
+    if options.get("size"):
+        command += ["--size", str(options["size"])]
+    elif options.get("quick"):
+        command.append("--quick")
+    try:
+        subprocess.run(command, env=env, check=True, timeout=3600)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def django_setup() -> None:
     """Set up Django in a benchmark's child process (on the child's own data dir)."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cmem_site.settings")

@@ -30,17 +30,18 @@ import gzip
 import json
 import os
 import random
-import shutil
-import subprocess
-import sys
-import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from memory import config
-from memory.benchmarks.harness import percentile
+from memory.benchmarks.harness import (
+    bench_sizes,
+    is_bench_child,
+    percentile,
+    rerun_in_fresh_data_dir,
+)
 from memory.retrieval import embeddings
 from memory.retrieval.search.query import Mode
 
@@ -294,27 +295,9 @@ def _child(sizes: list[int], runs: int, out: Any) -> None:
 
 
 def run(*, out: Any, options: dict[str, Any]) -> None:
-    sizes = (
-        [options["size"]]
-        if options.get("size")
-        else [10_000]
-        if options.get("quick")
-        else [10_000, 100_000]
-    )
     runs = options.get("runs") or (3 if options.get("quick") else 5)
-    if os.environ.get("CMEM_BENCH_RECALL_CHILD") == "1":
-        _child(sizes, runs, out)
+    if is_bench_child("recall"):
+        _child(bench_sizes(options), runs, out)
         return
-    folder = tempfile.mkdtemp(prefix="cmem-bench-recall-")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE_MEM_", "CMEM_"))}
-    env.update(CLAUDE_MEM_DATA_DIR=folder, CMEM_BENCH_RECALL_CHILD="1")
-    command = [sys.executable, "-m", "cmem_site.cli", "bench", "recall", "--runs", str(runs)]
-    if options.get("size"):
-        command += ["--size", str(options["size"])]
-    elif options.get("quick"):
-        command.append("--quick")
-    try:
-        subprocess.run(command, env=env, check=True, timeout=3600)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    rerun_in_fresh_data_dir("recall", options, runs)
     _ = config  # the child reads its data dir through config

@@ -15,14 +15,16 @@ checkout: `make test` makes that venv); elsewhere only the scan is timed.
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from typing import Any
 
-from memory.benchmarks.harness import percentile
+from memory.benchmarks.harness import (
+    bench_sizes,
+    is_bench_child,
+    percentile,
+    rerun_in_fresh_data_dir,
+)
 from memory.retrieval import embeddings
 from memory.retrieval.search.query import Mode
 
@@ -118,26 +120,8 @@ def _child(sizes: list[int], runs: int, out: Any) -> None:
 
 
 def run(*, out: Any, options: dict[str, Any]) -> None:
-    sizes = (
-        [options["size"]]
-        if options.get("size")
-        else [10_000]
-        if options.get("quick")
-        else [10_000, 100_000]
-    )
     runs = options.get("runs") or (2 if options.get("quick") else 3)
-    if os.environ.get("CMEM_BENCH_VECTORS_CHILD") == "1":
-        _child(sizes, runs, out)
+    if is_bench_child("vectors"):
+        _child(bench_sizes(options), runs, out)
         return
-    folder = tempfile.mkdtemp(prefix="cmem-bench-vectors-")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE_MEM_", "CMEM_"))}
-    env.update(CLAUDE_MEM_DATA_DIR=folder, CMEM_BENCH_VECTORS_CHILD="1")
-    command = [sys.executable, "-m", "cmem_site.cli", "bench", "vectors", "--runs", str(runs)]
-    if options.get("size"):
-        command += ["--size", str(options["size"])]
-    elif options.get("quick"):
-        command.append("--quick")
-    try:
-        subprocess.run(command, env=env, check=True, timeout=3600)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    rerun_in_fresh_data_dir("vectors", options, runs)
