@@ -50,8 +50,11 @@ WRITE_BATCH = 2048
 
 
 @functools.cache
+@functools.cache
 def unavailable_reason() -> str:
-    """Why sqlite-vec cannot be used by this interpreter, or "" when it loads."""
+    """Why sqlite-vec cannot be used by this interpreter, or "" when it loads. Asked on every
+    search (`vector_index.choice`), and the answer cannot change within a process: found
+    once, not by loading the extension into a new connection each time."""
     if not hasattr(sqlite3.Connection, "enable_load_extension"):
         return (
             "this Python's sqlite3 cannot load extensions (it was built without "
