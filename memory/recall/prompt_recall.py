@@ -178,16 +178,21 @@ def _notes(pks: list[int]) -> list[_Note]:
 
 def _filtered(session: Session, text: str, limit: int, shown: IndexShown) -> list[_Note]:
     """The search service's semantic mode scoped to the project: every id of the project
-    read, then scanned (exact where other projects crowd the unfiltered nearest rows)."""
+    read, then scanned (exact where other projects crowd the unfiltered nearest rows). Its
+    hits are already the viewer's own and carry what a note shows, so nothing is read again."""
     hits = search(
         SearchQuery(
             text=text, project=session.project, kinds=("observation",), mode="semantic",
             limit=limit + min(shown.count, 200),
         )
     )  # fmt: skip
-    return _notes(
-        _pick(session, [hit.id for hit in hits if hit.score >= MIN_SIMILARITY], shown, limit)
-    )
+    return [
+        _Note(hit.id, hit.created_at, hit.type, hit.title, hit.tokens)
+        for hit in hits
+        if hit.score >= MIN_SIMILARITY
+        and hit.session != session.pk
+        and not shown.contains(hit.created_at, hit.id)
+    ][:limit]
 
 
 @dataclass(frozen=True)
