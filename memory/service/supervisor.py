@@ -80,11 +80,12 @@ def _answers(address: Address | str, timeout: float = 0.5) -> bool:
     http.client nor urllib (they bring ssl and email: ~10 MB)."""
     import socket
 
+    target: str | tuple[str, int]
     if isinstance(address, str):
         family, target = socket.AF_UNIX, address
     else:
         family = socket.AF_INET6 if ":" in address.host else socket.AF_INET
-        target = (address.host, address.port)  # type: ignore[assignment]
+        target = (address.host, address.port)
     try:
         with socket.socket(family, socket.SOCK_STREAM) as sock:
             sock.settimeout(timeout)
