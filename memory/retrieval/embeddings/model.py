@@ -1,11 +1,21 @@
-"""The embedding model: a static (token-table) model that ships inside a wheel.
+"""The embedding model: two static (token-table) models that ship inside wheels, paired.
 
-The default is WordLlama's `l2_supercat` 256-dimension table, bundled in the `wordllama`
-wheel with its tokenizer (16 MB of weights). WordLlama's own loader looks for the
-tokenizer in a folder the wheel does not have and then tries Hugging Face, so the files are
-opened here directly: nothing is ever downloaded. A text's vector is the idf-weighted sum
-of its tokens' rows (weights shipped with cmem, `idf.py`: filler tokens count for little),
-L2-normalised, so a dot product is the cosine similarity.
+The default pairs WordLlama's `l2_supercat` 256-dimension table (bundled in the `wordllama`
+wheel with its tokenizer) with a table distilled from the all-MiniLM-L6-v2 transformer
+(`data/minilm_table.safetensors`, int8 with one scale per row, and its WordPiece tokenizer,
+shipped in cmem's own wheel; `docs/recall-model/` has how it was made). Each gives a text
+a unit vector: WordLlama's is the idf-weighted sum of its tokens' rows (weights shipped
+with cmem, `idf.py`: filler tokens count for little), the distilled table's the plain sum
+(its per-token weights are folded into its rows). The pair is one vector of 256
+dimensions: both vectors side by side, weighted so a dot product is their cosines' mean
+weighted by `alpha`, centred and projected onto the 256 principal axes of a generic corpus
+(`data/pairing.npz`), L2-normalised, so a dot product is the cosine similarity. Nothing is
+ever downloaded: WordLlama's own loader would look for its tokenizer in a folder the wheel
+does not have and then try Hugging Face, so the files are opened here directly.
+
+Why two: on `cmem bench recall`'s tuning half the pair beats either table alone, and each
+covers the other's gaps (WordLlama knows everyday words like buyers and money, the
+distilled table what a question means); README "Search by meaning".
 
 `CLAUDE_MEM_EMBEDDINGS_MODEL` may name a local folder with another static model in the
 model2vec layout (`tokenizer.json`, `model.safetensors`); when it is missing or unreadable
@@ -31,8 +41,10 @@ log = logging.getLogger(__name__)
 # Longer texts are cut: the mean over the first 512 tokens already says what a row is about.
 MAX_TOKENS = 512
 # "-idf1": the token weighting is part of the version, so rows embedded with the plain mean
-# (or an older weighting) are re-embedded in the background.
-DEFAULT_NAME = "wordllama/l2_supercat-256-idf1"
+# (or an older weighting) are re-embedded in the background; "+minilm-pair1" names the
+# paired table and its pairing (`data/`), so a new one re-embeds too.
+DEFAULT_NAME = "wordllama/l2_supercat-256-idf1+minilm-pair1"
+DATA = Path(__file__).parent / "data"
 
 
 @dataclass(frozen=True)
@@ -77,6 +89,40 @@ class EmbeddingModel:
         return out
 
 
+@dataclass(frozen=True)
+class PairedModel:
+    """Two models' unit vectors side by side, `alpha` weighting the second, centred and
+    projected to `projection`'s width (see the module docstring)."""
+
+    version: str
+    parts: tuple[EmbeddingModel, EmbeddingModel]
+    alpha: float
+    centre: Any  # np.ndarray (dim0 + dim1,) float32
+    projection: Any  # np.ndarray (dim0 + dim1, dim) float32
+
+    @property
+    def dim(self) -> int:
+        return int(self.projection.shape[1])
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """(len(texts), dim) float32 unit vectors; a text neither part can read (empty)
+        gets a zero vector."""
+        import numpy as np
+
+        first, second = (part.embed(texts) for part in self.parts)
+        paired = np.hstack([np.sqrt(1 - self.alpha) * first, np.sqrt(self.alpha) * second])
+        empty = ~paired.any(axis=1)
+        out = ((paired - self.centre) @ self.projection).astype(np.float32, copy=False)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        out /= norms
+        out[empty] = 0.0
+        return out
+
+
+Model = EmbeddingModel | PairedModel
+
+
 def _tokenizer(path: Path) -> Any:
     from tokenizers import Tokenizer
 
@@ -86,26 +132,42 @@ def _tokenizer(path: Path) -> Any:
     return tokenizer
 
 
-# safetensors dtypes a table may be stored in, mapped as they are.
-_MAPPABLE = {"F16": "<f2", "F32": "<f4"}
+# safetensors dtypes a table may be stored in, mapped as they are (an int8 table comes with
+# one float32 scale per row, which embed() applies as the row's weight).
+_MAPPABLE = {"F16": "<f2", "F32": "<f4", "I8": "i1"}
 
 
 def _table(path: Path, keys: tuple[str, ...]) -> Any:
-    """The token table, mapped from the file when it is stored as float16 or float32.
+    """The token table, mapped from the file when it is stored as float16, float32 or int8.
 
     Mapped, only the pages of the rows texts use become resident, and they are clean file
     pages the kernel can drop and share: the bundled table's 16 MB read into the heap pushed
     the worker past its 160 MB after a workload (issue 19). Kept as stored: embed() widens
     only the rows a text uses, and float16 -> float32 is exact, so the vectors are the same
     as from a table widened up front. Any other dtype is read and widened by safetensors."""
+    table = _mapped(path, keys, ndim=2)
+    if table is None:
+        return _table_read(path, next(k for k in keys if k in _header(path)[0]))
+    return table
+
+
+def _header(path: Path) -> tuple[dict[str, Any], int]:
+    """A safetensors file's header and the offset its data starts at."""
     import json
     import struct
-
-    import numpy as np
 
     with open(path, "rb") as f:
         (size,) = struct.unpack("<Q", f.read(8))
         header = json.loads(f.read(size)) if size < 100_000_000 else {}
+    return header, 8 + size
+
+
+def _mapped(path: Path, keys: tuple[str, ...], *, ndim: int) -> Any:
+    """The first of `keys` in the file, memory-mapped; None when its dtype or layout cannot
+    be mapped as is. Read without importing safetensors (a megabyte the worker need not hold)."""
+    import numpy as np
+
+    header, data = _header(path)
     key = next((k for k in keys if k in header), None)
     if key is None:
         raise ValueError(f"{path}: none of the tensors {keys}")
@@ -115,11 +177,11 @@ def _table(path: Path, keys: tuple[str, ...]) -> Any:
     dtype = _MAPPABLE.get(entry["dtype"])
     if (
         dtype is None
-        or len(shape) != 2
-        or end - start != shape[0] * shape[1] * np.dtype(dtype).itemsize
+        or len(shape) != ndim
+        or end - start != np.prod(shape) * np.dtype(dtype).itemsize
     ):
-        return _table_read(path, key)
-    return np.memmap(path, dtype=dtype, mode="r", offset=8 + size + start, shape=shape)
+        return None
+    return np.memmap(path, dtype=dtype, mode="r", offset=data + start, shape=shape)
 
 
 def _table_read(path: Path, key: str) -> Any:
@@ -130,7 +192,42 @@ def _table_read(path: Path, key: str) -> Any:
         return np.ascontiguousarray(f.get_tensor(key).astype(np.float32))
 
 
-def _bundled(*, weighted: bool = True) -> EmbeddingModel:
+def _bundled() -> PairedModel:
+    """WordLlama paired with the distilled MiniLM table (the module docstring)."""
+    import numpy as np
+
+    with np.load(DATA / "pairing.npz") as pairing:
+        alpha = float(pairing["alpha"])
+        centre, projection = pairing["centre"], pairing["projection"]
+    parts = (_wordllama(), _minilm(DATA))
+    if projection.shape[0] != parts[0].dim + parts[1].dim:
+        raise ValueError(f"{DATA / 'pairing.npz'} does not fit the two tables")
+    return PairedModel(_bundled_version(), parts, alpha, centre, projection)
+
+
+def _bundled_version() -> str:
+    from importlib.metadata import version
+
+    return f"{DEFAULT_NAME}@{version('wordllama')}"
+
+
+def _minilm(folder: Path) -> EmbeddingModel:
+    """The distilled table: int8 rows, their scales as per-token weights."""
+    import numpy as np
+
+    path = folder / "minilm_table.safetensors"
+    scales = _mapped(path, ("scales",), ndim=1)
+    if scales is None:
+        raise ValueError(f"{path}: its scales are not float32")
+    return EmbeddingModel(
+        version="minilm-distilled",
+        table=_table(path, ("embeddings",)),
+        tokenizer=_tokenizer(folder / "minilm_tokenizer.json"),
+        weights=np.array(scales, dtype=np.float32),
+    )
+
+
+def _wordllama(*, weighted: bool = True) -> EmbeddingModel:
     import importlib.util
     from importlib.metadata import version
 
@@ -148,7 +245,7 @@ def _bundled(*, weighted: bool = True) -> EmbeddingModel:
     if weighted and weights is None:
         raise FileNotFoundError(f"{idf.WEIGHTS} is missing or does not fit the model")
     return EmbeddingModel(
-        version=f"{DEFAULT_NAME}@{version('wordllama')}",
+        version=f"wordllama/l2_supercat-256-idf1@{version('wordllama')}",
         table=table,
         tokenizer=_tokenizer(root / "tokenizers" / "l2_supercat_tokenizer_config.json"),
         weights=weights,
@@ -166,15 +263,15 @@ def _local(folder: Path) -> EmbeddingModel:
 
 
 _lock = threading.Lock()
-_loaded: dict[str, EmbeddingModel] = {}
+_loaded: dict[str, Model] = {}
 
 
 def configured_name() -> str:
     return config.get("CLAUDE_MEM_EMBEDDINGS_MODEL").strip()
 
 
-def get_model() -> EmbeddingModel:
-    """The configured model, loaded once per process (about a second; the table is 32 MB)."""
+def get_model() -> Model:
+    """The configured model, loaded once per process (its tables are mapped, not read)."""
     name = configured_name()
     model = _loaded.get(name)
     if model is not None:
@@ -210,9 +307,7 @@ def model_version() -> str:
     loaded = _loaded.get(name)
     if loaded is not None:
         return loaded.version
-    from importlib.metadata import version
-
-    bundled = f"{DEFAULT_NAME}@{version('wordllama')}"
+    bundled = _bundled_version()
     if not name:
         return bundled
     weights = Path(name).expanduser() / "model.safetensors"
@@ -252,5 +347,5 @@ if __name__ == "__main__":
 
     if sys.argv[1:] != ["--rebuild-idf"]:
         sys.exit("usage: python -m memory.retrieval.embeddings.model --rebuild-idf")
-    plain = _bundled(weighted=False)
+    plain = _wordllama(weighted=False)
     print(idf.rebuild(plain.tokenizer, int(plain.table.shape[0])))

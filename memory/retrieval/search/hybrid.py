@@ -51,8 +51,8 @@ FALLBACK_WEIGHT = 1.0
 # that set the head's mean cosine is 0.19 for paraphrases (hits sharing only incidental
 # words) against 0.42 for keyword and file queries.
 RELATEDNESS_TOP = 3
-RELATEDNESS_CENTER = 0.25
-RELATEDNESS_WIDTH = 0.1
+RELATEDNESS_CENTER = 0.35
+RELATEDNESS_WIDTH = 0.2
 
 
 class Backend(Protocol):
