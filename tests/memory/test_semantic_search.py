@@ -75,6 +75,35 @@ def test_the_bundled_model_loads_from_the_wheel_and_gives_unit_vectors() -> None
     assert not vectors[1].any()  # an empty text is a zero vector, never NaN
 
 
+def test_the_bundled_pair_maps_its_int8_table_and_projects_both_halves() -> None:
+    """The default is WordLlama paired with the distilled table: the int8 table stays mapped
+    (its pages are the file's, not the heap's), its scales weigh its rows exactly as the
+    float table would, and the pair's vector is the centred projection of both halves."""
+    from memory.retrieval.embeddings.model import EmbeddingModel
+
+    model = get_model()
+    wordllama, minilm = model.parts  # type: ignore[union-attr]
+    assert isinstance(minilm.table, np.memmap) and minilm.table.dtype == np.int8
+    widened = EmbeddingModel(
+        "f32",
+        np.asarray(minilm.table, dtype=np.float32) * minilm.weights[:, None],
+        minilm.tokenizer,
+    )
+    texts = ["partial refunds match checkout", "Redis pool exhausted under load"]
+    assert np.allclose(minilm.embed(texts), widened.embed(texts), atol=1e-6)
+    alpha = model.alpha  # type: ignore[union-attr]
+    both = np.hstack(
+        [np.sqrt(1 - alpha) * wordllama.embed(texts), np.sqrt(alpha) * minilm.embed(texts)]
+    )
+    expected = (both - model.centre) @ model.projection  # type: ignore[union-attr]
+    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
+    assert model.dim == 256 and np.allclose(model.embed(texts), expected, atol=1e-5)
+    # Each half alone already relates the two refund texts more than refund and Redis.
+    for part in (wordllama, minilm, model):
+        a, b, c = part.embed([texts[0], "refund totals agree with checkout", texts[1]])
+        assert a @ b > a @ c
+
+
 def test_the_bundled_model_weighs_rare_tokens_over_filler() -> None:
     """idf pooling: a filler word moves a text's vector less than a content word does, and
     the weighting is named in the version (a change of it re-embeds every row). The

@@ -288,3 +288,19 @@ def test_uv_tool_install_of_the_wheel_with_and_without_embeddings(installed: Ins
         cwd=installed.folder, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert "search: hybrid (words and meaning" in doctor.stdout, doctor.stdout
+    # The bundled pair loads from that install's site-packages alone (cmem's wheel carries
+    # the distilled table, wordllama's the other), offline, outside any checkout.
+    probe = (
+        "from memory.retrieval.embeddings.model import get_model, DATA; m = get_model(); "
+        "v = m.embed(['refunds match checkout']); "
+        "print(m.version, v.shape[1], round(float((v * v).sum()), 3), DATA)"
+    )
+    embedded = subprocess.run(
+        [str(root / "tools" / "cmem" / "bin" / "python"), "-c", probe],
+        env={**env, "CLAUDE_MEM_DATA_DIR": str(root / "data"), "HF_HUB_OFFLINE": "1"},
+        cwd=installed.folder, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert embedded.returncode == 0, embedded.stderr[-3000:]
+    version, dim, norm, data = embedded.stdout.split()
+    assert "+minilm-pair1@" in version and (dim, norm) == ("256", "1.0")
+    assert str(REPO) not in data and "site-packages" in data
