@@ -188,8 +188,8 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "CLAUDE_MEM_EMBEDDINGS_MODEL": (
         "",
         "Empty: the bundled pair (WordLlama's table from its wheel with a MiniLM-distilled table"
-        " shipped in cmem's). Or a local folder holding a static embedding model (tokenizer.json + model.safetensors, model2vec layout); nothing is"
-        " downloaded.",
+        " shipped in cmem's). Or a local folder holding a static embedding model"
+        " (tokenizer.json + model.safetensors, model2vec layout); nothing is downloaded.",
     ),
     "CLAUDE_MEM_SEMANTIC_INJECT": (
         "false",

@@ -44,7 +44,8 @@ MAX_TOKENS = 512
 # "-idf1": the token weighting is part of the version, so rows embedded with the plain mean
 # (or an older weighting) are re-embedded in the background; "+minilm-pair1" names the
 # paired table and its pairing (`data/`), so a new one re-embeds too.
-DEFAULT_NAME = "wordllama/l2_supercat-256-idf1+minilm-pair1"
+WORDLLAMA_NAME = "wordllama/l2_supercat-256-idf1"
+DEFAULT_NAME = WORDLLAMA_NAME + "+minilm-pair1"
 DATA = Path(__file__).parent / "data"
 
 
@@ -148,10 +149,8 @@ def _table(path: Path, keys: tuple[str, ...]) -> Any:
     the worker past its 160 MB after a workload (issue 19). Kept as stored: embed() widens
     only the rows a text uses, and float16 -> float32 is exact, so the vectors are the same
     as from a table widened up front. Any other dtype is read and widened by safetensors."""
-    table = _mapped(path, keys, ndim=2)
-    if table is None:
-        return _table_read(path, next(k for k in keys if k in _header(path)[0]))
-    return table
+    key, table = _mapped(path, keys, ndim=2)
+    return _table_read(path, key) if table is None else table
 
 
 def _header(path: Path) -> tuple[dict[str, Any], int]:
@@ -165,9 +164,10 @@ def _header(path: Path) -> tuple[dict[str, Any], int]:
     return header, 8 + size
 
 
-def _mapped(path: Path, keys: tuple[str, ...], *, ndim: int) -> Any:
-    """The first of `keys` in the file, memory-mapped; None when its dtype or layout cannot
-    be mapped as is. Read without importing safetensors (a megabyte the worker need not hold)."""
+def _mapped(path: Path, keys: tuple[str, ...], *, ndim: int) -> tuple[str, Any]:
+    """The first of `keys` in the file and that tensor memory-mapped, or None when its dtype
+    or layout cannot be mapped as is. Read without importing safetensors (a megabyte the
+    worker need not hold)."""
     import numpy as np
 
     header, data = _header(path)
@@ -183,8 +183,8 @@ def _mapped(path: Path, keys: tuple[str, ...], *, ndim: int) -> Any:
         or len(shape) != ndim
         or end - start != np.prod(shape) * np.dtype(dtype).itemsize
     ):
-        return None
-    return np.memmap(path, dtype=dtype, mode="r", offset=data + start, shape=shape)
+        return key, None
+    return key, np.memmap(path, dtype=dtype, mode="r", offset=data + start, shape=shape)
 
 
 def _table_read(path: Path, key: str) -> Any:
@@ -219,7 +219,7 @@ def _minilm(folder: Path) -> EmbeddingModel:
     import numpy as np
 
     path = folder / "minilm_table.safetensors"
-    scales = _mapped(path, ("scales",), ndim=1)
+    _, scales = _mapped(path, ("scales",), ndim=1)
     if scales is None:
         raise ValueError(f"{path}: its scales are not float32")
     return EmbeddingModel(
@@ -248,7 +248,7 @@ def _wordllama(*, weighted: bool = True) -> EmbeddingModel:
     if weighted and weights is None:
         raise FileNotFoundError(f"{idf.WEIGHTS} is missing or does not fit the model")
     return EmbeddingModel(
-        version=f"wordllama/l2_supercat-256-idf1@{version('wordllama')}",
+        version=f"{WORDLLAMA_NAME}@{version('wordllama')}",
         table=table,
         tokenizer=_tokenizer(root / "tokenizers" / "l2_supercat_tokenizer_config.json"),
         weights=weights,

@@ -49,7 +49,8 @@ FALLBACK_WEIGHT = 1.0
 # RELATEDNESS_CENTER - RELATEDNESS_WIDTH / 2, full above its other end. Center and width
 # were tuned with RRF_K and FALLBACK_WEIGHT on the tuning half of `cmem bench recall`. On
 # that set the head's mean cosine is 0.19 for paraphrases (hits sharing only incidental
-# words) against 0.42 for keyword and file queries.
+# words) against 0.42 for keyword and file queries (WordLlama alone, whose ramp was 0.25 /
+# 0.1; the paired model's tuning chose 0.35 / 0.2).
 RELATEDNESS_TOP = 3
 RELATEDNESS_CENTER = 0.35
 RELATEDNESS_WIDTH = 0.2
