@@ -1,6 +1,6 @@
 """The `cmem` console script.
 
-`cmem hook …` goes straight to the stdlib-only hook client (memory/hook_entry.py `hook`):
+`cmem hook …` goes straight to the stdlib-only hook client (memory/hookclient/entry.py `hook`):
 it runs on every tool call of the agent, so it must not pay for importing Django or
 argparse. Everything else goes to cmem's own front end (cmem_site/frontend.py); Django's
 commands are `cmem manage …`.
@@ -15,25 +15,25 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args and args[0] == "hook":
-        from memory.hook_entry import hook
+        from memory.hookclient.entry import hook
 
         return hook(args[1:], exit_now=argv is None)
     if args[:2] == ["serve", "--supervise"]:
         # `cmem serve` re-executes itself here once migrations are done: the supervisor
-        # imports no Django (memory/service/supervisor.py).
-        from memory.service.supervisor import main as supervise
+        # imports no Django (memory/worker/supervisor.py).
+        from memory.worker.supervisor import main as supervise
 
         return supervise()
     if args in (["serve"], ["serve", "--no-migrate"]):
         # The usual start, on an unchanged schema: no Django in this process at all.
-        from memory.service.fast_start import serve_if_ready
+        from memory.fastpath.fast_start import serve_if_ready
 
         code = serve_if_ready(migrate=args == ["serve"])
         if code is not None:
             return code
     if args[:1] == ["serve-process"]:
         # The one process the supervisor runs: web server + consumer threads.
-        from memory.service.server import main as serve_process
+        from memory.worker.server import main as serve_process
 
         return serve_process()
     if args == ["mcp"]:

@@ -74,11 +74,11 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # /api/ requests take this list minus static files, CSRF and messages (memory/api/lane.py).
-    "memory.api.lane.ApiLane",
+    # /api/ requests take this list minus static files, CSRF and messages (memory/fastpath/short_chain.py).
+    "memory.fastpath.short_chain.ApiLane",
     "django.middleware.security.SecurityMiddleware",
-    # Browser writes from other sites are refused; the JSON API has no CSRF token (memory/cross_site.py).
-    "memory.cross_site.CrossSiteWriteGuard",
+    # Browser writes from other sites are refused; the JSON API has no CSRF token (memory/access/cross_site.py).
+    "memory.access.cross_site.CrossSiteWriteGuard",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -87,12 +87,12 @@ MIDDLEWARE = [
     # Team mode: every /api/ call carries a valid per-user token (memory/team/auth.py).
     "memory.team.auth.ApiTokenMiddleware",
     # Local mode: only the owner (Unix socket, worker.secret, or session from `cmem open`).
-    "memory.owner_auth.OwnerOnlyMiddleware",
+    "memory.access.owner_auth.OwnerOnlyMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # One Content-Security-Policy on every response (django-csp): pages load nothing remote,
     # so a hostile deliverable or recorded text cannot pull in a tracker or a script.
-    "memory.csp_headers.StaticCSPMiddleware",
+    "memory.access.csp_headers.StaticCSPMiddleware",
 ]
 
 CONTENT_SECURITY_POLICY = {
@@ -195,9 +195,9 @@ AUTH_PASSWORD_VALIDATORS: list[dict[str, str]] = [
         "NumericPasswordValidator",
     )
 ]
-# The admin login counts failures per username and client in the cache (memory/login_throttle.py).
-AUTHENTICATION_BACKENDS = ["memory.login_throttle.ThrottledModelBackend"]
-# The owner's session (memory/owner_auth.py): never readable by scripts, never sent cross-site.
+# The admin login counts failures per username and client in the cache (memory/access/login_throttle.py).
+AUTHENTICATION_BACKENDS = ["memory.access.login_throttle.ThrottledModelBackend"]
+# The owner's session (memory/access/owner_auth.py): never readable by scripts, never sent cross-site.
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Strict"
 LANGUAGE_CODE = "en-us"
@@ -238,15 +238,15 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {
-        # Every line redacted like stored text (memory/capture/log_redaction.py).
+        # Every line redacted like stored text (memory/privacy/log_redaction.py).
         "plain": {
-            "()": "memory.capture.log_redaction.RedactingFormatter",
+            "()": "memory.privacy.log_redaction.RedactingFormatter",
             "format": "%(asctime)s %(levelname)s %(name)s %(process)d: %(message)s",
         }
     },
     "handlers": {
         # Several processes write this file, so none of them may rotate it (each would keep
-        # writing to the renamed file): the supervisor rotates it (memory/service/supervisor.py), and
+        # writing to the renamed file): the supervisor rotates it (memory/worker/supervisor.py), and
         # WatchedFileHandler reopens the new file when it notices the rename.
         "file": {
             "class": "logging.handlers.WatchedFileHandler",

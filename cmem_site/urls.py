@@ -6,7 +6,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from cmem_site.api import api
-from memory.owner_auth import owner_login
+from memory.access.owner_auth import owner_login
 
 urlpatterns = [
     path("admin/", admin.site.urls),

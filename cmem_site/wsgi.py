@@ -1,4 +1,4 @@
-"""The WSGI application the worker's server runs (memory/service/server.py serves
+"""The WSGI application the worker's server runs (memory/worker/server.py serves
 `django_application` itself, marking Unix-socket requests by listener; `application` is
 for running the app under gunicorn by hand).
 
@@ -17,7 +17,7 @@ from django.core.wsgi import get_wsgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cmem_site.settings")
 django_application = get_wsgi_application()
 
-# memory.service.credentials.OWNER_SOCKET_ENVIRON; spelled here so this module stays import-light.
+# memory.runtime.credentials.OWNER_SOCKET_ENVIRON; spelled here so this module stays import-light.
 OWNER_SOCKET_ENVIRON = "cmem.owner_socket"
 
 

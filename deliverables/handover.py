@@ -29,13 +29,12 @@ from deliverables.services import (
     safe_segment,
     store_stream,
 )
-from memory import config
+from memory import config, privacy
 from memory.agents.base import HookEvent
 from memory.agents.tool_names import is_cmem_tool
-from memory.capture import privacy
-from memory.capture.secret_locations import refusal_reason
 from memory.capture.turn_files import attachments_from_transcript
 from memory.models import Prompt, Session
+from memory.privacy.secret_locations import refusal_reason
 from memory.projects import project_for_cwd, remote_request
 
 log = logging.getLogger(__name__)

@@ -26,11 +26,9 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from deliverables.models import Deliverable
-from memory import config
+from memory import config, privacy
 from memory.agents.base import HookEvent
-from memory.capture import privacy
 from memory.capture.handover import open_no_links
-from memory.capture.secret_locations import refusal_reason
 from memory.capture.turn_files import (
     WRITE_TOOLS,
     paths_from_tool_input,
@@ -38,6 +36,7 @@ from memory.capture.turn_files import (
     unique,
 )
 from memory.models import Event, Prompt, Session
+from memory.privacy.secret_locations import refusal_reason
 from memory.projects import project_for_cwd, remote_request
 
 log = logging.getLogger(__name__)
@@ -124,7 +123,7 @@ def _inside(path: str, root: str) -> bool:
 
 def outside_project(path: str, *, project_root: str) -> bool:
     """True for a file that is not part of the project's source tree, nor a secret location
-    (memory.capture.secret_locations: system trees, cmem's data dir, credentials under $HOME)."""
+    (memory.privacy.secret_locations: system trees, cmem's data dir, credentials under $HOME)."""
     if project_root and _inside(path, project_root):
         return False
     real = os.path.realpath(path)
@@ -207,7 +206,7 @@ def store_stream(fh: IO[bytes], dest_dir: Path, name: str, max_bytes: int) -> _C
 
 def _redacted_copy(path: Path, name: str) -> bool:
     """Rewrite a text deliverable with secrets redacted by the redactor every stored text
-    goes through (memory.capture.privacy.redact_text); True when anything changed. Any
+    goes through (memory.privacy.redact_text); True when anything changed. Any
     file that is UTF-8 without NUL bytes counts as text, whatever its name: a dotfile such
     as ~/.zshrc has no type but carries `export API_KEY=…`. Binary files are kept as is."""
     data = path.read_bytes()

@@ -18,7 +18,8 @@ from deliverables.services import (
     deliverable_preview_kind,
 )
 from deliverables.work import work_page
-from memory import feed, services
+from memory import services
+from memory.dashboard import feed
 from memory.models import Observation
 from memory.team import scope
 

@@ -20,7 +20,7 @@ from deliverables.services import (
     deliverable_read_text,
     markdown_to_safe_html,
 )
-from memory.feed import date_filter
+from memory.dashboard.feed import date_filter
 from memory.models import Event, Observation, Prompt, Session, Summary
 
 WORK_PAGE_SIZE = 20

@@ -1,7 +1,7 @@
 """cmem settings: data dir, `settings.json`, and env > file > default.
 
 Stdlib only: Django's settings module imports it. The file itself is read by
-memory.settings_file, the reader the hook client shares, so both take the same grammar. A
+memory.hookclient.settings_file, the reader the hook client shares, so both take the same grammar. A
 broken settings file never raises; it falls back to the defaults and records the problem in
 `problems()` so `cmem doctor` and the dashboard can say which key is wrong.
 """
@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from pathlib import Path
 
-from memory import settings_file
+from memory.hookclient import settings_file
 
 log = logging.getLogger(__name__)
 
@@ -281,7 +281,7 @@ SETTLE_NS = 2_000_000_000
 def stat_settled(changed_ns: int) -> bool:
     """True when a file last changed at `changed_ns` (st_mtime_ns, or its ctime when that is
     later) may be trusted unchanged while its stat is: the one rule of every stat memo here,
-    in memory/owner_auth.py and in memory/team/auth.py."""
+    in memory/access/owner_auth.py and in memory/team/auth.py."""
     return time.time_ns() - changed_ns > SETTLE_NS
 
 
@@ -356,7 +356,7 @@ def load() -> dict[str, str]:
     return dict(cached)
 
 
-# One hook request's settings (memory.hooks.hook_handle): its services load them at several
+# One hook request's settings (memory.hooks.dispatch.hook_handle): its services load them at several
 # places (a gate decision four times, ~25 us each), and one request must see one version.
 _snapshot: ContextVar[dict[str, str] | None] = ContextVar("cmem_settings_snapshot", default=None)
 

@@ -8,10 +8,10 @@ from typing import Any, TypedDict
 from django.db.models import Exists, Max, OuterRef, Q
 
 from memory import config, extensions
-from memory.capture.spool import spool_backlog
+from memory.briefing.context import context_cache_invalidate, context_text
+from memory.briefing.gate_policy import project_gate_mode
+from memory.hooks.spool import spool_backlog
 from memory.models import ContextCache, Event, Observation, Prompt, Session, Summary
-from memory.recall.context import context_cache_invalidate, context_text
-from memory.recall.gate_policy import project_gate_mode
 from memory.team import scope
 
 

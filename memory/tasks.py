@@ -28,8 +28,8 @@ from typing import TypeVar
 from huey import crontab
 from huey.contrib.djhuey import db_periodic_task, db_task, on_startup
 
-from memory.capture import spool
-from memory.compression import service
+from memory.compression import pipeline
+from memory.hooks import spool
 from memory.housekeeping.clock_skew import future_rows_repair
 from memory.housekeeping.retention import retention_run
 from memory.retrieval.embeddings import store as embeddings_store
@@ -53,7 +53,7 @@ def _registered_in(module: str) -> Callable[[F], F]:
 def session_events_process_task(session_pk: int) -> None:
     """Compress a session's pending events (observations in batches, then summaries), then
     embed what was stored: in the consumer, after the store, never on a hook's path."""
-    service.session_events_process(session_pk=session_pk)
+    pipeline.session_events_process(session_pk=session_pk)
     try:
         embeddings_store.embed_session(session_pk)
     except Exception:
@@ -78,9 +78,9 @@ def events_sweep(*, pending_older_than_seconds: int) -> list[int]:
     strand events dated hours ahead: future_rows_repair stamps them with now and names
     their sessions, which are enqueued at once."""
     sessions = set(future_rows_repair())
-    sessions.update(service.events_reclaim_stale())
+    sessions.update(pipeline.events_reclaim_stale())
     sessions.update(
-        service.sessions_with_pending_events(older_than_seconds=pending_older_than_seconds)
+        pipeline.sessions_with_pending_events(older_than_seconds=pending_older_than_seconds)
     )
     for session_pk in sorted(sessions):
         session_events_process_task(session_pk)

@@ -8,13 +8,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_http_methods
 
-from memory import charts, config, feed, services
+from memory import config, services
+from memory.briefing.file_history import file_history
+from memory.briefing.savings import savings
+from memory.dashboard import charts, feed
 from memory.forms import FeedFilterForm, SearchForm, SettingsForm, StatsForm
 from memory.housekeeping.forget import ForgetRequest, observations_forget
+from memory.ledger.session import session_ledger
 from memory.models import Observation, Prompt, Session
-from memory.recall.file_history import file_history
-from memory.recall.ledger_session import session_ledger
-from memory.recall.savings import savings
 from memory.retrieval.search.fold import hits_fold
 from memory.retrieval.search.query import KINDS, SearchQuery
 from memory.retrieval.search.service import mode_note, search
@@ -150,7 +151,7 @@ def session_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_GET
 def file_page(request: HttpRequest, project: str) -> HttpResponse:
-    """Everything memory knows about one file of one project (memory/recall/file_history.py)."""
+    """Everything memory knows about one file of one project (memory/briefing/file_history.py)."""
     raw = request.GET.get("path", "")[:4096]
     if "\x00" in project:
         raise Http404("No such project.")

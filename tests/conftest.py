@@ -28,7 +28,7 @@ def _test_client_is_owner(monkeypatch: pytest.MonkeyPatch) -> None:
     """
     from django.test.client import RequestFactory
 
-    from memory.service.credentials import OWNER_SOCKET_ENVIRON
+    from memory.runtime.credentials import OWNER_SOCKET_ENVIRON
 
     base = RequestFactory._base_environ
 

@@ -9,8 +9,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from memory import hookclient
 from memory.agents.install import claude_code as installer
+from memory.hookclient import client as hookclient
 
 pytestmark = pytest.mark.django_db
 

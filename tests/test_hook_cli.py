@@ -219,7 +219,7 @@ def test_eight_processes_times_25_events_store_exactly_200_and_a_replay_stores_n
 
 def test_the_hook_client_imports_nothing_heavy() -> None:
     code = (
-        "import sys; import cmem_site.cli, memory.hookclient; "
+        "import sys; import cmem_site.cli, memory.hookclient.client; "
         "heavy = [m for m in sys.modules if m.split('.')[0] in {'django', 'anthropic', 'huey', 'ninja', 'pydantic', "
         "'json', 'http', 'urllib', 'socket', 'subprocess'}]; print(','.join(heavy))"
     )
@@ -237,7 +237,7 @@ def test_a_local_hook_run_loads_no_json_django_or_other_project_module(tmp_path:
 
     data = tmp_path / "data"
     data.mkdir()
-    # The hook talks to the worker's Unix socket in the data dir (memory/service/credentials.py).
+    # The hook talks to the worker's Unix socket in the data dir (memory/runtime/credentials.py).
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(str(data / "worker.sock"))
     server.listen()
@@ -283,7 +283,11 @@ def test_a_local_hook_run_loads_no_json_django_or_other_project_module(tmp_path:
     assert result.stdout == b"{}"
     status, _, modules = result.stderr.decode().partition(" ")
     assert status == "0"
-    assert modules.split(",") == ["memory", "memory.hookclient", "memory.settings_file"]
+    assert modules.split(",") == [
+        "memory",
+        "memory.hookclient.client",
+        "memory.hookclient.settings_file",
+    ]
 
 
 @pytest.mark.slow
@@ -372,7 +376,7 @@ def test_context_hook_with_no_worker_degrades_within_the_bound(tmp_path: Path) -
 def test_settings_are_read_env_first_then_the_file_without_json(
     data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memory import hookclient
+    from memory.hookclient import client as hookclient
 
     (data_dir / "settings.json").write_text(
         json.dumps(
@@ -394,7 +398,7 @@ def test_settings_are_read_env_first_then_the_file_without_json(
 
 
 def test_team_mode_payload_carries_file_facts_and_the_project(tmp_path: Path) -> None:
-    from memory import hookclient_remote
+    from memory.hookclient import remote as hookclient_remote
 
     repo = tmp_path / "repo"
     (repo / ".git").mkdir(parents=True)
@@ -422,7 +426,7 @@ def test_remote_payload_names_the_sessions_model_from_the_clients_transcript(
 ) -> None:
     """The shared worker cannot read the client's transcript: at Stop and SessionEnd the
     client reads its tail and sends the model, so team sessions are priced at it."""
-    from memory import hookclient_remote
+    from memory.hookclient import remote as hookclient_remote
 
     transcript = tmp_path / "t.jsonl"
     transcript.write_text(
@@ -453,7 +457,7 @@ def team_worker(tmp_path: Path) -> Iterator[tuple[LiveWorker, str]]:
 def test_team_mode_client_talks_http_to_the_worker_url_and_drains_its_spool(
     team_worker: tuple[LiveWorker, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memory import hookclient
+    from memory.hookclient import client as hookclient
 
     worker, token = team_worker
     client_data = tmp_path / "client-data"

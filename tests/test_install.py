@@ -78,7 +78,7 @@ def test_install_writes_the_six_entries_in_exec_form(tmp_path: Path, settings_fi
     # This installation's interpreter with the -I -S stdlib entry, whatever that PATH holds.
     entry = ours["PostToolUse"][0]
     assert Path(entry["command"]).parent == Path(CMEM).parent and entry["async"] is True
-    assert entry["args"][:3] == ["-I", "-S", "-c"] and "memory.hook_entry" in entry["args"][3]
+    assert entry["args"][:3] == ["-I", "-S", "-c"] and "memory.hookclient.entry" in entry["args"][3]
     assert ours["PostToolUseFailure"][0]["async"] is True
     assert ours["SessionEnd"][0]["timeout"] >= 5
     matchers = {event: groups[-1].get("matcher") for event, groups in hooks.items()}

@@ -33,7 +33,7 @@ def test_install_from_a_venv_writes_the_absolute_path_and_the_data_dir(tmp_path:
     hook = json.loads(settings.read_text())["hooks"]["PreToolUse"][0]["hooks"][0]
     # This installation's interpreter with the -I -S stdlib entry (no PATH lookup at all).
     assert Path(hook["command"]).parent == Path(CMEM).parent
-    assert hook["args"][:3] == ["-I", "-S", "-c"] and "memory.hook_entry" in hook["args"][3]
+    assert hook["args"][:3] == ["-I", "-S", "-c"] and "memory.hookclient.entry" in hook["args"][3]
     assert hook["args"][4:] == [
         "hook",
         "claude-code",
@@ -176,7 +176,7 @@ def test_uninstall_leaves_a_plugin_alone_when_the_settings_file_is_not_claudes(
 def test_the_plugin_route_names_the_plugins_mcp_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     from memory import config
     from memory.agents.tool_names import tool_names
-    from memory.recall.context import HOWTO, tools_named
+    from memory.briefing.context import HOWTO, tools_named
 
     monkeypatch.setenv("CLAUDE_MEM_DATA_DIR", str(tmp_path))
 

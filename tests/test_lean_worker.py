@@ -17,7 +17,7 @@ import pytest
 from django.conf import settings
 from django.test import Client, override_settings
 
-from memory.service import schema_stamp
+from memory.worker import schema_stamp
 from tests.support import CMEM, free_port, make_worker_env
 
 REPO = Path(__file__).resolve().parents[1]
@@ -104,11 +104,11 @@ def test_the_isolated_hook_entry_posts_to_the_worker_and_exits_0(tmp_path: Path)
 
 
 def test_the_fast_start_reads_the_database_django_uses(tmp_path: Path) -> None:
-    """memory/service/fast_start.py checks the stamp without Django: its database must be
+    """memory/fastpath/fast_start.py checks the stamp without Django: its database must be
     the one cmem_site/settings.py configures (a fresh process: the test run's own settings
     point at the test database)."""
     code = (
-        "import cmem_site.settings as s; from memory.service import schema_stamp; "
+        "import cmem_site.settings as s; from memory.worker import schema_stamp; "
         "d, l = s.DATABASES['default'], schema_stamp.local_database(); "
         "print(d['ENGINE'] == l['ENGINE'], str(d['NAME']) == str(l['NAME']))"
     )
@@ -175,7 +175,7 @@ def test_the_serving_process_imports_no_heavy_sdk_at_start(tmp_path: Path) -> No
     imported mcp at every start: 1.4 s and ~19 MB.)"""
     code = (
         "import sys; sys.modules['redis'] = None; import django; django.setup(); "
-        "import cmem_site.wsgi, cmem_site.urls, memory.service.inprocess_consumer; "
+        "import cmem_site.wsgi, cmem_site.urls, memory.worker.inprocess_consumer; "
         "heavy = {'mcp', 'anthropic', 'openai', 'tree_sitter', 'detect_secrets', 'numpy', "
         "'tokenizers', 'wordllama', 'httpx', 'starlette', 'jsonschema', 'rich'}; "
         "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in heavy)))"
@@ -197,7 +197,7 @@ def test_the_serving_process_imports_no_heavy_sdk_at_start(tmp_path: Path) -> No
 def test_the_hook_clients_data_dir_is_what_expanduser_makes(
     raw: str, home: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memory import hookclient
+    from memory.hookclient import client as hookclient
 
     monkeypatch.setenv("CLAUDE_MEM_DATA_DIR", raw)
     monkeypatch.setenv("HOME", home)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.service import lifecycle
+from memory.worker import lifecycle
 from tests.support import CMEM, free_port, make_worker_env, owner_open
 
 pytestmark = pytest.mark.slow

@@ -26,7 +26,7 @@ def test_the_readme_map_is_current() -> None:
 def test_the_map_covers_every_package_and_skips_migrations() -> None:
     names = [rel.as_posix() for rel in modules()]
     assert {name.split("/")[0] for name in names} == set(PACKAGES)
-    assert "memory/hookclient.py" in names and "cmem_site/cli.py" in names
+    assert "memory/hookclient/client.py" in names and "cmem_site/cli.py" in names
     assert not [name for name in names if "/migrations/" in name]
 
 
@@ -37,7 +37,7 @@ def test_a_new_module_makes_the_map_stale(tmp_path: Path) -> None:
     (tmp_path / "memory" / "recall" / "novelty.py").write_text('"""Brand new room."""\n')
     after = render(tmp_path)
     assert before != after
-    assert "| `memory/recall/novelty.py` | Brand new room. |" in after
+    assert "| `memory/briefing/novelty.py` | Brand new room. |" in after
     assert "novelty" not in readme_section((REPO / "README.md").read_text())
 
 

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from memory.worker.server import OWNER_SOCKET_ENVIRON, owner_socket_app, tcp_app
 
-from memory.service import granian_serving
-from memory.service.server import OWNER_SOCKET_ENVIRON, owner_socket_app, tcp_app
+from memory.worker import granian_serving
 from tests.support import CMEM, free_port, make_worker_env
 
 CANARY = "sk-ant-canary-not-in-any-request"

@@ -6,8 +6,7 @@ import logging
 
 import pytest
 
-from memory import config
-from memory.capture import privacy
+from memory import config, privacy
 
 
 def test_a_negative_field_cap_does_not_disable_the_cap(

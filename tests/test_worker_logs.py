@@ -13,7 +13,7 @@ from django.core.management import call_command
 
 from memory.management.commands.logs import Command as LogsCommand
 from memory.management.commands.logs import tail_lines
-from memory.service import worker_state as worker_module
+from memory.worker import state as worker_module
 
 
 def test_logs_rotate_in_generations_and_writers_follow(

@@ -5,7 +5,7 @@ redirections, expansions, globs, unknown options) passes untouched, because gues
 complex command reads is how a gate ends up in the way.
 
 A pure parser (no service, no settings): the Codex adapter imports it; the gate call that
-uses it is `shell_read_gate` in memory/agents/codex_rules.py.
+uses it is `shell_read_gate` in memory/hooks/codex_rules.py.
 """
 
 from __future__ import annotations

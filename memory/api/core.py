@@ -17,7 +17,7 @@ from ninja import Router, Schema, Status
 from memory import config
 from memory.agents.base import HookInputError
 from memory.api import JSON_CONTENT_TYPE
-from memory.hooks import hook_handle
+from memory.hooks.dispatch import hook_handle
 from memory.importers.json_io import memory_export
 from memory.services import stats_compute
 from memory.tasks import spool_kick
@@ -94,7 +94,7 @@ def hook_answer(
     *, platform: str, event: str, size: int, read_body: Callable[[], bytes]
 ) -> tuple[int, dict[str, Any]]:
     """(status, JSON body) of one hook request of `size` bytes, read by `read_body`: the
-    ninja handler and the hot lane (memory/api/hot_lane.py) answer through this."""
+    ninja handler and the hot lane (memory/fastpath/hot_routes.py) answer through this."""
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
     if limit is not None and size > limit:
         return 413, {

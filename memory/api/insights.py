@@ -11,10 +11,10 @@ from ninja import Query, Router, Schema, Status
 from pydantic import BaseModel, Field
 
 from memory.api import json_answer
+from memory.briefing.context import context_text, utf16_len
+from memory.briefing.gate import file_observations_ranked
+from memory.ledger import ledger_report
 from memory.models import estimate_tokens
-from memory.recall.context import context_text, utf16_len
-from memory.recall.gate import file_observations_ranked
-from memory.recall.ledger import ledger_report
 from memory.services import gate_modes_list
 
 router = Router(tags=["insights"])

@@ -15,11 +15,11 @@ from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Schema, Status
 from pydantic import Field
 
-from memory import config, db
+from memory import config
 from memory.api import json_answer
+from memory.hookclient.netpolicy import is_loopback
 from memory.housekeeping.forget import ForgetError, ForgetRequest, observations_forget
 from memory.models import Observation
-from memory.netpolicy import is_loopback
 from memory.retrieval.outline.model import OutlineError
 from memory.retrieval.outline.outline import smart_outline
 from memory.retrieval.outline.roots import code_path, recorded_roots
@@ -29,6 +29,7 @@ from memory.retrieval.search.fold import hits_with_folds
 from memory.retrieval.search.query import KINDS, Kind, SearchQuery, as_datetime
 from memory.retrieval.search.service import effective_mode, mode_note, search
 from memory.retrieval.timeline import TimelineError, TimelineNotFound, timeline_build
+from memory.runtime import compiled_sql as db
 from memory.team.scope import owned, restricted_owner
 
 router = Router(tags=["retrieval"])
@@ -141,7 +142,7 @@ def search_endpoint(
 
 
 def search_body(filters: SearchFilters, kinds: tuple[Kind, ...]) -> dict[str, Any]:
-    """The 200 answer of a search (the ninja handler and the hot lane, memory/api/hot_lane.py)."""
+    """The 200 answer of a search (the ninja handler and the hot lane, memory/fastpath/hot_routes.py)."""
     types = tuple(t.strip() for t in (filters.type or "").split(",") if t.strip())
     query = SearchQuery(
         text=filters.q, project=filters.project or None, kinds=kinds, types=types, concept=filters.concept or None,

@@ -366,7 +366,7 @@ def _child_main(size: int) -> None:
     """Runs in a child process with its own data dir: replay through the real service."""
     django_setup()
     from memory.benchmarks.fake_api import FakeAnthropic, Reply
-    from memory.compression import service
+    from memory.compression import pipeline
     from memory.models import Event, Observation, Session
 
     root, payloads = generate_session(size)
@@ -407,7 +407,7 @@ def _child_main(size: int) -> None:
     with FakeAnthropic(default=Reply(fn=_answer)) as api:
         os.environ.update(CLAUDE_MEM_ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="bench-fake-key")
         started = time.perf_counter()
-        report = service.session_events_process(session_pk=session.pk)
+        report = pipeline.session_events_process(session_pk=session.pk)
         elapsed = time.perf_counter() - started
         usages = [r.usage for r in api.requests if r.usage]
     totals = {

@@ -43,7 +43,7 @@ from typing import Any
 
 from memory.benchmarks.fake_api import FakeAnthropic, Reply, _blocks_in_order, _chars
 from memory.benchmarks.harness import child_env, free_port, owner_headers, wait_health
-from memory.recall.refusal import OUTLINE_HEADING
+from memory.briefing.refusal import OUTLINE_HEADING
 
 REPO = Path(__file__).resolve().parents[2]
 PINNED = "2.1.332"

@@ -165,11 +165,11 @@ def child_measure(runs: int, project_dir: str) -> dict[str, Any]:
     django_setup()
     from django.test import Client
 
+    from memory.briefing.context import context_cache_invalidate, context_text
+    from memory.briefing.gate import file_candidates
     from memory.models import ObservationFile, Session
     from memory.projects import project_for_cwd
-    from memory.recall.context import context_cache_invalidate, context_text
-    from memory.recall.gate import file_candidates
-    from memory.service.credentials import OWNER_SOCKET_ENVIRON
+    from memory.runtime.credentials import OWNER_SOCKET_ENVIRON
 
     project = project_for_cwd(project_dir)
     # In-process calls are the owner's, as on the worker's Unix socket.
@@ -284,7 +284,7 @@ def child_profile(runs: int, project_dir: str, event: str = "file-context") -> d
     from django.test import Client
 
     from memory.benchmarks.hooks import _observation
-    from memory.service.credentials import OWNER_SOCKET_ENVIRON
+    from memory.runtime.credentials import OWNER_SOCKET_ENVIRON
 
     client = Client(SERVER_NAME="127.0.0.1", **{OWNER_SOCKET_ENVIRON: True})  # type: ignore[arg-type]  # WSGI environ extras are untyped
     rng = random.Random(11)
@@ -336,15 +336,15 @@ def _first_read(project_dir: str, rng: random.Random) -> bytes:
 
 
 def child_hooks(runs: int, project_dir: str) -> dict[str, Any]:
-    """The service alone, as the worker's raw WSGI lane calls it: memory.hooks.hook_handle
+    """The service alone, as the worker's raw WSGI lane calls it: memory.hooks.dispatch.hook_handle
     for `file-context` (a new session's first Read of a file with history) and `observation`
     (the lean bench's Bash PostToolUse), and a cold context_text, interleaved one of each
     per round so the machine's moments hit all three alike. p50 wall and CPU, in ms."""
     django_setup()
     from memory.benchmarks.hooks import _observation
-    from memory.hooks import hook_handle
+    from memory.briefing.context import context_cache_invalidate, context_text
+    from memory.hooks.dispatch import hook_handle
     from memory.projects import project_for_cwd
-    from memory.recall.context import context_cache_invalidate, context_text
 
     project = project_for_cwd(project_dir)
     rng = random.Random(11)

@@ -151,7 +151,7 @@ def _report(out: Any, *, runs: int, ingest_count: int, env: dict[str, str], port
             [cmem, "hook", "claude-code", "file-context"],
             lambda n: pre_tool_use,
         ),
-        # The stdlib entry with -I -S: no site, no .pth files (memory/hook_entry.py).
+        # The stdlib entry with -I -S: no site, no .pth files (memory/hookclient/entry.py).
         "python -I -S hook_entry.py observation": (
             [sys.executable, "-I", "-S", ENTRY, "hook", "claude-code", "observation"],
             _observation,

@@ -1,7 +1,7 @@
 """`cmem bench load`: many hook clients against one worker, then a bounded soak.
 
 Load: 16 client processes each send a prompt and 1,000 tool uses (`--size` changes the
-count) through the hook client's own code (`memory.hookclient.run`: the raw-socket POST,
+count) through the hook client's own code (`memory.hookclient.client.run`: the raw-socket POST,
 and the spool when the worker is slow), all at once, to one `cmem serve` in a temporary
 data dir with the offline compressor. Then it waits for the spool and the queue to drain
 and checks, in the database: every event stored, none twice, every one compressed. It prints
@@ -65,7 +65,7 @@ def _client(args: tuple[str, int, int, int]) -> list[float]:
     """One agent session: a prompt, then `events` tool uses, each through the hook client."""
     data_dir, index, events, first = args
     os.environ["CLAUDE_MEM_DATA_DIR"] = data_dir
-    from memory import hookclient
+    from memory.hookclient import client as hookclient
 
     session = f"load-{index:02d}"
     base = {
@@ -214,7 +214,7 @@ def _explain_stuck(out: Any, data: Path) -> None:
 
 
 def _worker_pids(data: Path) -> dict[str, int]:
-    from memory.service.processes import group_members
+    from memory.worker.processes import group_members
 
     pids: dict[str, int] = {}
     with contextlib.suppress(OSError, ValueError):
@@ -244,7 +244,7 @@ def _fds(pid: int) -> int:
 
 
 def soak_phase(*, out: Any, data: Path, port: int, seconds: int) -> dict[str, Any]:
-    from memory import hookclient
+    from memory.hookclient import client as hookclient
 
     os.environ["CLAUDE_MEM_DATA_DIR"] = str(data)
     samples: dict[str, list[tuple[float, int, int]]] = {}

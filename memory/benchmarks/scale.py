@@ -8,7 +8,7 @@ of CMEM_BENCH_PG_URL; SQLite: a temporary data dir):
    transaction on SQLite (FTS5 triggers fire per row, as in real use).
 2. Measure in a child process on that database: search p50/p99 through
    `memory.retrieval.search.service.search` over a fixed mix of queries, and gate p50 through
-   `memory.recall.gate.gate_decide` (first Read of a file with history in a new session).
+   `memory.briefing.gate.gate_decide` (first Read of a file with history in a new session).
 3. Start a real worker (`cmem serve`; PostgreSQL + Redis queue, or the SQLite default) and
    post observation hooks from 16 concurrent HTTP clients: ingest throughput and latency.
 
@@ -299,7 +299,7 @@ def _prep(field: Any, value: Any, connection: Any) -> Any:
 def child_measure(runs: int, project_dir: str) -> dict[str, Any]:
     django_setup()
     from memory.agents.base import HookEvent
-    from memory.recall.gate import gate_decide
+    from memory.briefing.gate import gate_decide
     from memory.retrieval.search.query import SearchQuery
     from memory.retrieval.search.service import search
 

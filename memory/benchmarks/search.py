@@ -260,7 +260,7 @@ def _measure(runs: int, out: Any) -> None:
 
     from memory.retrieval.search.query import SearchQuery
     from memory.retrieval.search.service import search
-    from memory.service.credentials import OWNER_SOCKET_ENVIRON
+    from memory.runtime.credentials import OWNER_SOCKET_ENVIRON
 
     now = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(days=60)
     service: list[float] = []
@@ -281,7 +281,7 @@ def _measure(runs: int, out: Any) -> None:
             service.append(elapsed)
             per_query.setdefault(f"{text!r} {extra or ''}".strip(), []).append(elapsed)
     # ALLOWED_HOSTS is loopback-only outside tests; in-process calls are the owner's, as on
-    # the worker's Unix socket (memory/service/credentials.py).
+    # the worker's Unix socket (memory/runtime/credentials.py).
     client = Client(HTTP_HOST="127.0.0.1", **{OWNER_SOCKET_ENVIRON: True})  # type: ignore[arg-type]  # WSGI environ extras are untyped
     http: list[float] = []
     for text, _extra in QUERIES:

@@ -12,11 +12,11 @@ disk, same moment), so the hook client reads bytes only when the worker cannot:
 
 The same trust rules as the worker's copy: every path component opened with O_NOFOLLOW
 (`open_no_links`, which deliverables.services uses too), regular files only, no hard
-links (st_nlink > 1), no secret location (memory.capture.secret_locations), and a FIFO never
+links (st_nlink > 1), no secret location (memory.privacy.secret_locations), and a FIFO never
 blocks (O_NONBLOCK, then fstat). Bounds per event: HANDOVER_MAX_BYTES of file bytes, at
 most MAX_FILES files, HANDOVER_TIME_S of reading; what does not fit is named as `skipped`
 (a local worker may still copy it from disk, a remote one does not). Text is redacted on
-the worker before it is stored, and by memory.capture.spool_scrub before a spool file is
+the worker before it is stored, and by memory.privacy.spool_scrub before a spool file is
 written.
 """
 
@@ -31,7 +31,6 @@ import time
 from typing import Any
 
 from memory.agents.tool_names import is_cmem_tool
-from memory.capture.secret_locations import refusal_reason
 from memory.capture.turn_files import (
     attach_paths,
     attachments_of,
@@ -39,6 +38,7 @@ from memory.capture.turn_files import (
     unique,
     written_paths,
 )
+from memory.privacy.secret_locations import refusal_reason
 
 TOOL = "work_state_write"
 # File bytes one event carries (before base64), its file count, and the time spent reading.

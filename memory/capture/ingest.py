@@ -2,7 +2,7 @@
 
 Each runs in ONE transaction and answers at once: the slow work (compression) happens in a
 huey task enqueued on commit, which only ever receives the session's id. Nothing is
-stored for excluded projects, and everything passes through `memory.capture.privacy` first.
+stored for excluded projects, and everything passes through `memory.privacy` first.
 """
 
 from __future__ import annotations
@@ -21,14 +21,19 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from memory import config
+from memory import config, privacy
 from memory.agents.base import HookEvent, HookResult
-from memory.capture import privacy
-from memory.capture.secret_locations import refusal_reason
+from memory.briefing import prompt_recall
+from memory.briefing.file_views import absolute_path, file_facts, file_view_record_from_tool
 from memory.capture.transcript_model import model_name_clean, transcript_model
-from memory.db import CompiledFetch, CompiledInsert
 from memory.extensions import tool_recorded_send, turn_finished_send
+from memory.ledger import (
+    ledger_insert,
+    ledger_record_memory_tool,
+    memory_tool_bare,
+)
 from memory.models import Event, LedgerEntry, Prompt, Session
+from memory.privacy.secret_locations import refusal_reason
 from memory.projects import (
     Project,
     is_excluded,
@@ -37,13 +42,7 @@ from memory.projects import (
     relative_path,
     remote_request,
 )
-from memory.recall import prompt_recall
-from memory.recall.file_views import absolute_path, file_facts, file_view_record_from_tool
-from memory.recall.ledger import (
-    ledger_insert,
-    ledger_record_memory_tool,
-    memory_tool_bare,
-)
+from memory.runtime.compiled_sql import CompiledFetch, CompiledInsert
 from memory.team import scope
 
 log = logging.getLogger(__name__)
@@ -75,7 +74,7 @@ def _project(event: HookEvent, settings: dict[str, str] | None = None) -> Projec
 
 # The ORM's SELECT of one session by (platform, session_id): building that query cost
 # ~0.17 ms per tool use, over four times what SQLite takes to run it, and raw()'s per-call
-# model setup another 14% of a tool use (see memory/db.py).
+# model setup another 14% of a tool use (see memory/runtime/compiled_sql.py).
 _SESSION_LOOKUP = CompiledFetch(
     Session,
     lambda p: Session.objects.filter(platform=p["platform"], session_id=p["session_id"]),
@@ -285,7 +284,7 @@ def _skipped_tool(event: HookEvent, settings: dict[str, str]) -> bool:
 
 def tool_use_payload(*, event: HookEvent, sanitizer: privacy.Sanitizer) -> dict[str, Any]:
     """The sanitized tool use as an Event payload stores it (live capture and imports alike)."""
-    # Text read from a secret location (memory.capture.secret_locations) is refused whole:
+    # Text read from a secret location (memory.privacy.secret_locations) is refused whole:
     # a credentials file is secrets in formats no pattern knows.
     refused = next((r for r in map(refusal_reason, _tool_paths(event)) if r), "")
     response = f"[REDACTED:{privacy._slug(refused)}]" if refused else event.tool_response
@@ -331,7 +330,7 @@ def observation_record(*, event: HookEvent) -> HookResult:
         # Idempotent by the unique (session, tool_use_id) constraint, not a SELECT first: a
         # duplicate delivery (retry, spool replay, concurrent PostgreSQL writer) is skipped
         # by the INSERT itself (ON CONFLICT DO NOTHING; a savepoint took two statements more).
-        # The row by one compiled INSERT (memory/db.py): the ORM's create() was a quarter
+        # The row by one compiled INSERT (memory/runtime/compiled_sql.py): the ORM's create() was a quarter
         # of a tool use's CPU; nothing listens to Event's save signals.
         stored = _EVENT_INSERT.insert_new(
             session_id=session.pk,

@@ -59,7 +59,8 @@ def complete(*, system: str, messages: list[dict[str, Any]], max_tokens: int) ->
 
     Retries: CLAUDE_MEM_API_RETRIES more attempts, sleeping CLAUDE_MEM_API_BACKOFF_MS × 2^n
     (with jitter, at least the server's retry-after, at most 30 s)."""
-    from memory.compression.providers import OFFLINE, module, prices, provider_choice
+    from memory.compression.providers import OFFLINE, module, provider_choice
+    from memory.ledger import prices
 
     choice = provider_choice()
     if choice.name == OFFLINE:

@@ -165,8 +165,8 @@ def _union(groups: Any) -> list[str]:
 
 def after_store(session: Session, *, stored_any: bool, usage: llm.Usage) -> None:
     # Imported here: these modules belong to other capabilities and may import the tasks.
-    from memory.recall.context import context_cache_invalidate
-    from memory.recall.ledger import ledger_record_observer
+    from memory.briefing.context import context_cache_invalidate
+    from memory.ledger import ledger_record_observer
 
     if stored_any:
         context_cache_invalidate(project=session.project)

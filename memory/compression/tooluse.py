@@ -77,7 +77,7 @@ def sanitize(text: str) -> str:
 
 def _privacy_pass(text: str) -> str:
     try:
-        from memory.capture import privacy
+        from memory import privacy
     except ImportError:
         return text
     try:

@@ -16,8 +16,8 @@ from typing import Any
 from django.db import transaction
 from django.db.models import QuerySet
 
+from memory.briefing.context import context_cache_invalidate
 from memory.models import Observation, Prompt, Summary
-from memory.recall.context import context_cache_invalidate
 from memory.retrieval.search.query import KINDS, Kind, SearchQuery
 from memory.retrieval.search.service import search
 from memory.team import scope

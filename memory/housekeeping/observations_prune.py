@@ -8,8 +8,8 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
+from memory.briefing.context import context_cache_invalidate
 from memory.models import Event, Observation, Summary
-from memory.recall.context import context_cache_invalidate
 
 # Pending and claimed events are work not done yet: pruning never takes them.
 FINISHED_EVENTS = [Event.Status.DONE, Event.Status.SKIPPED, Event.Status.FAILED]

@@ -24,10 +24,9 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from memory import config
+from memory import config, privacy
 from memory.agents import claude_code
 from memory.agents.base import HookInputError
-from memory.capture import privacy
 from memory.importers.report import ImportReport
 from memory.importers.sanitize import observation_payload
 from memory.importers.session_store import (

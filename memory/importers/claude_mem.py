@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from memory import config
+from memory.briefing.gate import UNKNOWN_HASH
 from memory.importers.json_io import FORMAT, FORMAT_VERSION, memory_import
 from memory.importers.report import ImportReport
 from memory.projects import relative_path
-from memory.recall.gate import UNKNOWN_HASH
 
 _PLATFORMS = {"claude": "claude-code", "claude-code": "claude-code"}
 

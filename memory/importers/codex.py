@@ -28,10 +28,9 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from memory import config
+from memory import config, privacy
 from memory.agents import codex
 from memory.agents.base import HookInputError
-from memory.capture import privacy
 from memory.importers.claude_code import transcript_lines
 from memory.importers.report import ImportReport
 from memory.importers.sanitize import observation_payload

@@ -22,10 +22,10 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from memory import config, extensions
+from memory.briefing.context import context_cache_invalidate
 from memory.importers.report import ImportReport
 from memory.models import LedgerEntry, Observation, ObservationFile, Prompt, Session, Summary
 from memory.projects import relative_path
-from memory.recall.context import context_cache_invalidate
 from memory.team import scope
 
 FORMAT = "cmem-export"

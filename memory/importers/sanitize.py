@@ -1,6 +1,6 @@
 """Imported prompts and tool uses made into exactly what live capture stores.
 
-The same privacy pass (memory.capture.privacy: tags, secrets, caps) and the same Event payload
+The same privacy pass (memory.privacy: tags, secrets, caps) and the same Event payload
 shape as `capture.observation_record`, so the compressor cannot tell a backfilled tool use
 from a live one. One difference, on purpose: the files' size and sha256 are left unknown,
 because the file on disk today is not the file the transcript's tool use saw, and a
@@ -14,7 +14,7 @@ from typing import Any
 
 from memory.agents.base import HookEvent
 from memory.capture import ingest as capture
-from memory.capture.privacy import Sanitizer, is_internal_notification
+from memory.privacy import Sanitizer, is_internal_notification
 from memory.projects import Project
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from memory.capture import privacy
+from memory import privacy
 from memory.importers.report import ImportReport
 from memory.importers.sanitize import prompt_sanitize
 from memory.models import Prompt, Session

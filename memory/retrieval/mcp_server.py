@@ -72,7 +72,7 @@ class Worker:
     def _send(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
         if config.get("CLAUDE_MEM_WORKER_URL"):
             return httpx.request(method, url, **kwargs)
-        from memory.service.credentials import socket_path
+        from memory.runtime.credentials import socket_path
 
         transport = httpx.HTTPTransport(uds=str(socket_path()))
         with httpx.Client(transport=transport) as client:

@@ -20,8 +20,8 @@ from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from memory import config
+from memory.hookclient.netpolicy import is_loopback
 from memory.models import ApiToken
-from memory.netpolicy import is_loopback
 from memory.projects import request_remote_scope
 
 OPEN_API_PATHS = frozenset({"/api/health"})

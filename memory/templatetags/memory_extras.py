@@ -59,7 +59,7 @@ def duration(value: timedelta | None) -> str:
 @register.filter
 def usd(value: float | None) -> str:
     """Dollars readable at every size ($0.0042, $0.42, $12.40), a minus sign when negative."""
-    from memory.recall.savings import usd as dollars
+    from memory.briefing.savings import usd as dollars
 
     return dollars(float(value or 0.0))
 
@@ -148,7 +148,7 @@ def file_link(project: str, path: str, label: str = "", css: str = "file-link") 
 
 @register.filter
 def feed_sort(item: Any) -> str:
-    """A feed item's order inside its session block, as a sortable string (memory.feed)."""
-    from memory.feed import feed_sort_key
+    """A feed item's order inside its session block, as a sortable string (memory.dashboard.feed)."""
+    from memory.dashboard.feed import feed_sort_key
 
     return feed_sort_key(item)

@@ -51,7 +51,7 @@ def browser() -> Iterator[Any]:
 
 def _page(browser: Any, worker: LiveWorker, width: int = 1280, height: int = 900) -> Any:
     """A page logged in as the owner, the way `cmem open` does it (a one-time link)."""
-    from memory.service.credentials import owner_login_url
+    from memory.runtime.credentials import owner_login_url
 
     context = browser.new_context(
         viewport={"width": width, "height": height}, accept_downloads=True
@@ -351,7 +351,7 @@ def test_theme_toggle_light_dark_system_is_remembered(
 ) -> None:
     """The system says dark; the toggle overrides it, survives a reload, and "System" hands
     back to the system. All under the strict CSP (no inline script or style)."""
-    from memory.service.credentials import owner_login_url
+    from memory.runtime.credentials import owner_login_url
 
     context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="dark")
     context.set_default_timeout(15_000)

@@ -346,8 +346,8 @@ def test_claude_code_and_codex_share_one_timeline(hooks: Hooks) -> None:
 
 
 def test_spooled_codex_events_are_ingested_in_order(hooks: Hooks) -> None:
-    from memory import hookclient
-    from memory.capture.spool import spool_ingest
+    from memory.hookclient import client as hookclient
+    from memory.hooks.spool import spool_ingest
 
     for name, event in [
         ("UserPromptSubmit.json", "session-init"),

@@ -21,7 +21,7 @@ from django.urls import reverse
 from deliverables.models import Deliverable
 from deliverables.services import deliverables_root
 from memory.capture import handover
-from memory.capture.spool_scrub import spool_scrub
+from memory.privacy.spool_scrub import spool_scrub
 
 pytestmark = pytest.mark.django_db
 
@@ -388,7 +388,7 @@ def test_a_stop_handover_carries_attachments_with_their_title(
 def test_the_spool_redacts_at_most_its_text_budget_binary_is_kept(
     project: Path, outside: Path
 ) -> None:
-    from memory.capture.spool_scrub import SPOOL_TEXT_MAX_BYTES
+    from memory.privacy.spool_scrub import SPOOL_TEXT_MAX_BYTES
 
     big = outside / "big.md"
     big.write_text("a line of text\n" * (SPOOL_TEXT_MAX_BYTES // 15 + 10))

@@ -49,7 +49,7 @@ def test_memory_never_imports_deliverables() -> None:
     )
     assert offenders == []
     # The scan does see imports: memory's own modules import memory.
-    assert "memory.capture.spool" in _imported_modules(MEMORY / "services.py")
+    assert "memory.hooks.spool" in _imported_modules(MEMORY / "services.py")
 
 
 def test_deliverables_plug_in_at_startup() -> None:

@@ -17,8 +17,8 @@ from django.urls import reverse
 from deliverables.models import Deliverable
 from deliverables.services import deliverables_capture, deliverables_root
 from memory.agents.base import HookEvent
-from memory.capture.secret_locations import HOME_SECRET_ENTRIES, refusal_reason
 from memory.models import Event, Session
+from memory.privacy.secret_locations import HOME_SECRET_ENTRIES, refusal_reason
 from tests.factories import SessionFactory
 
 pytestmark = pytest.mark.django_db

@@ -1,4 +1,4 @@
-"""Issue 19: /api/ requests take a shorter middleware chain (memory/api/lane.py), and every
+"""Issue 19: /api/ requests take a shorter middleware chain (memory/fastpath/short_chain.py), and every
 security check still runs on it: the owner's credential, the Host check, the cross-site
 write guard, the security and CSP headers; pages keep the full chain."""
 
@@ -12,9 +12,9 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from memory.api.lane import API_SKIPPED, LANE, lane_middleware
-from memory.service import credentials
-from memory.service.credentials import OWNER_SOCKET_ENVIRON
+from memory.fastpath.short_chain import API_SKIPPED, LANE, lane_middleware
+from memory.runtime import credentials
+from memory.runtime.credentials import OWNER_SOCKET_ENVIRON
 
 pytestmark = pytest.mark.django_db
 
@@ -29,11 +29,11 @@ def test_the_lane_is_first_and_is_the_full_chain_minus_the_named_few() -> None:
     assert lane == [m for m in settings.MIDDLEWARE[1:] if m not in API_SKIPPED]
     for kept in (
         "django.middleware.security.SecurityMiddleware",
-        "memory.cross_site.CrossSiteWriteGuard",
+        "memory.access.cross_site.CrossSiteWriteGuard",
         "django.middleware.common.CommonMiddleware",
         "memory.team.auth.ApiTokenMiddleware",
-        "memory.owner_auth.OwnerOnlyMiddleware",
-        "memory.csp_headers.StaticCSPMiddleware",
+        "memory.access.owner_auth.OwnerOnlyMiddleware",
+        "memory.access.csp_headers.StaticCSPMiddleware",
     ):
         assert kept in lane
 

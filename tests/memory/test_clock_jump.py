@@ -11,7 +11,7 @@ import pytest
 import time_machine
 
 from memory.benchmarks.fake_api import FakeAnthropic, Reply
-from memory.compression import service
+from memory.compression import pipeline
 from memory.models import Event, Observation
 from memory.tasks import events_sweep_task
 from tests.factories import SessionFactory
@@ -44,7 +44,7 @@ def test_events_dated_hours_ahead_are_swept_and_processed(
         ]
     with time_machine.travel(NOW, tick=False):
         # The old rule alone would not see them for three hours.
-        assert service.sessions_with_pending_events(older_than_seconds=60) == []
+        assert pipeline.sessions_with_pending_events(older_than_seconds=60) == []
         events_sweep_task()  # the periodic sweep, exactly as huey runs it
         assert Observation.objects.count() == 2
         assert set(
@@ -59,13 +59,13 @@ def test_a_claim_stamped_in_the_future_is_handed_back(api: FakeAnthropic, tmp_pa
     session = SessionFactory(root=tmp_path, project="demo", prompt="fix the clock")
     with time_machine.travel(NOW + timedelta(hours=2), tick=False):
         add_event(session, bash_payload("echo tool-7", tmp_path, stdout="x"))
-        claimed, _stamp = service.events_claim(
+        claimed, _stamp = pipeline.events_claim(
             session_pk=session.pk, kind=Event.Kind.OBSERVATION, limit=5
         )
         assert len(claimed) == 1
     with time_machine.travel(NOW, tick=False):
         # Its consumer died; the claim is "from the future" and would never look stale.
-        assert service.events_reclaim_stale(older_than_seconds=300) == []
+        assert pipeline.events_reclaim_stale(older_than_seconds=300) == []
         events_sweep_task()
         assert Observation.objects.count() == 1
 

@@ -1,4 +1,4 @@
-"""The gate's hot-path writes (memory/db.py CompiledInsert): the row is the one the ORM's
+"""The gate's hot-path writes (memory/runtime/compiled_sql.py CompiledInsert): the row is the one the ORM's
 create() would write, field by field, defaults included; a duplicate raises IntegrityError
 as create() does; and session_ensure on a session created in between falls back to it.
 insert_new skips a duplicate by ON CONFLICT DO NOTHING (no savepoint), a compiled fetch
@@ -16,11 +16,11 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from memory.agents import claude_code
-from memory.db import CompiledFetch, CompiledInsert, CompiledQuery, row, rows
+from memory.briefing.file_views import session_ensure
+from memory.ledger import ledger_insert, ledger_record
 from memory.models import ContextCache, Event, FileView, LedgerEntry, Session
 from memory.projects import project_for_cwd
-from memory.recall.file_views import session_ensure
-from memory.recall.ledger import ledger_insert, ledger_record
+from memory.runtime.compiled_sql import CompiledFetch, CompiledInsert, CompiledQuery, row, rows
 from tests.factories import SessionFactory
 from tests.memory.gate_helpers import fixture, make_project
 

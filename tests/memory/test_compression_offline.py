@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from memory.compression import health
+from memory.compression.pipeline import compressor_mode
 from memory.compression.providers import NOTHING_CONFIGURED
-from memory.compression.service import compressor_mode
 from memory.models import Event, Observation, ObservationFile, Summary
 from memory.tasks import session_events_process_task
 from tests.factories import SessionFactory

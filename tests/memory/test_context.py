@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import time_machine
 
+from memory.briefing.context import MAX_CHARS, context_cache_invalidate, utf16_len
 from memory.models import ContextCache, FileView, LedgerEntry, Session
-from memory.recall.context import MAX_CHARS, context_cache_invalidate, utf16_len
 from tests.factories import SessionFactory
 from tests.memory.gate_helpers import (
     SID,

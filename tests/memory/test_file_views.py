@@ -6,8 +6,8 @@ from typing import Any
 import pytest
 
 from memory.agents import claude_code
+from memory.briefing.file_views import file_view_record_from_tool, file_views_reset
 from memory.models import FileView, Session
-from memory.recall.file_views import file_view_record_from_tool, file_views_reset
 from tests.factories import SessionFactory
 from tests.memory.gate_helpers import fixture, make_project, sha, write_file
 

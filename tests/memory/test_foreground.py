@@ -1,5 +1,5 @@
 """Issue 19: background work in the serving process gives way to the requests in flight
-(memory/service/foreground.py): the consumer's tasks, each compression batch and the
+(memory/runtime/foreground.py): the consumer's tasks, each compression batch and the
 outline parse wait while a hook or a search runs, a bounded time, and a request's own
 thread never waits on itself."""
 
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from memory.service import foreground
+from memory.runtime import foreground
 
 
 @pytest.fixture
@@ -65,7 +65,7 @@ def test_nothing_in_flight_means_no_wait() -> None:
 def test_the_in_process_consumer_s_tasks_start_after_the_requests(request_in_flight) -> None:
     from huey.contrib.djhuey import HUEY
 
-    from memory.service.inprocess_consumer import QUIET_HOOK, InProcessConsumer
+    from memory.worker.inprocess_consumer import QUIET_HOOK, InProcessConsumer
 
     consumer = InProcessConsumer()
     try:
@@ -84,7 +84,7 @@ def test_the_in_process_consumer_s_tasks_start_after_the_requests(request_in_fli
 
 @pytest.mark.django_db
 def test_a_compression_run_gives_way_before_each_batch(tmp_path, monkeypatch) -> None:
-    from memory.compression import service
+    from memory.compression import pipeline
     from memory.models import Event
     from tests.factories import SessionFactory
     from tests.fakes import add_event, bash_payload
@@ -99,8 +99,8 @@ def test_a_compression_run_gives_way_before_each_batch(tmp_path, monkeypatch) ->
     def record() -> None:  # what is still waiting each time the run gives way
         pending.append(Event.objects.filter(session=session, status=Event.Status.PENDING).count())
 
-    monkeypatch.setattr(service, "quiet_wait", record)
-    service.session_events_process(session_pk=session.pk)
+    monkeypatch.setattr(pipeline, "quiet_wait", record)
+    pipeline.session_events_process(session_pk=session.pk)
     # Before each of the three batches (2, 2, 1) and before the claim that finds none left.
     assert pending == [5, 3, 1, 0]
     assert not Event.objects.filter(session=session, status=Event.Status.PENDING).exists()

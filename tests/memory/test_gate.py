@@ -9,8 +9,8 @@ import pytest
 import time_machine
 
 from memory.agents import claude_code
+from memory.briefing.file_views import file_view_record_from_tool
 from memory.models import ExcludedProject, FileView, LedgerEntry, Session
-from memory.recall.file_views import file_view_record_from_tool
 from tests.factories import SessionFactory
 from tests.memory.gate_helpers import (
     SID,

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from memory.agents.tool_names import mcp_tool_name
+from memory.briefing.gate_policy import PROBE_EVERY, adaptive_mode
 from memory.models import LedgerEntry
-from memory.recall.gate_policy import PROBE_EVERY, adaptive_mode
 from tests.factories import SessionFactory
 from tests.memory.gate_helpers import (
     added_context,

@@ -13,8 +13,8 @@ import pytest
 from django.core.management import call_command
 
 from memory.benchmarks.fake_api import FakeAnthropic, Reply
+from memory.briefing.gate import UNKNOWN_HASH, UNKNOWN_MARK
 from memory.models import Observation, ObservationFile
-from memory.recall.gate import UNKNOWN_HASH, UNKNOWN_MARK
 from memory.tasks import events_sweep
 from tests.factories import SessionFactory
 from tests.fakes import add_event, bash_payload

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from memory.agents import claude_code
+from memory.briefing import refusal
+from memory.briefing.file_views import file_view_record_from_tool
 from memory.models import LedgerEntry
-from memory.recall import refusal
-from memory.recall.file_views import file_view_record_from_tool
 from memory.retrieval.outline import cache, parse
-from memory.service import foreground
+from memory.runtime import foreground
 from tests.factories import SessionFactory
 from tests.memory.gate_helpers import (
     decision,

@@ -1,9 +1,9 @@
-"""Issue 19: the hot routes are answered beneath Django's handler (memory/api/hot_lane.py).
+"""Issue 19: the hot routes are answered beneath Django's handler (memory/fastpath/hot_routes.py).
 
 Each answer the lane gives must be the answer Django gives (status, body, headers), and
 everything the lane is not sure of must reach Django: another caller, a foreign Host, a
 browser's write, team mode, odd parameters, a failing read. The WSGI apps are called
-directly here, as the server calls them (memory/service/server.py)."""
+directly here, as the server calls them (memory/worker/server.py)."""
 
 from __future__ import annotations
 
@@ -20,11 +20,11 @@ from django.db import close_old_connections
 from django.test.client import RequestFactory
 
 from cmem_site.wsgi import django_application
-from memory.api import hot_lane
-from memory.api.hot_lane import WRITTEN_FOR, HotLane
+from memory.fastpath import hot_routes as hot_lane
+from memory.fastpath.hot_routes import WRITTEN_FOR, HotLane
 from memory.models import Event
-from memory.service import credentials
-from memory.service.credentials import OWNER_SOCKET_ENVIRON
+from memory.runtime import credentials
+from memory.runtime.credentials import OWNER_SOCKET_ENVIRON
 from tests.factories import SessionFactory
 from tests.memory.gate_helpers import fixture, gate_payload, make_obs, write_file
 from tests.memory.retrieval_seed import seed
@@ -344,7 +344,7 @@ def test_a_failing_write_is_a_logged_500_with_the_security_headers(
         raise RuntimeError("boom")
 
     monkeypatch.setattr("memory.api.core.hook_handle", broken)
-    with caplog.at_level(logging.ERROR, logger="memory.api.hot_lane"):
+    with caplog.at_level(logging.ERROR, logger="memory.fastpath.hot_routes"):
         status, headers, body = call(
             lane,
             environ("POST", "/api/hooks/claude-code/observation", body=_observation_payload("t")),
@@ -391,7 +391,7 @@ def test_the_lane_steps_aside_for_a_middleware_list_it_was_not_written_for(
 ) -> None:
     assert tuple(settings.MIDDLEWARE) == WRITTEN_FOR  # the project's list: the lane serves
     settings.MIDDLEWARE = [*settings.MIDDLEWARE, "django.middleware.gzip.GZipMiddleware"]
-    with caplog.at_level(logging.WARNING, logger="memory.api.hot_lane"):
+    with caplog.at_level(logging.WARNING, logger="memory.fastpath.hot_routes"):
         served = HotLane(django_app)
     assert not served.enabled and "hot lane off" in caplog.text
 
@@ -410,7 +410,7 @@ def test_cmem_hot_lane_0_turns_it_off(django_app, monkeypatch) -> None:
 
 
 def test_the_server_serves_both_listeners_through_the_lane(django_app, tmp_path: Path) -> None:
-    from memory.service.server import served_apps
+    from memory.worker.server import served_apps
 
     listeners = served_apps(django_app, host="127.0.0.1", port=1, sock=tmp_path / "worker.sock")
     answers = [call(app, environ("GET", "/api/health", owner=False)) for app, _ in listeners]

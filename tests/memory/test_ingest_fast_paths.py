@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from memory.capture import privacy
-from memory.hooks import hook_handle
+from memory import privacy
+from memory.hooks.dispatch import hook_handle
 from memory.models import Event, ExcludedProject, Session
 from memory.projects import is_excluded
 

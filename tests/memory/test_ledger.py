@@ -10,8 +10,8 @@ import time_machine
 from django.core.management import call_command
 
 from memory.compression.llm import Usage
+from memory.ledger import ledger_record_observer, ledger_report
 from memory.models import LedgerEntry, Prompt, Session
-from memory.recall.ledger import ledger_record_observer, ledger_report
 from tests.factories import SessionFactory
 from tests.memory.gate_helpers import (
     SID,

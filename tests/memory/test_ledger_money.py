@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from memory.briefing.gate_policy import adaptive_mode
 from memory.capture.transcript_model import transcript_model
 from memory.compression.llm import Usage
-from memory.compression.providers.prices import input_usd, price_row
+from memory.ledger import ledger_record_observer, ledger_report, memory_tool_bare
+from memory.ledger.prices import input_usd, price_row
 from memory.models import LedgerEntry, Session
-from memory.recall.gate_policy import adaptive_mode
-from memory.recall.ledger import ledger_record_observer, ledger_report, memory_tool_bare
 from tests.factories import SessionFactory
 from tests.memory.gate_helpers import (
     SID,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.capture import privacy
+from memory import privacy
 from tests.support import CLAUDE_FIXTURES, LiveWorker
 
 # Realistic shapes (fake values): each must disappear, and the kind must be named.

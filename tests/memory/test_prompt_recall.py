@@ -12,8 +12,8 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from memory.briefing.prompt_recall import HEADER, TOKEN_BUDGET
 from memory.models import Observation, Session
-from memory.recall.prompt_recall import HEADER, TOKEN_BUDGET
 from memory.retrieval.embeddings import store
 from tests.support.paths import CLAUDE_FIXTURES
 
@@ -156,7 +156,7 @@ def test_other_projects_crowding_the_nearest_rows_fall_back_to_the_project_scan(
 ) -> None:
     """The unfiltered scan's nearest rows may all belong to other projects: the recall then
     scans the project's own rows, and still finds its note."""
-    from memory.recall import prompt_recall
+    from memory.briefing import prompt_recall
 
     monkeypatch.setenv("CLAUDE_MEM_SEMANTIC_INJECT", "true")
     monkeypatch.setenv("CLAUDE_MEM_CONTEXT_OBSERVATIONS", "0")
@@ -191,7 +191,7 @@ def test_a_restricted_viewer_is_recalled_only_its_own_notes(
     (a teammate's token) never gets another user's note, however near it is."""
     from django.contrib.auth import get_user_model
 
-    from memory.recall.prompt_recall import related_notes
+    from memory.briefing.prompt_recall import related_notes
     from memory.team.scope import viewer_scope
 
     monkeypatch.setenv("CLAUDE_MEM_SEMANTIC_INJECT", "true")

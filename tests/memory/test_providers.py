@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from memory.compression import health, llm
+from memory.compression.pipeline import compressor_mode
 from memory.compression.providers import NOTHING_CONFIGURED, claude_cli, provider_choice
-from memory.compression.service import compressor_mode
 from memory.models import Event, LedgerEntry, Observation
 from memory.tasks import session_events_process_task
 from tests.factories import SessionFactory

@@ -7,9 +7,9 @@ import json
 import logging
 from pathlib import Path
 
-from memory.capture import privacy
-from memory.capture.secret_patterns import PLUGIN_PATTERNS, live_plugin_patterns
-from memory.capture.spool_scrub import spool_scrub
+from memory import privacy
+from memory.privacy.secret_patterns import PLUGIN_PATTERNS, live_plugin_patterns
+from memory.privacy.spool_scrub import spool_scrub
 
 # Secrets only a detect-secrets plugin knows (no explicit cmem pattern matches them).
 SENDGRID = "SG." + "aB3dE6gH9jK2mN5pQ8sT1v" + "." + "wX4yZ7bC0eF3hJ6kM9nP2qS5tV8wY1zA4cD7fG0iL3o"
@@ -44,7 +44,7 @@ def test_log_lines_are_redacted_and_private_passages_dropped() -> None:
     try:
         raise ValueError(f"prompt was: deploy with {SENDGRID}")
     except ValueError:
-        logging.getLogger("memory.hooks").exception("hook failed")
+        logging.getLogger("memory.hooks.dispatch").exception("hook failed")
     handler.flush()
     text = Path(handler.baseFilename).read_text()
     assert "tool use refused" in text and "hook failed" in text

@@ -140,7 +140,7 @@ def test_the_health_body_is_the_schema_validated_one() -> None:
     from django.test import Client
 
     from memory.api.core import HealthOut
-    from memory.service.credentials import OWNER_SOCKET_ENVIRON
+    from memory.runtime.credentials import OWNER_SOCKET_ENVIRON
 
     for owner in (True, False):
         response = Client(**{OWNER_SOCKET_ENVIRON: owner}).get("/api/health")

@@ -19,8 +19,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
 
+from memory.briefing.prompt_recall import related_notes
 from memory.models import Embedding, Observation, Session
-from memory.recall.prompt_recall import related_notes
 from memory.retrieval import embeddings
 from memory.retrieval.embeddings import store
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from memory import hookclient
-from memory.capture import spool
+from memory.hookclient import client as hookclient
+from memory.hooks import spool
 from memory.models import Event, Prompt
 from tests.support import CLAUDE_FIXTURES
 

@@ -412,7 +412,7 @@ def test_an_error_from_sqlite_vec_falls_back_to_the_scan_and_says_so(
 def test_cmem_doctor_names_the_vector_index(
     rows: dict[str, int], use: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memory.service.doctor import _search_checks
+    from memory.worker.doctor import _search_checks
 
     monkeypatch.setattr(vec0, "unavailable_reason", lambda: "no extension loading (test)")
     use("sqlite-vec")

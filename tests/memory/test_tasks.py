@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from memory.benchmarks.fake_api import FakeAnthropic, Reply
-from memory.compression import service
+from memory.compression import pipeline
 from memory.models import Event, Observation, Summary
 from memory.tasks import events_sweep, session_events_process_task
 from tests.factories import SessionFactory
@@ -54,9 +54,9 @@ def test_claim_takes_pending_events_once_and_counts_the_attempt(tmp_path: Path) 
     events = [
         add_event(session, bash_payload(f"echo tool-{i}", tmp_path, stdout="x")) for i in range(5)
     ]
-    first, stamp = service.events_claim(session_pk=session.pk, kind="observation", limit=3)
-    second, _ = service.events_claim(session_pk=session.pk, kind="observation", limit=3)
-    third, _ = service.events_claim(session_pk=session.pk, kind="observation", limit=3)
+    first, stamp = pipeline.events_claim(session_pk=session.pk, kind="observation", limit=3)
+    second, _ = pipeline.events_claim(session_pk=session.pk, kind="observation", limit=3)
+    third, _ = pipeline.events_claim(session_pk=session.pk, kind="observation", limit=3)
     assert [e.pk for e in first] == [e.pk for e in events[:3]]
     assert [e.pk for e in second] == [e.pk for e in events[3:]]
     assert third == []
@@ -76,15 +76,17 @@ def test_stale_claims_are_reclaimed_and_a_late_result_is_dropped(
     events = [
         add_event(session, bash_payload(f"echo tool-{i}", tmp_path, stdout="x")) for i in range(2)
     ]
-    claimed, stale_stamp = service.events_claim(session_pk=session.pk, kind="observation", limit=10)
+    claimed, stale_stamp = pipeline.events_claim(
+        session_pk=session.pk, kind="observation", limit=10
+    )
     # The consumer holding the claim vanished: after the timeout the events go back.
-    assert service.events_reclaim_stale(older_than_seconds=0) == [session.pk]
+    assert pipeline.events_reclaim_stale(older_than_seconds=0) == [session.pk]
     assert Event.objects.filter(status=Event.Status.PENDING).count() == 2
     session_events_process_task(session.pk)
     assert Observation.objects.count() == 2
     # The first consumer comes back with its (late) answer: its claim is gone, nothing is stored.
-    report = service._guarded(
-        service.observations_compress, session=session, events=claimed, stamp=stale_stamp
+    report = pipeline._guarded(
+        pipeline.observations_compress, session=session, events=claimed, stamp=stale_stamp
     )
     assert report.observations == 0
     assert Observation.objects.count() == 2
@@ -110,7 +112,7 @@ def test_a_batch_that_keeps_killing_its_consumer_goes_offline(
         root=tmp_path, project="demo", prompt="Make the gate rank rows by specificity"
     )
     event = add_event(session, bash_payload("echo tool-1", tmp_path, stdout="x"))
-    Event.objects.filter(pk=event.pk).update(attempts=service.MAX_API_ATTEMPTS)
+    Event.objects.filter(pk=event.pk).update(attempts=pipeline.MAX_API_ATTEMPTS)
     session_events_process_task(session.pk)
     assert api.requests == []
     assert Observation.objects.get().compressor == "offline"
@@ -125,7 +127,7 @@ def test_summary_waits_for_earlier_observations_held_elsewhere(
     )
     add_event(session, bash_payload("echo tool-1", tmp_path, stdout="x"))
     add_event(session, {"last_assistant_message": "done"}, kind="summary")
-    held, stamp = service.events_claim(session_pk=session.pk, kind="observation", limit=10)
+    held, stamp = pipeline.events_claim(session_pk=session.pk, kind="observation", limit=10)
     session_events_process_task(session.pk)  # another consumer: must not summarise yet
     assert Summary.objects.count() == 0
     assert Event.objects.get(kind="summary").status == Event.Status.PENDING
@@ -133,7 +135,7 @@ def test_summary_waits_for_earlier_observations_held_elsewhere(
         Reply(fn=echo_observations),
         Reply(text="<summary><request>r</request><completed>c</completed></summary>"),
     )
-    service._guarded(service.observations_compress, session=session, events=held, stamp=stamp)
+    pipeline._guarded(pipeline.observations_compress, session=session, events=held, stamp=stamp)
     session_events_process_task(session.pk)
     assert Summary.objects.get().request == "r"
 
@@ -150,7 +152,7 @@ def test_unexpected_error_marks_events_failed_instead_of_looping(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(service.offline, "observations_for_batch", broken)
+    monkeypatch.setattr(pipeline.offline, "observations_for_batch", broken)
     session_events_process_task(session.pk)
     event.refresh_from_db()
     assert event.status == Event.Status.FAILED and "RuntimeError: boom" in event.last_error
@@ -266,7 +268,7 @@ def test_consumer_killed_mid_batch_compresses_every_event_exactly_once(tmp_path:
 
 _CLAIM_LOOP = """
 import json, pathlib, time
-from memory.compression.service import events_claim
+from memory.compression.pipeline import events_claim
 events_claim(session_pk=0, kind="observation", limit=1)  # warm up: connection, imports
 barrier = pathlib.Path({barrier!r})
 (barrier / "{name}").touch()

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from memory import config
-from memory.feed import FEED_PAGE_SIZE
+from memory.dashboard.feed import FEED_PAGE_SIZE
 from memory.models import ContextCache, LedgerEntry, Observation, ObservationFile
 from memory.retrieval.search.query import SearchQuery
 from memory.retrieval.search.service import search

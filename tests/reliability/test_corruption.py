@@ -32,7 +32,7 @@ CORRUPT_SETTINGS = {
 def test_a_corrupt_settings_file_is_named_by_doctor_and_capture_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memory.service.doctor import _settings_checks
+    from memory.worker.doctor import _settings_checks
 
     worker = new_worker(tmp_path, CLAUDE_MEM_COMPRESSOR="offline")
     settings_file = worker.data_dir / "settings.json"

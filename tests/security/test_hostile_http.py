@@ -444,7 +444,7 @@ def test_html_from_prompts_and_tool_output_is_escaped_on_every_page(
     }
     assert _post(client, "summarize", json.dumps(stop)).status_code == 200
     # The test transaction never commits, so the on-commit task is run here (offline: no key).
-    from memory.compression.service import session_events_process
+    from memory.compression.pipeline import session_events_process
 
     session = Session.objects.get(session_id="xss")
     session_events_process(session_pk=session.pk)

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
-from memory.service import credentials
-from memory.service.credentials import OWNER_SOCKET_ENVIRON
+from memory.runtime import credentials
+from memory.runtime.credentials import OWNER_SOCKET_ENVIRON
 from tests.support import CMEM, LiveWorker, free_port, make_worker_env, stop_detached_worker
 
 HEALTH_KEYS = {"status", "service", "version", "protocol"}
@@ -148,7 +148,7 @@ def test_the_owner_reaches_the_worker_over_the_socket_and_with_the_secret(
     import urllib.error
     import urllib.request
 
-    from memory.service.worker_state import _UnixConnection
+    from memory.worker.state import _UnixConnection
 
     conn = _UnixConnection(str(live_worker.data_dir / "worker.sock"), 10)
     conn.request("GET", "/api/health")
@@ -488,7 +488,7 @@ def test_team_hooks_verify_the_servers_certificate(
 
 
 def test_doctor_reports_the_credential_the_data_dir_and_the_socket(data_dir: Path) -> None:
-    from memory.service.doctor import _access_checks
+    from memory.worker.doctor import _access_checks
 
     credentials.ensure_secret()
     rows = {c.what.split(":")[0]: c for c in _access_checks()}

@@ -13,12 +13,12 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from memory import privacy
 from memory.agents import claude_code, codex
-from memory.capture import privacy
-from memory.capture.spool_scrub import spool_scrub
 from memory.compression.parse import ParseError, parse_observations, parse_summary
 from memory.compression.prompts import TYPES
-from memory.hooks import HookInputError, decode_body
+from memory.hooks.dispatch import HookInputError, decode_body
+from memory.privacy.spool_scrub import spool_scrub
 
 FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from memory.capture.privacy import Sanitizer, ScanStats, redact_text, strip_tags
-from memory.capture.spool_scrub import spool_scrub
 from memory.models import Event, FileView, Prompt
+from memory.privacy import Sanitizer, ScanStats, redact_text, strip_tags
+from memory.privacy.spool_scrub import spool_scrub
 from tests.factories import SessionFactory
 from tests.memory.gate_helpers import (
     added_context,

@@ -136,7 +136,7 @@ def tool_use(
         "tool_input": {"file_path": path},
         "tool_response": {"type": "text", "file": {"filePath": path, "content": content}},
         "cmem_project": {"name": project, "root": root},
-        # What a remote hook client measures on its own disk (memory/hookclient_remote.py).
+        # What a remote hook client measures on its own disk (memory/hookclient/remote.py).
         "cmem_file_facts": {
             path: {"size": len(content), "mtime": time.time(), "sha256": f"{n:064x}"}
         },

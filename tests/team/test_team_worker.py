@@ -168,7 +168,7 @@ def _post(url: str, event: str, body: dict[str, object], data_dir: Path) -> None
     req = urllib.request.Request(
         f"{url}/api/hooks/claude-code/{event}",
         data=json.dumps(body).encode(),
-        # A loopback worker without tokens answers only its owner (memory/owner_auth.py).
+        # A loopback worker without tokens answers only its owner (memory/access/owner_auth.py).
         headers={"Content-Type": "application/json", **owner_headers(data_dir)},
     )
     with urllib.request.urlopen(req, timeout=30) as resp:

@@ -71,9 +71,11 @@ def hook_command(path_env: str | None = None) -> str:
     return str(own)
 
 
-# The -c line of the stdlib hook entry (memory/hook_entry.py): the package root is spelled in
+# The -c line of the stdlib hook entry (memory/hookclient/entry.py): the package root is spelled in
 # it, since `-S` leaves site-packages (and the editable install's path entry) off sys.path.
-HOOK_ENTRY_CODE = "import sys;sys.path.insert(0,{root!r});from memory.hook_entry import run;run()"
+HOOK_ENTRY_CODE = (
+    "import sys;sys.path.insert(0,{root!r});from memory.hookclient.entry import run;run()"
+)
 ENTRY_FLAGS = ["-I", "-S", "-c"]
 
 
@@ -102,7 +104,7 @@ def hook_args(hook: Any) -> list[str] | None:
     words = [str(a) for a in args]
     if command == "cmem" or command.endswith("/cmem"):
         return words
-    if words[:3] == ENTRY_FLAGS and len(words) > 3 and "memory.hook_entry" in words[3]:
+    if words[:3] == ENTRY_FLAGS and len(words) > 3 and "memory.hookclient.entry" in words[3]:
         return words[4:]
     return None
 

@@ -312,7 +312,7 @@ def trust_recorded(home: Path, keys: list[str]) -> list[str]:
 
 def codex_doctor_checks(*, home: Path | None = None) -> list[Any]:
     """`cmem doctor`: are cmem's Codex hooks installed and trusted? Nothing when not installed."""
-    from memory.service.doctor import Check
+    from memory.worker.doctor import Check
 
     home = home or codex_home()
     path = hooks_path(home)

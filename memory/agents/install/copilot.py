@@ -119,7 +119,7 @@ def uninstall(*, home: Path | None = None, keep_mcp: bool = False) -> list[str]:
 
 
 def doctor_checks(*, home: Path | None = None) -> list[Any]:
-    from memory.service.doctor import Check
+    from memory.worker.doctor import Check
 
     path = hooks_path(home)
     if not path.exists():

@@ -142,7 +142,7 @@ def installed_commands(home: Path | None = None) -> dict[str, list[str]]:
 
 def doctor_checks(*, home: Path | None = None) -> list[Any]:
     """Are cmem's Gemini hooks complete, runnable and enabled? Nothing when not installed."""
-    from memory.service.doctor import Check
+    from memory.worker.doctor import Check
 
     path = settings_path(home)
     found = installed_commands(home)

@@ -10,7 +10,7 @@ from memory.management.install_arguments import (
     add_claude_settings_argument,
     add_codex_home_argument,
 )
-from memory.service.doctor import doctor_checks
+from memory.worker.doctor import doctor_checks
 
 MARKS = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}
 

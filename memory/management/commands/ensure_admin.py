@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
 from memory import config
-from memory.service import worker_state as worker
+from memory.worker import state as worker
 
 
 class Command(BaseCommand):

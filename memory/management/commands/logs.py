@@ -8,8 +8,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from memory.service import lifecycle
-from memory.service import worker_state as worker
+from memory.worker import lifecycle
+from memory.worker import state as worker
 
 
 def tail_lines(path: Path, count: int) -> list[str]:

@@ -5,8 +5,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memory.service import lifecycle
-from memory.service import worker_state as worker
+from memory.worker import lifecycle
+from memory.worker import state as worker
 
 
 class Command(BaseCommand):

@@ -9,8 +9,8 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from memory.service import lifecycle, schema_stamp
-from memory.service import worker_state as worker
+from memory.worker import lifecycle, schema_stamp
+from memory.worker import state as worker
 
 
 class Command(BaseCommand):

@@ -16,8 +16,8 @@ from memory.management.install_arguments import (
     add_claude_settings_argument,
     add_codex_home_argument,
 )
-from memory.service import lifecycle
-from memory.service import worker_state as worker
+from memory.worker import lifecycle
+from memory.worker import state as worker
 
 
 def claude_code_found(settings: Path) -> bool:

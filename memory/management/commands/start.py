@@ -5,9 +5,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memory.service import lifecycle
-from memory.service import worker_state as worker
-from memory.service.credentials import owner_login_url
+from memory.runtime.credentials import owner_login_url
+from memory.worker import lifecycle
+from memory.worker import state as worker
 
 
 class Command(BaseCommand):
@@ -27,7 +27,7 @@ class Command(BaseCommand):
             self.stdout.write(f"cmem: {note}")
         state = result.state
         version = (state.health or {}).get("version", "?")
-        # The URL logs this browser in once (memory/owner_auth.py); `cmem open` makes another.
+        # The URL logs this browser in once (memory/access/owner_auth.py); `cmem open` makes another.
         login = owner_login_url(state.address.url)
         if result.already_running:
             self.stdout.write(f"cmem {version} is already running: {login} (pid {state.pid})")

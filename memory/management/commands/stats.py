@@ -6,8 +6,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from memory.recall.ledger import LedgerLine
-from memory.recall.savings import Savings, savings, usd
+from memory.briefing.savings import Savings, savings, usd
+from memory.ledger import LedgerLine
 
 SECTIONS = ("day", "project", "session")
 

@@ -6,8 +6,8 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from memory import config
-from memory.service import lifecycle
-from memory.service import worker_state as worker
+from memory.worker import lifecycle
+from memory.worker import state as worker
 
 # LSB init-script convention: 3 = "program is not running", so scripts can branch on it.
 NOT_RUNNING = 3

@@ -3,7 +3,7 @@
 Why a file of its own: a `vec0` virtual table (or a trigger touching one) inside cmem's
 database would break every connection that has not loaded the extension ("no such module:
 vec0"): a `cmem` run by a Python without `enable_load_extension`, the hooks' direct sqlite3
-connections (memory/db.py). So `memory_embedding` stays the one source of truth and this
+connections (memory/runtime/compiled_sql.py). So `memory_embedding` stays the one source of truth and this
 file is a copy any process may delete: it is rebuilt from the table, and synced on each
 search from the generation row a trigger bumps on every insert or delete of a vector
 (migration 0006). Vectors follow their rows: a search never returns a row that has no live

@@ -13,7 +13,7 @@ rendered text has no path in it (Outline.render), so two copies of one file shar
 In memory only, per process, bounded: a restart starts cold and warms again.
 
 The background parse waits until no hook request is in flight (and none came for a few
-ms; memory/service/foreground.py): it is Python and tree-sitter holding the interpreter lock for 1-5 ms,
+ms; memory/runtime/foreground.py): it is Python and tree-sitter holding the interpreter lock for 1-5 ms,
 and a request thread wanting the lock back after each SQLite call waited for it. Measured
 in-process, back-to-back refusals of files not outlined yet (`cmem bench lean`'s gate row):
 ~1 ms of each decision's wall time was this wait. Between an agent's tool calls (seconds
@@ -30,7 +30,7 @@ from pathlib import Path
 from memory.retrieval.outline.languages import language_for
 from memory.retrieval.outline.model import OutlineError
 from memory.retrieval.outline.parse import outline_source, read_source
-from memory.service.foreground import quiet_wait
+from memory.runtime.foreground import quiet_wait
 
 ENTRIES = 512
 # Only files the gate refuses and that parse within a few milliseconds are worth it.

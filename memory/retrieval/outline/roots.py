@@ -3,7 +3,7 @@
 smart_outline / smart_unfold / smart_search read source files for the agent, over HTTP
 (the local worker) and MCP alike. They read only files under a known project root (the
 roots cmem recorded for its sessions, plus the MCP server's own working directory), never
-cmem's data dir nor a secret location (memory.capture.secret_locations), never through `..`
+cmem's data dir nor a secret location (memory.privacy.secret_locations), never through `..`
 or an absolute path elsewhere. The check runs on the resolved path, so a symlink that points
 out of a root is refused like the path it points to.
 
@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from memory import config
-from memory.capture.secret_locations import refusal_reason
+from memory.privacy.secret_locations import refusal_reason
 
 
 def _usable(root: str) -> Path | None:

@@ -1,0 +1,477 @@
+"""`cmem hook <platform> <event>`: the stdlib-only hook client.
+
+It runs on the agent's critical path (every tool call waits for `file-context`), so it
+pays for nothing it can avoid: no Django, no `json`, no `http.client`, not even the
+`socket` module. It forwards the raw stdin bytes to the worker with one HTTP/1.1 POST
+over the C `_socket` module to the worker's Unix socket (the worker parses), prints the response body, and always
+exits 0. `python -X importtime -m cmem_site.cli hook …` shows only memory.hookclient.entry, this
+module, memory.hookclient.settings_file and `_socket` (under the `-I -S` entry not even `os`: see below).
+
+When the worker cannot be reached, capture events go to `<data dir>/spool/` (written
+atomically; names sort by time, so the worker ingests them in order) and the worker is
+started detached, once for a crowd of parallel hooks (an O_EXCL lock file). `context` and
+`file-context` wait briefly for a starting worker, then degrade to "no memory".
+
+Settings come from memory.hookclient.settings_file, the reader memory.config shares (one grammar);
+it reads cmem's own file layout without `json`. Team mode (`CLAUDE_MEM_WORKER_URL` set)
+lives in memory.hookclient.remote, imported only then; the spool's file names in
+memory.hookclient.spool_names, imported only when spooling.
+"""
+
+import sys
+import time
+
+# `os` is not imported on the hook's path: under `-I -S` nothing has imported it yet, and
+# its module body (with posixpath and _collections_abc) is 1.2 ms of a 10 ms interpreter
+# start (issue 19). The path needs the environment, a join and the C `posix` calls only;
+# the spool and the worker start, which need more, import `os` then (`hookclient.os`, via
+# __getattr__ below, is that module).
+try:
+    import posix as _posix
+except ImportError:  # not POSIX: `os` it is
+    import os as _posix  # type: ignore[no-redef]
+
+# Codex's `compaction` (PostCompact) only marks the thread, but losing it loses one re-injection:
+# spool it like the capture events. `subagent-context` answers with the index, so it waits.
+CAPTURE_EVENTS = frozenset(
+    {"session-init", "observation", "summarize", "session-end", "compaction"}
+)
+WAITING_EVENTS = frozenset({"context", "file-context", "subagent-context"})
+PLATFORMS = frozenset({"claude-code", "codex", "gemini", "copilot", "opencode"})
+DEFAULT_TIMEOUT_MS = 2000
+# A starting worker (migrate + gunicorn boot) is waited for at most this long by context hooks.
+START_WAIT_S = 1.5
+# A spawn lock older than this belongs to a spawn that is over (or died): take it over.
+SPAWN_LOCK_STALE_S = 15.0
+MAX_REQUEST_BYTES = 8 * 1024 * 1024
+
+_counter = 0
+
+
+class HookFailure(Exception):
+    """Why this hook could not talk to the worker; the message ends up on stderr."""
+
+
+class WorkerDown(HookFailure):
+    """Nothing answered: the event should be spooled and the worker started."""
+
+
+# --- settings (env > settings.json > default) ----------------------------------------------
+
+
+def __getattr__(name: str) -> object:
+    if name == "os":
+        import os
+
+        return os
+    raise AttributeError(name)
+
+
+_environ: dict[str, str] = {}
+
+
+def env(key: str) -> str | None:
+    """`os.environ.get(key)`: os.environ itself once anything imported `os` (it may have been
+    changed since start: `--data-dir`, tests); else the environment the process began with."""
+    os_module = sys.modules.get("os")
+    if os_module is not None:
+        return os_module.environ.get(key)  # type: ignore[no-any-return]
+    if not _environ:
+        _environ.update(
+            (k.decode("utf-8", "surrogateescape"), v.decode("utf-8", "surrogateescape"))
+            for k, v in _posix.environ.items()  # type: ignore[union-attr]
+        )
+    return _environ.get(key)
+
+
+def data_dir() -> str:
+    raw = env("CLAUDE_MEM_DATA_DIR") or "~/.claude-mem"
+    if raw[:1] != "~":
+        return raw
+    home = env("HOME")
+    if home and (raw == "~" or raw[1] == "/"):
+        return (home.rstrip("/") + raw[1:]) or "/"  # what os.path.expanduser does
+    import os  # `~user`, or no HOME: the password database
+
+    return os.path.expanduser(raw)
+
+
+def _join(folder: str, name: str) -> str:
+    return folder + name if folder.endswith("/") else f"{folder}/{name}"
+
+
+_file_values: list[dict[str, str]] = []
+
+
+def file_settings() -> dict[str, str]:
+    """settings.json as memory.config reads it, read once per process."""
+    if not _file_values:
+        from memory.hookclient.settings_file import read
+
+        _file_values.append(read(_join(data_dir(), "settings.json"))[0])
+    return _file_values[0]
+
+
+def forget_settings() -> None:
+    """Read settings.json again at the next `setting()` (a hook is one process; tests are not)."""
+    _file_values.clear()
+
+
+def setting(key: str, default: str = "") -> str:
+    value = env(key)
+    if value is not None:
+        return value
+    return file_settings().get(key, default)
+
+
+def timeout_s() -> float:
+    try:
+        return max(50, int(setting("CLAUDE_MEM_HOOK_TIMEOUT_MS", str(DEFAULT_TIMEOUT_MS)))) / 1000
+    except ValueError:
+        return DEFAULT_TIMEOUT_MS / 1000
+
+
+# --- the local worker: raw HTTP/1.1 over _socket ------------------------------------------
+
+
+def socket_path() -> str:
+    return _join(data_dir(), "worker.sock")
+
+
+def post_local(path: str, body: bytes, timeout: float) -> tuple[int, bytes]:
+    """POST over the worker's Unix socket `<data dir>/worker.sock` (memory/runtime/credentials.py).
+
+    The socket authenticates the server: it lives in the owner's 0700 data dir, so only a
+    process of the owner can have created it. Nothing is ever sent to (or printed from) the
+    TCP port, which any local process could have taken after a crash."""
+    import _socket
+
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        try:
+            sock.connect(socket_path())
+        except OSError as exc:
+            raise WorkerDown(f"worker not running ({error_reason(exc)})") from exc
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        ).encode()
+        chunks: list[bytes] = []
+        try:
+            sock.sendall(head + body if len(body) < 65536 else head)
+            if len(body) >= 65536:
+                sock.sendall(body)
+        except OSError:
+            # The worker may answer (413) and close before reading a large body; its answer
+            # is still in our receive buffer, so read it before giving up.
+            pass
+        try:
+            while True:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        except OSError as exc:
+            if not chunks:
+                raise HookFailure(f"worker did not answer in time ({error_reason(exc)})") from exc
+    finally:
+        sock.close()
+    return _parse_response(b"".join(chunks))
+
+
+def _parse_response(raw: bytes) -> tuple[int, bytes]:
+    head, sep, body = raw.partition(b"\r\n\r\n")
+    if not sep or not head.startswith(b"HTTP/1."):
+        raise HookFailure("worker sent a malformed answer")
+    lines = head.split(b"\r\n")
+    try:
+        status = int(lines[0].split()[1])
+    except (IndexError, ValueError) as exc:
+        raise HookFailure("worker sent a malformed status line") from exc
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        headers[name.strip().lower()] = value.strip()
+    if headers.get(b"transfer-encoding", b"").lower() == b"chunked":
+        body = _dechunk(body)
+    elif b"content-length" in headers:
+        body = body[: int(headers[b"content-length"])]
+    return status, body
+
+
+def _dechunk(data: bytes) -> bytes:
+    out = []
+    while data:
+        size_line, _, rest = data.partition(b"\r\n")
+        size = int(size_line.split(b";")[0], 16)
+        if size == 0:
+            break
+        out.append(rest[:size])
+        data = rest[size + 2 :]
+    return b"".join(out)
+
+
+def error_reason(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError):  # socket.timeout is TimeoutError since 3.10
+        return "timed out"
+    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+
+
+# --- spool and worker start ---------------------------------------------------------------
+
+
+def spool_write(platform: str, event: str, body: bytes) -> str:
+    """Write the event atomically under a name that sorts by time (then pid, then a counter),
+    `<ns>.<pid>.<n>.<platform>.<event>.hook`; the worker ingests in name order."""
+    import os
+
+    from memory.hookclient.spool_names import spool_name, temp_name
+
+    global _counter
+    _counter += 1
+    folder = os.path.join(data_dir(), "spool")
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    name = spool_name(platform, event, ns=time.time_ns(), pid=os.getpid(), n=_counter)
+    tmp = os.path.join(folder, temp_name(name))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        view = memoryview(body)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, os.path.join(folder, name))
+    return name
+
+
+def spawn_worker() -> bool:
+    """Start the worker detached unless another hook did so within SPAWN_LOCK_STALE_S, or
+    CMEM_NO_SPAWN=1 says not to (tests and scripts that want the spool path alone: a worker
+    started behind their back would outlive them)."""
+    import os
+
+    if os.environ.get("CMEM_NO_SPAWN") == "1":
+        return False
+    folder = data_dir()
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    lock = os.path.join(folder, "worker.spawn.lock")
+    try:
+        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        try:
+            if time.time() - os.stat(lock).st_mtime < SPAWN_LOCK_STALE_S:
+                return False
+            # Stale: rename away first so only one of several racing hooks wins the takeover.
+            os.rename(lock, f"{lock}.{os.getpid()}.stale")
+            os.unlink(f"{lock}.{os.getpid()}.stale")
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except OSError:
+            return False
+    os.write(fd, f"{os.getpid()} {time.time()}\n".encode())
+    os.close(fd)
+    # `cmem start` daemonizes and manages the pid file.
+    argv = [sys.executable, "-m", "cmem_site.cli", "start"]
+    log_path = os.path.join(folder, "logs")
+    os.makedirs(log_path, mode=0o700, exist_ok=True)
+    pid = os.fork()
+    if pid == 0:  # child: its own session, no ties to the agent's terminal or pipes
+        try:
+            os.setsid()
+            os.chdir(folder)
+            null = os.open(os.devnull, os.O_RDWR)
+            out = os.open(
+                os.path.join(log_path, "spawn.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600
+            )
+            os.dup2(null, 0)
+            os.dup2(out, 1)
+            os.dup2(out, 2)
+            os.execv(argv[0], argv)
+        finally:
+            os._exit(127)
+    return True
+
+
+# --- the hook -----------------------------------------------------------------------------
+
+
+def _fail(reason: str) -> int:
+    sys.stderr.write(f"cmem: {reason}, continuing without memory\n")
+    return 0
+
+
+def _error_text(status: int, body: bytes) -> str:
+    # Pull `"error": "..."` out without json; fall back to the status alone.
+    at = body.find(b'"error"')
+    if at >= 0:
+        start = body.find(b'"', body.find(b":", at)) + 1
+        end = body.find(b'"', start)
+        if 0 < start <= end:
+            return f"worker refused the event ({status}: {body[start:end].decode('utf-8', 'replace')[:200]})"
+    return f"worker answered {status}"
+
+
+def max_request_bytes() -> int:
+    try:
+        return int(env("CMEM_MAX_REQUEST_BYTES") or MAX_REQUEST_BYTES)
+    except ValueError:
+        return MAX_REQUEST_BYTES
+
+
+def shrink(body: bytes, limit: int) -> bytes:
+    """Cut the longest strings of an oversized payload (head and tail kept, with a marker) so
+    the worker accepts it: a tool use with a trimmed output beats a lost tool use. The worker
+    caps every field far below this anyway. Not JSON: returned unchanged (the worker says 413)."""
+    import json
+
+    try:
+        data = json.loads(body.decode("utf-8", "replace"))
+    except ValueError:
+        return body
+    budget = max(1024, limit // 2)
+
+    def cut(value, room):  # type: ignore[no-untyped-def]
+        if isinstance(value, str) and len(value) > room:
+            half = room // 2
+            return f"{value[:half]}\n…[cmem: {len(value) - 2 * half:,} characters cut]…\n{value[-half:]}"
+        if isinstance(value, dict):
+            return {k: cut(v, room) for k, v in value.items()}
+        if isinstance(value, list):
+            return [cut(v, room) for v in value]
+        return value
+
+    room = budget
+    out = json.dumps(data).encode()
+    while len(out) > budget and room > 256:
+        out = json.dumps(cut(data, room)).encode()
+        room //= 4
+    return out
+
+
+def handover(body: bytes, kind: str) -> bytes:
+    """`body` with the bytes of the files it names handed over (memory/capture/handover.py:
+    when, and the bounds); unchanged when deliverables are off or anything goes wrong."""
+    if setting("CLAUDE_MEM_DELIVERABLES_ENABLED", "true").strip().lower() in _OFF:
+        return body
+    try:
+        from memory.capture.handover import handover_add
+
+        max_file = int(setting("CLAUDE_MEM_DELIVERABLES_MAX_BYTES", "20000000").strip())
+        return handover_add(body, kind=kind, request_limit=max_request_bytes(), max_file=max_file)
+    except Exception:  # noqa: BLE001 - the event goes without the bytes, never not at all
+        return body
+
+
+_OFF = frozenset({"false", "0", "no", "off"})
+
+
+def run(platform: str, event: str, body: bytes) -> int:
+    remote = setting("CLAUDE_MEM_WORKER_URL").strip()
+    if len(body) > max_request_bytes():
+        body = shrink(body, max_request_bytes())
+    # A `work_state_write` call: the hook reads the attached files (the MCP server cannot
+    # tell which request they belong to). A remote worker cannot read the Stop's files.
+    if event == "observation" and b"work_state_write" in body:
+        body = handover(body, "attach")
+    elif event == "summarize" and remote:
+        body = handover(body, "stop")
+    timeout = timeout_s()
+    try:
+        if remote:
+            from memory.hookclient import remote as hookclient_remote
+
+            status, answer = hookclient_remote.post(remote, platform, event, body, timeout)
+        else:
+            status, answer = _post_or_start(f"/api/hooks/{platform}/{event}", event, body, timeout)
+    except WorkerDown as exc:
+        if event in CAPTURE_EVENTS:
+            return _spool(platform, event, body, str(exc), start=not remote)
+        return _fail(str(exc))
+    except HookFailure as exc:
+        # The worker may have stored it before timing out; ingest is idempotent, so spool anyway.
+        if event in CAPTURE_EVENTS:
+            return _spool(platform, event, body, str(exc), start=False)
+        return _fail(str(exc))
+    if status == 200:
+        sys.stdout.buffer.write(answer)
+        sys.stdout.flush()
+        if remote:
+            from memory.hookclient import remote as hookclient_remote
+
+            hookclient_remote.after_delivery(remote, timeout)
+        return 0
+    # 5xx/429: the worker is struggling; 404/405: what answers is not (this version of) cmem.
+    # Either way the event is kept for a worker that can take it.
+    if (status >= 500 or status in (404, 405, 429)) and event in CAPTURE_EVENTS:
+        return _spool(platform, event, body, f"worker answered {status}", start=False)
+    return _fail(_error_text(status, answer))
+
+
+def _post_or_start(path: str, event: str, body: bytes, timeout: float) -> tuple[int, bytes]:
+    try:
+        return post_local(path, body, timeout)
+    except WorkerDown:
+        if event not in WAITING_EVENTS:
+            raise
+    # context / file-context: start the worker and give it a moment.
+    spawn_worker()
+    deadline = time.monotonic() + min(START_WAIT_S, timeout)
+    while True:
+        time.sleep(0.05)
+        try:
+            return post_local(path, body, max(0.05, deadline - time.monotonic()))
+        except WorkerDown:
+            if time.monotonic() >= deadline:
+                raise WorkerDown("worker is starting") from None
+
+
+def _spool(platform: str, event: str, body: bytes, reason: str, *, start: bool) -> int:
+    if body.lstrip()[:1] != b"{":
+        return _fail(f"{reason}; the payload is not a JSON object, so it is not kept")
+    if event == "summarize":
+        # The worker cannot copy this turn's deliverables now, and by the time it ingests
+        # this file the worktree or temp folder may be gone: their bytes go with the event.
+        body = handover(body, "stop")
+    # Secrets and <private> passages never reach the disk (memory/privacy/spool_scrub.py); this path
+    # runs only when the worker is down, so the privacy rules' import cost is fine here.
+    try:
+        from memory.privacy.spool_scrub import spool_scrub
+
+        scrubbed = spool_scrub(body)
+    except Exception as exc:  # noqa: BLE001 - keep nothing rather than keep a secret
+        return _fail(
+            f"{reason}; the event could not be scrubbed ({type(exc).__name__}), so it is not kept"
+        )
+    if scrubbed is None:
+        return _fail(f"{reason}; the payload is not a JSON object, so it is not kept")
+    try:
+        spool_write(platform, event, scrubbed)
+    except OSError as exc:
+        return _fail(f"{reason}; could not spool the event ({error_reason(exc)})")
+    if start:
+        try:  # noqa: SIM105 - contextlib costs an import on the hook's path
+            spawn_worker()
+        except OSError:
+            pass
+    sys.stderr.write(f"cmem: {reason}; event saved to the spool, continuing without memory\n")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    try:
+        body = sys.stdin.buffer.read()
+    except (OSError, ValueError):
+        body = b""
+    if env("CLAUDE_MEM_INTERNAL") == "1":
+        # The observer's own `claude -p` session (claude provider): never observed.
+        return 0
+    if len(argv) != 2:
+        return _fail("usage is `cmem hook <platform> <event>`")
+    platform, event = argv
+    if platform not in PLATFORMS:
+        return _fail(f"unknown platform {platform!r}")
+    try:
+        return run(platform, event, body)
+    except Exception as exc:  # noqa: BLE001 - a hook must never break the agent
+        return _fail(f"hook client error ({type(exc).__name__}: {exc})")

@@ -1,0 +1,194 @@
+"""The worker's one serving process: the web app and hook API, and the huey consumer.
+
+Issue 19 measured the old tree (gunicorn master + gunicorn worker + a consumer process, each
+a Python with Django) at 4 processes and 228 MB. Here one process does all of it:
+- granian's Rust worker serves the WSGI app on TCP and on the owner's Unix socket, one
+  worker per listener, both in this process (memory/worker/granian_serving.py); waitress,
+  which served before, remains the fallback (CMEM_SERVER=waitress, or granian missing);
+- the huey consumer's scheduler and workers are threads of the same process
+  (memory/worker/inprocess_consumer.py).
+The supervisor (memory/worker/supervisor.py) restarts this process if it dies.
+
+Why granian: measured on this machine with a trivial WSGI app (keep-alive GET, one core),
+granian's worker answers in 0.14 ms, waitress in 0.25-0.47, cheroot 0.34, gunicorn gthread
+0.59 (README "Benchmarks", server choice); waitress needs no master process and serves
+both sockets from one loop, so it stays as the pure-Python fallback.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memory.worker.granian_serving import Listener
+
+log = logging.getLogger(__name__)
+
+# waitress's task threads: hooks, the dashboard's polling and the MCP server share them.
+# Each keeps its own SQLite connection and page cache (cmem_site/settings.py); a hook's
+# request takes a few ms, so 4 serve one user's parallel tool calls without a queue.
+SERVER_THREADS = 4
+# Seconds a thread runs before the interpreter hands over to another that waits (Python's
+# default is 0.005): a request wanting the interpreter back from a busy consumer or parser
+# thread, after each of its SQLite calls, waits at most this (memory/runtime/foreground.py).
+SWITCH_INTERVAL_S = 0.0005
+# memory.runtime.credentials.OWNER_SOCKET_ENVIRON, spelled here to stay import-light.
+OWNER_SOCKET_ENVIRON = "cmem.owner_socket"
+
+
+class _Stop(Exception):
+    """Raised in the main thread by SIGTERM/SIGINT/SIGHUP to leave waitress's loop."""
+
+
+def owner_socket_app(app: Callable[..., Iterable[bytes]]) -> Callable[..., Iterable[bytes]]:
+    """The app as served on the Unix socket: only the owner can connect there, so its
+    requests carry the mark (memory/access/owner_auth.py). The mark comes from which listener
+    accepted the connection, never from anything the client sends."""
+
+    def marked(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        environ[OWNER_SOCKET_ENVIRON] = True
+        return app(environ, start_response)
+
+    return marked
+
+
+def tcp_app(app: Callable[..., Iterable[bytes]]) -> Callable[..., Iterable[bytes]]:
+    def unmarked(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        environ.pop(OWNER_SOCKET_ENVIRON, None)
+        return app(environ, start_response)
+
+    return unmarked
+
+
+def served_apps(
+    django_app: Callable[..., Iterable[bytes]], *, host: str, port: int, sock: Path
+) -> list[Listener]:
+    """What each listener serves: the Django app beneath the hot lane, which answers the
+    hooks' and the search's routes itself (memory/fastpath/hot_routes.py, issue 19)."""
+    from memory.fastpath.hot_routes import HotLane
+
+    app = HotLane(django_app)
+    return [
+        (tcp_app(app), (host, port)),
+        # 0600 inside the 0700 data dir: hooks, CLI and MCP connect here.
+        (owner_socket_app(app), sock),
+    ]
+
+
+def _raise_stop(signum: int, frame: object) -> None:
+    raise _Stop
+
+
+def _skip_redis_unless_used() -> None:
+    """huey imports the redis client at import time for its Redis storage (and redis pulls
+    in asyncio and cryptography: ~12 MB resident). The local worker's queue is SQLite, so
+    there the import is refused and huey keeps its no-redis fallback; team mode
+    (CLAUDE_MEM_QUEUE_URL=redis://…) imports it as before."""
+    from memory import config
+
+    if not config.get("CLAUDE_MEM_QUEUE_URL").startswith("redis") and "redis" not in sys.modules:
+        sys.modules["redis"] = None  # type: ignore[assignment]
+
+
+def main() -> int:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cmem_site.settings")
+    _skip_redis_unless_used()
+    import django
+
+    django.setup()
+    from cmem_site.wsgi import django_application
+    from memory.runtime.credentials import socket_path
+    from memory.worker.inprocess_consumer import InProcessConsumer
+    from memory.worker.state import worker_address
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, _raise_stop)
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
+    address = worker_address()
+    threads = int(os.environ.get("CMEM_SERVER_THREADS", str(SERVER_THREADS)))
+    sock = socket_path()
+    apps = served_apps(django_application, host=address.host, port=address.port, sock=sock)
+    consumer = None
+    if os.environ.get("CMEM_WORKER_CONSUMER", "1") != "0":
+        consumer = InProcessConsumer()
+        consumer.start()
+    log.info("serving on %s and %s, %d threads", address.url, sock, threads)
+    try:
+        if os.environ.get("CMEM_SERVER", "granian") != "waitress" and _serve_granian(apps, threads):
+            return 0
+        _serve_waitress(apps, threads)
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)
+        if consumer is not None:
+            consumer.stop()
+        sock.unlink(missing_ok=True)
+    return 0
+
+
+def _serve_granian(apps: list[Listener], threads: int) -> bool:
+    """Serve until a stop signal; False (nothing bound) when granian cannot serve here."""
+    from memory.worker.granian_serving import GranianUnavailable, start_listeners
+
+    try:
+        listeners = start_listeners(apps, threads)
+    except GranianUnavailable as exc:
+        log.warning("%s; serving with waitress instead", exc)
+        return False
+    try:
+        while True:
+            signal.pause()  # the requests run on granian's threads; this one waits for _Stop
+    except _Stop:
+        pass
+    finally:
+        listeners.stop()  # no new connections; running requests get a few seconds
+    return True
+
+
+def _serve_waitress(apps: list[Listener], threads: int) -> None:
+    from waitress import wasyncore  # type: ignore[import-untyped]
+    from waitress.server import create_server  # type: ignore[import-untyped]
+    from waitress.task import ThreadedTaskDispatcher  # type: ignore[import-untyped]
+
+    # The body limit is Django's (CMEM_MAX_REQUEST_BYTES, answered 413 with the reason);
+    # waitress's own is a backstop above it, so a client cannot make it buffer gigabytes.
+    body_limit = 2 * int(os.environ.get("CMEM_MAX_REQUEST_BYTES", str(8 * 1024 * 1024)))
+    common: dict[str, Any] = {
+        "ident": "cmem",
+        "max_request_body_size": body_limit,
+        "channel_timeout": 60,
+        "connection_limit": 200,
+        "clear_untrusted_proxy_headers": True,
+        "asyncore_use_poll": True,
+    }
+    dispatcher = ThreadedTaskDispatcher()
+    dispatcher.set_thread_count(threads)
+    shared_map: dict[int, Any] = {}
+    servers = []
+    for app, address in apps:
+        where: dict[str, Any] = (
+            {"unix_socket": str(address), "unix_socket_perms": "600"}
+            if isinstance(address, Path)
+            else {"host": address[0], "port": address[1]}
+        )
+        servers.append(
+            create_server(app, map=shared_map, _dispatcher=dispatcher, **where, **common)
+        )
+    try:
+        servers[0].run()  # the loop serves every server registered in the shared map
+    except _Stop:
+        pass
+    finally:
+        # No new connections, then the running requests get a few seconds to finish.
+        wasyncore.close_all(shared_map)
+        dispatcher.shutdown(cancel_pending=True, timeout=5)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
