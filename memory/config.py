@@ -1,7 +1,7 @@
 """cmem settings: data dir, `settings.json`, and env > file > default.
 
 Stdlib only: Django's settings module imports it. The file itself is read by
-memory.hookclient.settings_file, the reader the hook client shares, so both take the same grammar. A
+memory.protocol.settings_file, the reader the hook client shares, so both take the same grammar. A
 broken settings file never raises; it falls back to the defaults and records the problem in
 `problems()` so `cmem doctor` and the dashboard can say which key is wrong.
 """
@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from pathlib import Path
 
-from memory.hookclient import settings_file
+from memory.protocol import settings_file
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from memory import config
-from memory.hookclient.netpolicy import is_loopback
+from memory.protocol.netpolicy import is_loopback
 
 
 @dataclass(frozen=True)

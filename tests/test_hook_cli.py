@@ -286,7 +286,7 @@ def test_a_local_hook_run_loads_no_json_django_or_other_project_module(tmp_path:
     assert modules.split(",") == [
         "memory",
         "memory.hookclient.client",
-        "memory.hookclient.settings_file",
+        "memory.protocol.settings_file",
     ]
 
 

@@ -1,6 +1,6 @@
 """One settings.json grammar: memory.config and the hook client read the same files alike.
 
-Both go through memory.hookclient.settings_file; these tests feed the same files (garbage, a FIFO and
+Both go through memory.protocol.settings_file; these tests feed the same files (garbage, a FIFO and
 a directory included) to both entry points and compare, and hold the json-free scan the
 hook client's fast path relies on to what `json` reads.
 """
@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory import config
-from memory.hookclient import settings_file
+from memory.protocol import settings_file
 from memory.hookclient import client as hookclient
 
 TIMEOUT = "CLAUDE_MEM_HOOK_TIMEOUT_MS"

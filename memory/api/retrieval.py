@@ -17,7 +17,7 @@ from pydantic import Field
 
 from memory import config
 from memory.api import json_answer
-from memory.hookclient.netpolicy import is_loopback
+from memory.protocol.netpolicy import is_loopback
 from memory.housekeeping.forget import ForgetError, ForgetRequest, observations_forget
 from memory.models import Observation
 from memory.retrieval.outline.model import OutlineError

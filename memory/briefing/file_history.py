@@ -30,7 +30,7 @@ from memory.briefing.gate import (
     days_grouped,
     file_candidates,
 )
-from memory.hookclient.netpolicy import is_loopback
+from memory.protocol.netpolicy import is_loopback
 from memory.models import FileView, Observation, ObservationFile, Prompt, Session
 from memory.privacy.secret_locations import is_secret_location
 

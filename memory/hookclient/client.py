@@ -5,31 +5,31 @@ pays for nothing it can avoid: no Django, no `json`, no `http.client`, not even 
 `socket` module. It forwards the raw stdin bytes to the worker with one HTTP/1.1 POST
 over the C `_socket` module to the worker's Unix socket (the worker parses), prints the response body, and always
 exits 0. `python -X importtime -m cmem_site.cli hook …` shows only memory.hookclient.entry, this
-module, memory.hookclient.settings_file and `_socket` (under the `-I -S` entry not even `os`: see below).
+module, memory.protocol.settings_file and `_socket` (under the `-I -S` entry not even `os`: see below).
 
 When the worker cannot be reached, capture events go to `<data dir>/spool/` (written
 atomically; names sort by time, so the worker ingests them in order) and the worker is
 started detached, once for a crowd of parallel hooks (an O_EXCL lock file). `context` and
 `file-context` wait briefly for a starting worker, then degrade to "no memory".
 
-Settings come from memory.hookclient.settings_file, the reader memory.config shares (one grammar);
+Settings come from memory.protocol.settings_file, the reader memory.config shares (one grammar);
 it reads cmem's own file layout without `json`. Team mode (`CLAUDE_MEM_WORKER_URL` set)
 lives in memory.hookclient.remote, imported only then; the spool's file names in
-memory.hookclient.spool_names, imported only when spooling.
+memory.protocol.spool_names, imported only when spooling.
 """
 
 import sys
 import time
 
-# `os` is not imported on the hook's path: under `-I -S` nothing has imported it yet, and
-# its module body (with posixpath and _collections_abc) is 1.2 ms of a 10 ms interpreter
-# start (issue 19). The path needs the environment, a join and the C `posix` calls only;
-# the spool and the worker start, which need more, import `os` then (`hookclient.os`, via
-# __getattr__ below, is that module).
-try:
-    import posix as _posix
-except ImportError:  # not POSIX: `os` it is
-    import os as _posix  # type: ignore[no-redef]
+from memory.hookclient import (
+    HookFailure,
+    WorkerDown,
+    _join,
+    data_dir,
+    env,
+    error_reason,
+    setting,
+)
 
 # Codex's `compaction` (PostCompact) only marks the thread, but losing it loses one re-injection:
 # spool it like the capture events. `subagent-context` answers with the index, so it waits.
@@ -48,80 +48,12 @@ MAX_REQUEST_BYTES = 8 * 1024 * 1024
 _counter = 0
 
 
-class HookFailure(Exception):
-    """Why this hook could not talk to the worker; the message ends up on stderr."""
-
-
-class WorkerDown(HookFailure):
-    """Nothing answered: the event should be spooled and the worker started."""
-
-
-# --- settings (env > settings.json > default) ----------------------------------------------
-
-
 def __getattr__(name: str) -> object:
     if name == "os":
         import os
 
         return os
     raise AttributeError(name)
-
-
-_environ: dict[str, str] = {}
-
-
-def env(key: str) -> str | None:
-    """`os.environ.get(key)`: os.environ itself once anything imported `os` (it may have been
-    changed since start: `--data-dir`, tests); else the environment the process began with."""
-    os_module = sys.modules.get("os")
-    if os_module is not None:
-        return os_module.environ.get(key)  # type: ignore[no-any-return]
-    if not _environ:
-        _environ.update(
-            (k.decode("utf-8", "surrogateescape"), v.decode("utf-8", "surrogateescape"))
-            for k, v in _posix.environ.items()  # type: ignore[union-attr]
-        )
-    return _environ.get(key)
-
-
-def data_dir() -> str:
-    raw = env("CLAUDE_MEM_DATA_DIR") or "~/.claude-mem"
-    if raw[:1] != "~":
-        return raw
-    home = env("HOME")
-    if home and (raw == "~" or raw[1] == "/"):
-        return (home.rstrip("/") + raw[1:]) or "/"  # what os.path.expanduser does
-    import os  # `~user`, or no HOME: the password database
-
-    return os.path.expanduser(raw)
-
-
-def _join(folder: str, name: str) -> str:
-    return folder + name if folder.endswith("/") else f"{folder}/{name}"
-
-
-_file_values: list[dict[str, str]] = []
-
-
-def file_settings() -> dict[str, str]:
-    """settings.json as memory.config reads it, read once per process."""
-    if not _file_values:
-        from memory.hookclient.settings_file import read
-
-        _file_values.append(read(_join(data_dir(), "settings.json"))[0])
-    return _file_values[0]
-
-
-def forget_settings() -> None:
-    """Read settings.json again at the next `setting()` (a hook is one process; tests are not)."""
-    _file_values.clear()
-
-
-def setting(key: str, default: str = "") -> str:
-    value = env(key)
-    if value is not None:
-        return value
-    return file_settings().get(key, default)
 
 
 def timeout_s() -> float:
@@ -212,12 +144,6 @@ def _dechunk(data: bytes) -> bytes:
     return b"".join(out)
 
 
-def error_reason(exc: BaseException) -> str:
-    if isinstance(exc, TimeoutError):  # socket.timeout is TimeoutError since 3.10
-        return "timed out"
-    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-
-
 # --- spool and worker start ---------------------------------------------------------------
 
 
@@ -226,7 +152,7 @@ def spool_write(platform: str, event: str, body: bytes) -> str:
     `<ns>.<pid>.<n>.<platform>.<event>.hook`; the worker ingests in name order."""
     import os
 
-    from memory.hookclient.spool_names import spool_name, temp_name
+    from memory.protocol.spool_names import spool_name, temp_name
 
     global _counter
     _counter += 1
@@ -349,21 +275,12 @@ def shrink(body: bytes, limit: int) -> bytes:
     return out
 
 
-def handover(body: bytes, kind: str) -> bytes:
-    """`body` with the bytes of the files it names handed over (memory/capture/handover.py:
-    when, and the bounds); unchanged when deliverables are off or anything goes wrong."""
-    if setting("CLAUDE_MEM_DELIVERABLES_ENABLED", "true").strip().lower() in _OFF:
-        return body
+def _handover(body: bytes, kind: str) -> bytes:
     try:
-        from memory.capture.handover import handover_add
-
-        max_file = int(setting("CLAUDE_MEM_DELIVERABLES_MAX_BYTES", "20000000").strip())
-        return handover_add(body, kind=kind, request_limit=max_request_bytes(), max_file=max_file)
+        from memory.hookclient.slow_path import handover
     except Exception:  # noqa: BLE001 - the event goes without the bytes, never not at all
         return body
-
-
-_OFF = frozenset({"false", "0", "no", "off"})
+    return handover(body, kind, request_limit=max_request_bytes())
 
 
 def run(platform: str, event: str, body: bytes) -> int:
@@ -373,9 +290,9 @@ def run(platform: str, event: str, body: bytes) -> int:
     # A `work_state_write` call: the hook reads the attached files (the MCP server cannot
     # tell which request they belong to). A remote worker cannot read the Stop's files.
     if event == "observation" and b"work_state_write" in body:
-        body = handover(body, "attach")
+        body = _handover(body, "attach")
     elif event == "summarize" and remote:
-        body = handover(body, "stop")
+        body = _handover(body, "stop")
     timeout = timeout_s()
     try:
         if remote:
@@ -432,13 +349,13 @@ def _spool(platform: str, event: str, body: bytes, reason: str, *, start: bool) 
     if event == "summarize":
         # The worker cannot copy this turn's deliverables now, and by the time it ingests
         # this file the worktree or temp folder may be gone: their bytes go with the event.
-        body = handover(body, "stop")
+        body = _handover(body, "stop")
     # Secrets and <private> passages never reach the disk (memory/privacy/spool_scrub.py); this path
     # runs only when the worker is down, so the privacy rules' import cost is fine here.
     try:
-        from memory.privacy.spool_scrub import spool_scrub
+        from memory.hookclient.slow_path import spool_scrubbed
 
-        scrubbed = spool_scrub(body)
+        scrubbed = spool_scrubbed(body)
     except Exception as exc:  # noqa: BLE001 - keep nothing rather than keep a secret
         return _fail(
             f"{reason}; the event could not be scrubbed ({type(exc).__name__}), so it is not kept"

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import os
 
-from memory.hookclient.client import HookFailure, WorkerDown, data_dir, error_reason, setting
-from memory.hookclient.netpolicy import is_loopback
-from memory.hookclient.spool_names import is_pending, parse_name
+from memory.hookclient import HookFailure, WorkerDown, data_dir, error_reason, setting
+from memory.protocol.netpolicy import is_loopback
+from memory.protocol.spool_names import is_pending, parse_name
 
 # Claude Code's, then Gemini CLI's, Copilot CLI's and OpenCode's file tools (their facts
 # are sent for the files they name).

@@ -1,7 +1,7 @@
 """Worker side of the spool: hook events the client could not deliver, ingested in order.
 
 The hook client writes `<ns>.<pid>.<n>.<platform>.<event>.hook` atomically (the format:
-memory.hookclient.spool_names; the writer: memory/hookclient/client.py). Ingesting one file:
+memory.protocol.spool_names; the writer: memory/hookclient/client.py). Ingesting one file:
 1. claim it by renaming it into `spool/claimed/` (only one ingester wins a rename);
 2. run it through the same hook handler as a live request (one transaction);
 3. delete it after the commit. A crash between 2 and 3 leaves it claimed; it is re-ingested
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memory import config
-from memory.hookclient.spool_names import is_pending, parse_name
+from memory.protocol.spool_names import is_pending, parse_name
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from memory import config
-from memory.hookclient.netpolicy import is_loopback
+from memory.protocol.netpolicy import is_loopback
 from memory.models import ApiToken
 from memory.projects import request_remote_scope
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.hookclient.netpolicy import is_loopback
+from memory.protocol.netpolicy import is_loopback
 
 
 @pytest.mark.parametrize(
