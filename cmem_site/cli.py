@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
         return supervise()
     if args in (["serve"], ["serve", "--no-migrate"]):
         # The usual start, on an unchanged schema: no Django in this process at all.
-        from memory.fastpath.fast_start import serve_if_ready
+        from memory.worker.fast_start import serve_if_ready
 
         code = serve_if_ready(migrate=args == ["serve"])
         if code is not None:

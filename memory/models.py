@@ -427,6 +427,14 @@ class ContextCache(models.Model):
     def __str__(self) -> str:
         return f"context for {self.project}"
 
+    @classmethod
+    def invalidate(cls, *, project: str) -> None:
+        """Drop the cached index of a project (new observations, settings change, clear/compact).
+
+        Here, beside the cache, because every writer calls it: compression, import, forget,
+        pruning and the settings page."""
+        cls.objects.filter(project=project).delete()
+
 
 class ExcludedProject(models.Model):
     """A glob of project paths (or names) that cmem stores nothing for; edited in the admin."""

@@ -8,7 +8,7 @@ from typing import Any, TypedDict
 from django.db.models import Exists, Max, OuterRef, Q
 
 from memory import config, extensions
-from memory.briefing.context import context_cache_invalidate, context_text
+from memory.briefing.context import context_text
 from memory.briefing.gate_policy import project_gate_mode
 from memory.hooks.spool import spool_backlog
 from memory.models import ContextCache, Event, Observation, Prompt, Session, Summary
@@ -133,7 +133,7 @@ def context_caches_invalidate() -> None:
     projects = set(ContextCache.objects.values_list("project", flat=True))
     projects.update(Session.objects.values_list("project", flat=True).distinct())
     for project in sorted(projects):
-        context_cache_invalidate(project=project)
+        ContextCache.invalidate(project=project)
 
 
 @dataclass

@@ -104,7 +104,7 @@ def test_the_isolated_hook_entry_posts_to_the_worker_and_exits_0(tmp_path: Path)
 
 
 def test_the_fast_start_reads_the_database_django_uses(tmp_path: Path) -> None:
-    """memory/fastpath/fast_start.py checks the stamp without Django: its database must be
+    """memory/worker/fast_start.py checks the stamp without Django: its database must be
     the one cmem_site/settings.py configures (a fresh process: the test run's own settings
     point at the test database)."""
     code = (

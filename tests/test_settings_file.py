@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory import config
-from memory.protocol import settings_file
 from memory.hookclient import client as hookclient
+from memory.protocol import settings_file
 
 TIMEOUT = "CLAUDE_MEM_HOOK_TIMEOUT_MS"
 

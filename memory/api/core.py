@@ -18,9 +18,9 @@ from memory import config
 from memory.agents.base import HookInputError
 from memory.api import JSON_CONTENT_TYPE
 from memory.hooks.dispatch import hook_handle
+from memory.hooks.tasks import spool_kick
 from memory.importers.json_io import memory_export
 from memory.services import stats_compute
-from memory.tasks import spool_kick
 
 log = logging.getLogger(__name__)
 router = Router(tags=["memory"])

@@ -17,9 +17,9 @@ from pydantic import Field
 
 from memory import config
 from memory.api import json_answer
-from memory.protocol.netpolicy import is_loopback
 from memory.housekeeping.forget import ForgetError, ForgetRequest, observations_forget
 from memory.models import Observation
+from memory.protocol.netpolicy import is_loopback
 from memory.retrieval.outline.model import OutlineError
 from memory.retrieval.outline.outline import smart_outline
 from memory.retrieval.outline.roots import code_path, recorded_roots

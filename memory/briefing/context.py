@@ -145,7 +145,7 @@ def context_for_hook(*, event: HookEvent) -> HookResult:
     )
     if source in {"clear", "compact"}:
         file_views_reset(session=session)
-        context_cache_invalidate(project=project.name)
+        ContextCache.invalidate(project=project.name)
     if not injecting:
         return HookResult()  # both counts at 0: the user turned injection off (claude-mem #2875)
     text = context_text(
@@ -159,11 +159,6 @@ def context_for_hook(*, event: HookEvent) -> HookResult:
         detail=f"session_start:{source}",
     )
     return HookResult(context=text)
-
-
-def context_cache_invalidate(*, project: str) -> None:
-    """Drop the cached index of a project (new observations, settings change, clear/compact)."""
-    ContextCache.objects.filter(project=project).delete()
 
 
 def context_text(

@@ -30,9 +30,9 @@ from memory.briefing.gate import (
     days_grouped,
     file_candidates,
 )
-from memory.protocol.netpolicy import is_loopback
 from memory.models import FileView, Observation, ObservationFile, Prompt, Session
 from memory.privacy.secret_locations import is_secret_location
+from memory.protocol.netpolicy import is_loopback
 
 # The page lists at most this many observations of a file (newest first); the gate's
 # ranked timeline is bounded by CLAUDE_MEM_READ_GATE_LIMIT as in the hook.

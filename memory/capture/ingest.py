@@ -403,7 +403,7 @@ def _enqueue_processing(session_pk: int) -> None:
     between tests) schedules every time, as this process cannot know what still waits."""
     from huey.contrib.djhuey import HUEY
 
-    from memory.tasks import session_events_process_task
+    from memory.compression.tasks import session_events_process_task
 
     def schedule() -> None:
         if HUEY.immediate:

@@ -9,27 +9,13 @@ import re
 from dataclasses import dataclass
 
 from memory import config
+from memory.ledger.usage import Usage
 
 _RETRYABLE_STATUSES = {408, 409, 429, 500, 502, 503, 504, 529}
 
 
 def retryable_status(status: int) -> bool:
     return status in _RETRYABLE_STATUSES or status >= 500
-
-
-@dataclass(frozen=True)
-class Usage:
-    input: int = 0
-    output: int = 0
-    cache_read: int = 0
-    cache_write: int = 0
-    cost_usd: float = 0.0
-    provider: str = ""  # who served it (the ledger's provider column)
-    model: str = ""
-
-    @property
-    def total(self) -> int:
-        return self.input + self.output + self.cache_read + self.cache_write
 
 
 def sum_usage(a: Usage, b: Usage) -> Usage:

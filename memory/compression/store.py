@@ -14,7 +14,7 @@ from memory.compression import llm
 from memory.compression.parse import ParsedObservation
 from memory.compression.queue import store_guard
 from memory.compression.tooluse import ToolUse
-from memory.models import Event, Observation, ObservationFile, Session
+from memory.models import ContextCache, Event, Observation, ObservationFile, Session
 from memory.projects import relative_path
 
 
@@ -165,10 +165,9 @@ def _union(groups: Any) -> list[str]:
 
 def after_store(session: Session, *, stored_any: bool, usage: llm.Usage) -> None:
     # Imported here: these modules belong to other capabilities and may import the tasks.
-    from memory.briefing.context import context_cache_invalidate
     from memory.ledger import ledger_record_observer
 
     if stored_any:
-        context_cache_invalidate(project=session.project)
+        ContextCache.invalidate(project=session.project)
     if usage.total:
         ledger_record_observer(session=session, project=session.project, usage=usage)

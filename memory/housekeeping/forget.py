@@ -16,8 +16,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import QuerySet
 
-from memory.briefing.context import context_cache_invalidate
-from memory.models import Observation, Prompt, Summary
+from memory.models import ContextCache, Observation, Prompt, Summary
 from memory.retrieval.search.query import KINDS, Kind, SearchQuery
 from memory.retrieval.search.service import search
 from memory.team import scope
@@ -136,5 +135,5 @@ def observations_forget(*, request: ForgetRequest) -> ForgetResult:
             _MODELS[kind].objects.filter(pk__in=[row["id"] for row in result.rows[kind]]).delete()
         projects = {row["project"] for rows in result.rows.values() for row in rows}
         for project in sorted(projects):
-            transaction.on_commit(partial(context_cache_invalidate, project=project))
+            transaction.on_commit(partial(ContextCache.invalidate, project=project))
     return result

@@ -8,8 +8,7 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from memory.briefing.context import context_cache_invalidate
-from memory.models import Event, Observation, Summary
+from memory.models import ContextCache, Event, Observation, Summary
 
 # Pending and claimed events are work not done yet: pruning never takes them.
 FINISHED_EVENTS = [Event.Status.DONE, Event.Status.SKIPPED, Event.Status.FAILED]
@@ -72,7 +71,7 @@ def observations_prune(*, older_than_days: int, project: str | None, dry_run: bo
             summaries.delete()
             events.delete()
             for name in touched:
-                transaction.on_commit(lambda name=name: context_cache_invalidate(project=name))  # type: ignore[misc]
+                transaction.on_commit(lambda name=name: ContextCache.invalidate(project=name))  # type: ignore[misc]
     return PruneReport(
         cutoff=cutoff,
         project=project or None,

@@ -27,6 +27,7 @@ from django.utils import timezone
 from memory import config, privacy
 from memory.agents import claude_code
 from memory.agents.base import HookInputError
+from memory.compression.tasks import session_events_process_task
 from memory.importers.report import ImportReport
 from memory.importers.sanitize import observation_payload
 from memory.importers.session_store import (
@@ -40,7 +41,6 @@ from memory.importers.session_store import (
 )
 from memory.models import Event, Session
 from memory.projects import Project, project_for_cwd
-from memory.tasks import session_events_process_task
 
 # Prompts Claude Code writes itself (slash-command echoes, local command output): not the user's.
 _GENERATED_PROMPT_PREFIXES = (

@@ -31,6 +31,7 @@ from django.utils import timezone
 from memory import config, privacy
 from memory.agents import codex
 from memory.agents.base import HookInputError
+from memory.compression.tasks import session_events_process_task
 from memory.importers.claude_code import transcript_lines
 from memory.importers.report import ImportReport
 from memory.importers.sanitize import observation_payload
@@ -45,7 +46,6 @@ from memory.importers.session_store import (
 )
 from memory.models import Event, Session
 from memory.projects import project_for_cwd
-from memory.tasks import session_events_process_task
 
 SHELL_TOOLS = {"exec_command", "shell", "local_shell"}
 

@@ -22,9 +22,16 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from memory import config, extensions
-from memory.briefing.context import context_cache_invalidate
 from memory.importers.report import ImportReport
-from memory.models import LedgerEntry, Observation, ObservationFile, Prompt, Session, Summary
+from memory.models import (
+    ContextCache,
+    LedgerEntry,
+    Observation,
+    ObservationFile,
+    Prompt,
+    Session,
+    Summary,
+)
 from memory.projects import relative_path
 from memory.team import scope
 
@@ -147,7 +154,7 @@ def memory_import(
         if progress is not None:
             progress()
     for project in projects:
-        context_cache_invalidate(project=project)
+        ContextCache.invalidate(project=project)
     return report
 
 

@@ -10,10 +10,7 @@ recorded in tokens. OpenRouter and the `claude` CLI report their own cost, which
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from memory.compression.replies import Usage
+from memory.ledger.usage import Usage
 
 PER_MILLION: dict[str, tuple[float, float, float, float]] = {
     # Main models of the agents (Claude Code 2.1.332 names its default `claude-opus-5-5`).

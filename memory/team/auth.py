@@ -20,9 +20,9 @@ from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from memory import config
-from memory.protocol.netpolicy import is_loopback
 from memory.models import ApiToken
 from memory.projects import request_remote_scope
+from memory.protocol.netpolicy import is_loopback
 
 OPEN_API_PATHS = frozenset({"/api/health"})
 OPEN_PAGE_PREFIXES = ("/admin/", "/static/", "/favicon")

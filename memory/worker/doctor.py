@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,16 +17,10 @@ from memory import config
 from memory.agents.install import claude_code as installer
 from memory.agents.install import mcp as mcp_install
 from memory.agents.install import routes
+from memory.agents.install.check import Check
 from memory.hooks import spool
 from memory.runtime import credentials
 from memory.worker import state as worker
-
-
-@dataclass
-class Check:
-    status: str  # ok | warn | fail
-    what: str
-    fix: str = ""
 
 
 def _path_checks(settings_path: Path) -> list[Check]:

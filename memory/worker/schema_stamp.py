@@ -25,7 +25,7 @@ def stamp_path() -> Path:
 
 def local_database() -> dict[str, object] | None:
     """settings.DATABASES["default"]'s engine and file, read without Django (the fast start,
-    memory/fastpath/fast_start.py), or None for a PostgreSQL (always migrated).
+    memory/worker/fast_start.py), or None for a PostgreSQL (always migrated).
     cmem_site/settings.py `_database()` is the one that Django uses; a test pins the two
     together."""
     url = config.load().get("CLAUDE_MEM_DATABASE_URL", "")

@@ -11,8 +11,8 @@ import pytest
 from memory.benchmarks.fake_api import FakeAnthropic, Reply
 from memory.compression import health
 from memory.compression.prompts import SYSTEM_PROMPT
+from memory.compression.tasks import session_events_process_task
 from memory.models import Event, Observation, ObservationFile, Summary
-from memory.tasks import session_events_process_task
 from tests.factories import SessionFactory
 from tests.fakes import (
     add_event,

@@ -9,8 +9,8 @@ import pytest
 from memory.compression import health
 from memory.compression.pipeline import compressor_mode
 from memory.compression.providers import NOTHING_CONFIGURED
+from memory.compression.tasks import session_events_process_task
 from memory.models import Event, Observation, ObservationFile, Summary
-from memory.tasks import session_events_process_task
 from tests.factories import SessionFactory
 from tests.fakes import (
     add_event,

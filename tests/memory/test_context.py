@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import time_machine
 
-from memory.briefing.context import MAX_CHARS, context_cache_invalidate, utf16_len
+from memory.briefing.context import MAX_CHARS, utf16_len
 from memory.models import ContextCache, FileView, LedgerEntry, Session
 from tests.factories import SessionFactory
 from tests.memory.gate_helpers import (
@@ -321,7 +321,7 @@ def test_explicit_invalidation_rerenders(client, root) -> None:
     seed_history(root)
     context(client, root)
     ContextCache.objects.update(text="STALE")
-    context_cache_invalidate(project="my-app")
+    ContextCache.invalidate(project="my-app")
     assert "STALE" not in context(client, root, session_id="again")
 
 

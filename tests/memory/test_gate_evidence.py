@@ -14,8 +14,8 @@ from django.core.management import call_command
 
 from memory.benchmarks.fake_api import FakeAnthropic, Reply
 from memory.briefing.gate import UNKNOWN_HASH, UNKNOWN_MARK
+from memory.compression.tasks import events_sweep
 from memory.models import Observation, ObservationFile
-from memory.tasks import events_sweep
 from tests.factories import SessionFactory
 from tests.fakes import add_event, bash_payload
 from tests.importers.claude_mem_db import build_claude_mem_db

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from memory.compression.tasks import session_events_process_task
 from memory.models import FileView, Observation, ObservationFile, Summary
-from memory.tasks import session_events_process_task
 from tests.factories import SessionFactory
 from tests.fakes import add_event, bash_payload, post_tool_use
 

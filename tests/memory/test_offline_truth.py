@@ -14,8 +14,8 @@ from memory.benchmarks import offline as bench
 from memory.benchmarks import offline_sources
 from memory.compression.offline_shell import looks_like_command
 from memory.compression.shellwrites import changed_paths
+from memory.compression.tasks import session_events_process_task
 from memory.models import Observation, ObservationFile, Summary
-from memory.tasks import session_events_process_task
 from tests.factories import SessionFactory
 from tests.fakes import add_event, bash_payload, post_tool_use
 from tests.support import CLAUDE_FIXTURES, CODEX_FIXTURES

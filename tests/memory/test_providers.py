@@ -13,8 +13,8 @@ import pytest
 from memory.compression import health, llm
 from memory.compression.pipeline import compressor_mode
 from memory.compression.providers import NOTHING_CONFIGURED, claude_cli, provider_choice
+from memory.compression.tasks import session_events_process_task
 from memory.models import Event, LedgerEntry, Observation
-from memory.tasks import session_events_process_task
 from tests.factories import SessionFactory
 from tests.fakes import add_event, read_payload
 from tests.fakes.chat_completions import ChatReply, FakeChatCompletions

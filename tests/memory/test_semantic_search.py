@@ -250,7 +250,7 @@ def _tiny_model(folder: Path, dim: int = 16) -> None:
 def test_a_model_change_re_embeds_in_the_background(
     rows: dict[str, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memory.tasks import embeddings_sweep_task
+    from memory.retrieval.embeddings.tasks import embeddings_sweep_task
 
     old = get_model().version
     _tiny_model(tmp_path / "tiny")

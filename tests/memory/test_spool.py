@@ -98,7 +98,7 @@ def test_a_file_claimed_by_a_dead_ingester_is_taken_back(data_dir: Path) -> None
 def test_a_hook_request_drains_the_spool(
     client: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
-    from memory import tasks
+    from memory.hooks import tasks
 
     hookclient.spool_write(
         "claude-code", "observation", _body("PostToolUse.bash.json", tool_use_id="from-spool")

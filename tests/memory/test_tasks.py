@@ -16,8 +16,8 @@ import pytest
 
 from memory.benchmarks.fake_api import FakeAnthropic, Reply
 from memory.compression import pipeline
+from memory.compression.tasks import events_sweep, session_events_process_task
 from memory.models import Event, Observation, Summary
-from memory.tasks import events_sweep, session_events_process_task
 from tests.factories import SessionFactory
 from tests.fakes import add_event, bash_payload
 from tests.support import CMEM, free_port, make_worker_env

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from memory.agents.install import claude_code as installer
+from memory.agents.install.check import Check
 
 # (Codex event, matcher or None, cmem event, timeout in seconds)
 HOOKS: list[tuple[str, str | None, str, int]] = [
@@ -312,8 +313,6 @@ def trust_recorded(home: Path, keys: list[str]) -> list[str]:
 
 def codex_doctor_checks(*, home: Path | None = None) -> list[Any]:
     """`cmem doctor`: are cmem's Codex hooks installed and trusted? Nothing when not installed."""
-    from memory.worker.doctor import Check
-
     home = home or codex_home()
     path = hooks_path(home)
     if not installed_commands(path):

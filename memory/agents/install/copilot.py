@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from memory.agents.install import claude_code as installer
+from memory.agents.install.check import Check
 
 name = "copilot"
 label = "GitHub Copilot CLI"
@@ -119,8 +120,6 @@ def uninstall(*, home: Path | None = None, keep_mcp: bool = False) -> list[str]:
 
 
 def doctor_checks(*, home: Path | None = None) -> list[Any]:
-    from memory.worker.doctor import Check
-
     path = hooks_path(home)
     if not path.exists():
         return []

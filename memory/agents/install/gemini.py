@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from memory.agents.install import claude_code as installer
+from memory.agents.install.check import Check
 
 name = "gemini"
 label = "Gemini CLI"
@@ -142,8 +143,6 @@ def installed_commands(home: Path | None = None) -> dict[str, list[str]]:
 
 def doctor_checks(*, home: Path | None = None) -> list[Any]:
     """Are cmem's Gemini hooks complete, runnable and enabled? Nothing when not installed."""
-    from memory.worker.doctor import Check
-
     path = settings_path(home)
     found = installed_commands(home)
     if not found:

@@ -18,6 +18,7 @@ from typing import Any
 
 from memory import config
 from memory.agents.install import claude_code as installer
+from memory.agents.install.check import Check
 
 name = "opencode"
 label = "OpenCode"
@@ -120,8 +121,6 @@ def uninstall(*, home: Path | None = None, keep_mcp: bool = False) -> list[str]:
 
 
 def doctor_checks(*, home: Path | None = None) -> list[Any]:
-    from memory.worker.doctor import Check
-
     path = plugin_path(home)
     if not path.exists():
         return []
