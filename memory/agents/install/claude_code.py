@@ -77,6 +77,9 @@ HOOK_ENTRY_CODE = (
     "import sys;sys.path.insert(0,{root!r});from memory.hookclient.entry import run;run()"
 )
 ENTRY_FLAGS = ["-I", "-S", "-c"]
+# The entry's module before the hook client had a package of its own: hooks installed then
+# still run (memory/hook_entry.py forwards) and are recognised as ours.
+ENTRY_MODULES = ("memory.hookclient.entry", "memory.hook_entry")
 
 
 def package_root() -> Path:
@@ -104,7 +107,7 @@ def hook_args(hook: Any) -> list[str] | None:
     words = [str(a) for a in args]
     if command == "cmem" or command.endswith("/cmem"):
         return words
-    if words[:3] == ENTRY_FLAGS and len(words) > 3 and "memory.hookclient.entry" in words[3]:
+    if words[:3] == ENTRY_FLAGS and len(words) > 3 and any(m in words[3] for m in ENTRY_MODULES):
         return words[4:]
     return None
 
