@@ -165,9 +165,9 @@ def child_measure(runs: int, project_dir: str) -> dict[str, Any]:
     django_setup()
     from django.test import Client
 
-    from memory.briefing.context import context_cache_invalidate, context_text
+    from memory.briefing.context import context_text
     from memory.briefing.gate import file_candidates
-    from memory.models import ObservationFile, Session
+    from memory.models import ContextCache, ObservationFile, Session
     from memory.projects import project_for_cwd
     from memory.runtime.credentials import OWNER_SOCKET_ENVIRON
 
@@ -232,7 +232,7 @@ def child_measure(runs: int, project_dir: str) -> dict[str, Any]:
     warm: list[float] = []
     chars = 0
     for _ in range(max(10, runs // 10)):
-        context_cache_invalidate(project=project.name)
+        ContextCache.invalidate(project=project.name)
         c0, t0 = time.thread_time(), time.perf_counter()
         text = context_text(project=project.name, root=project.root)
         cold.append(time.perf_counter() - t0)
@@ -243,7 +243,7 @@ def child_measure(runs: int, project_dir: str) -> dict[str, Any]:
         chars = len(text)
     endpoint: list[float] = []
     for _ in range(max(10, runs // 10)):
-        context_cache_invalidate(project=project.name)
+        ContextCache.invalidate(project=project.name)
         body = {
             "session_id": f"ctx-{uuid.uuid4().hex}",
             "cwd": project_dir,
@@ -342,8 +342,9 @@ def child_hooks(runs: int, project_dir: str) -> dict[str, Any]:
     per round so the machine's moments hit all three alike. p50 wall and CPU, in ms."""
     django_setup()
     from memory.benchmarks.hooks import _observation
-    from memory.briefing.context import context_cache_invalidate, context_text
+    from memory.briefing.context import context_text
     from memory.hooks.dispatch import hook_handle
+    from memory.models import ContextCache
     from memory.projects import project_for_cwd
 
     project = project_for_cwd(project_dir)
@@ -368,7 +369,7 @@ def child_hooks(runs: int, project_dir: str) -> dict[str, Any]:
     for round_ in range(20 + runs):  # 20 rounds warm connections and caches first
         for name, step in steps.items():
             if name == "context_cold":
-                context_cache_invalidate(project=project.name)  # outside the timing
+                ContextCache.invalidate(project=project.name)  # outside the timing
             c0, w0 = time.thread_time(), time.perf_counter()
             step()
             if round_ >= 20:
