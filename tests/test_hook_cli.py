@@ -261,7 +261,7 @@ def test_a_local_hook_run_loads_no_json_django_or_other_project_module(tmp_path:
     thread = threading.Thread(target=answer, daemon=True)
     thread.start()
     code = (
-        "import sys; from memory import hookclient; "
+        "import sys; from memory.hookclient import client as hookclient; "
         "sys.stdin = open(sys.argv[1]); code = hookclient.main(['claude-code', 'observation']); "
         "mods = sorted(m for m in sys.modules if m.split('.')[0] in "
         "{'memory', 'cmem_site', 'django', 'json', 're', 'http', 'socket', 'pathlib'}); "
@@ -285,7 +285,9 @@ def test_a_local_hook_run_loads_no_json_django_or_other_project_module(tmp_path:
     assert status == "0"
     assert modules.split(",") == [
         "memory",
+        "memory.hookclient",
         "memory.hookclient.client",
+        "memory.protocol",
         "memory.protocol.settings_file",
     ]
 

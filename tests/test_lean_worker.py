@@ -85,7 +85,7 @@ def test_the_isolated_hook_entry_posts_to_the_worker_and_exits_0(tmp_path: Path)
             sys.executable,
             "-I",
             "-S",
-            str(REPO / "memory" / "hook_entry.py"),
+            str(REPO / "memory" / "hookclient" / "entry.py"),
             "hook",
             "claude-code",
             "observation",
@@ -234,7 +234,7 @@ def test_the_isolated_hook_path_imports_no_os_module(tmp_path: Path) -> None:
     data.mkdir()
     (data / "settings.json").write_text('{\n  "CLAUDE_MEM_HOOK_TIMEOUT_MS": "3000"\n}\n')
     code = (
-        f"import sys; sys.path.insert(0, {str(REPO)!r}); from memory import hookclient; "
+        f"import sys; sys.path.insert(0, {str(REPO)!r}); from memory.hookclient import client as hookclient; "
         "code = hookclient.main(['claude-code', 'observation']); "
         "sys.stderr.write(f\"{code} {'os' in sys.modules} {hookclient.timeout_s()}\")"
     )

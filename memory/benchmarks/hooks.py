@@ -23,7 +23,7 @@ from typing import Any
 
 from memory.benchmarks.harness import child_env, free_port, owner_headers, percentile, wait_health
 
-ENTRY = str(Path(__file__).resolve().parents[1] / "hook_entry.py")
+ENTRY = str(Path(__file__).resolve().parents[1] / "hookclient" / "entry.py")
 FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "claude-code-2.1.332"
 
 OBSERVATION = {

@@ -21,13 +21,17 @@ memory.protocol.spool_names, imported only when spooling.
 import sys
 import time
 
-from memory.hookclient import (
+# The shared ground lives in the package body (no client <-> remote loop); this module is the
+# client's whole face, so what callers and tests reach as `client.X` is named here too.
+from memory.hookclient import (  # noqa: F401 - file_settings, forget_settings: re-exported
     HookFailure,
     WorkerDown,
     _join,
     data_dir,
     env,
     error_reason,
+    file_settings,
+    forget_settings,
     setting,
 )
 
