@@ -9,7 +9,6 @@ import io
 import re
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 
@@ -58,7 +57,9 @@ def test_the_page_names_every_setting_and_switch() -> None:
 
 def test_a_new_setting_makes_the_page_stale(monkeypatch: pytest.MonkeyPatch) -> None:
     before = render()
-    extra = replace(registry.REGISTRY[0], key="CLAUDE_MEM_BRAND_NEW", help="Brand new.")
+    extra = registry.Setting(
+        "CLAUDE_MEM_BRAND_NEW", "", "str", "Brand new", registry.OTHER, "Brand new."
+    )
     monkeypatch.setattr(reference, "REGISTRY", (*registry.REGISTRY, extra))
     after = render()
     assert after != before and "`CLAUDE_MEM_BRAND_NEW`" in after

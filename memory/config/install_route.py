@@ -1,6 +1,5 @@
-"""The install route: whether cmem reached Claude Code as a plugin or through its settings,
-which decides how the gate's text names cmem's MCP tools (memory/agents/install/routes.py
-records it)."""
+"""The install route, which names cmem's MCP tools in the gate's text. Whether cmem reached
+Claude Code as a plugin or through its settings (memory/agents/install/routes.py records it)."""
 
 from __future__ import annotations
 

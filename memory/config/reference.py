@@ -1,4 +1,4 @@
-"""The settings reference, made from the registry: the Markdown page
+"""The settings reference as Markdown, made from the registry. It is both
 docs/reference/settings.md (`make reference-settings` writes it; a test holds it current) and
 the table `cmem settings_table` prints."""
 

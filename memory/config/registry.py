@@ -1,5 +1,5 @@
-"""Every setting cmem reads, one record each: the one place its key, default, kind, bounds,
-label, section and help are written.
+"""Every setting cmem reads, one record each. A record is the one place a setting's key,
+default, kind, bounds, label, section and help are written.
 
 From these records come memory.config's defaults and bounds, the settings page (memory/forms.py),
 `cmem settings_table`, and docs/reference/settings.md (`make reference-settings`). Keys that
@@ -14,30 +14,71 @@ Stdlib only, like the rest of memory.config: Django's settings module imports it
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import Literal
 
-Kind = Literal["str", "int", "bool", "choice", "list"]
+# Not `typing.TYPE_CHECKING`: importing typing (and dataclasses) would be the most of what
+# importing memory.config costs a process that has neither yet (`cmem start` before Django).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Literal
+
+    Kind = Literal["str", "int", "bool", "choice", "list"]
 
 
-@dataclass(frozen=True)
 class Setting:
-    """One setting (or, with `internal`, one environment switch)."""
+    """One setting (or, with `internal`, one environment switch). Never changed once made."""
 
-    key: str
-    default: str  # as settings.json stores it: always a string
-    kind: Kind
-    label: str  # the settings page's words; the raw key is shown small under it
-    section: str
-    help: str
-    bounds: tuple[int, int] | None = None  # inclusive; a value outside is clamped
-    choices: tuple[str, ...] = ()  # what the settings page offers (kind "choice")
-    basic: bool = False  # one of the few settings people change (the rest are advanced)
-    internal: bool = False  # an environment switch, not a setting: never in settings.json
-    secret: bool = False  # never shown back: the page offers a blank password field
-    locked: bool = False  # the settings page shows it and never changes it
-    restart: bool = False  # read once when the worker starts
-    shown_default: str = ""  # the default as the docs show it, when it differs per machine
+    __slots__ = (
+        "basic",
+        "bounds",
+        "choices",
+        "default",
+        "help",
+        "internal",
+        "key",
+        "kind",
+        "label",
+        "locked",
+        "restart",
+        "secret",
+        "section",
+        "shown_default",
+    )
+
+    def __init__(
+        self,
+        key: str,
+        default: str,
+        kind: Kind,
+        label: str,
+        section: str,
+        help: str,
+        *,
+        bounds: tuple[int, int] | None = None,
+        choices: tuple[str, ...] = (),
+        basic: bool = False,
+        internal: bool = False,
+        secret: bool = False,
+        locked: bool = False,
+        restart: bool = False,
+        shown_default: str = "",
+    ) -> None:
+        self.key = key
+        self.default = default  # as settings.json stores it: always a string
+        self.kind: Kind = kind
+        self.label = label  # the settings page's words; the raw key is shown small under it
+        self.section = section
+        self.help = help
+        self.bounds = bounds  # inclusive; a value outside is clamped
+        self.choices = choices  # what the settings page offers (kind "choice")
+        self.basic = basic  # one of the few settings people change (the rest are advanced)
+        self.internal = internal  # an environment switch: never in settings.json
+        self.secret = secret  # never shown back: the page offers a blank password field
+        self.locked = locked  # the settings page shows it and never changes it
+        self.restart = restart  # read once when the worker starts
+        self.shown_default = shown_default  # the default as the docs show it, when per machine
+
+    def __repr__(self) -> str:
+        return f"Setting({self.key!r}, {self.default!r}, kind={self.kind!r})"
 
     @property
     def documented_default(self) -> str:

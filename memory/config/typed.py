@@ -1,5 +1,5 @@
-"""Typed readers of the settings read on hot paths (every hook request, every gate decision,
-every prompt): `config.read_gate(settings)` instead of a string key, so a misspelt key fails at
+"""Typed readers of the settings read on hot paths. Every hook request, gate decision and
+prompt reads `config.read_gate(settings)` instead of a string key, so a misspelt key fails at
 import and each reader's kind is the registry's.
 
 Each takes the request's `config.load()` when the caller has it (one load a request), else
@@ -8,19 +8,24 @@ loads. Words are answered stripped and lower-cased; numbers clamped to their bou
 
 from __future__ import annotations
 
-from typing import Protocol, TypeVar
-
-from memory.config.registry import BY_KEY, Kind
+from memory.config.registry import BY_KEY
 from memory.config.values import get, get_bool, get_int, get_list
 
+TYPE_CHECKING = False  # not typing's: see memory/config/registry.py
+if TYPE_CHECKING:
+    from typing import Protocol, TypeVar
+
+    from memory.config.registry import Kind
+
+    T_co = TypeVar("T_co", covariant=True)
+
+    class Reader(Protocol[T_co]):
+        """A typed reader: `reader()` loads, `reader(settings)` reads the request's settings."""
+
+        def __call__(self, settings: Values = None, /) -> T_co: ...
+
+
 Values = dict[str, str] | None
-T_co = TypeVar("T_co", covariant=True)
-
-
-class Reader(Protocol[T_co]):
-    """A typed reader: `reader()` loads, `reader(settings)` reads the request's settings."""
-
-    def __call__(self, settings: Values = None, /) -> T_co: ...
 
 
 def _checked(key: str, *kinds: Kind) -> str:

@@ -1,6 +1,6 @@
-"""Reading one setting as a string, a whole number, a switch or a list, checked against its
-record in the registry: numbers are clamped to their bounds, and a value that cannot be read
-falls back to the default with a problem recorded (never an exception)."""
+"""One setting read as text, a whole number, a switch or a list. Numbers are clamped to their
+registry bounds, and a value that cannot be read falls back to the default with a problem
+recorded (never an exception)."""
 
 from __future__ import annotations
 
