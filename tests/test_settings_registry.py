@@ -119,7 +119,7 @@ def test_every_record_is_whole() -> None:
     assert sum(r.basic for r in registry.REGISTRY) == 10  # the settings people change
 
 
-def test_internal_switches_are_never_loaded_as_settings(data_dir: Path) -> None:
+def test_internal_switches_have_no_defaults_among_the_settings(data_dir: Path) -> None:
     values = config.load()
     assert not [r.key for r in registry.INTERNAL_SWITCHES if r.key in values]
 
@@ -131,6 +131,30 @@ def test_every_internal_switch_the_code_reads_is_listed() -> None:
     listed = {r.key for r in registry.INTERNAL_SWITCHES if r.key.startswith("CMEM_")}
     assert named - listed == set(), "list these in memory/config/registry.py INTERNAL_SWITCHES"
     assert listed - named == set(), "these switches are no longer read"
+
+
+def test_the_code_s_inline_switch_defaults_are_the_registry_s() -> None:
+    """`os.environ.get("CMEM_X", "d")` (or `envint("CMEM_X", "d")`): d is the listed default."""
+    checked, wrong = [], []
+    for rel, text in _sources().items():
+        if not rel.endswith(".py"):
+            continue
+        for node in ast.walk(ast.parse(text)):
+            if not (isinstance(node, ast.Call) and len(node.args) == 2):
+                continue
+            first, second = node.args
+            if not (
+                isinstance(first, ast.Constant)
+                and isinstance(second, ast.Constant)
+                and str(first.value).startswith("CMEM_")
+            ):
+                continue
+            key, default = str(first.value), str(second.value)
+            checked.append(key)
+            if default != registry.setting(key).default:
+                wrong.append(f"{rel}:{node.lineno} {key} defaults to {default!r}")
+    assert wrong == []
+    assert {"CMEM_HOT_LANE", "CMEM_SERVER", "CMEM_HUEY_NAME"} <= set(checked)
 
 
 def test_every_claude_mem_name_in_the_code_is_registered() -> None:

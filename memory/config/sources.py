@@ -21,9 +21,11 @@ from pathlib import Path
 from memory import settings_file
 from memory.config.registry import SETTINGS
 
+DEFAULT_DATA_DIR = SETTINGS["CLAUDE_MEM_DATA_DIR"][0]
+
 
 def data_dir() -> Path:
-    raw = os.environ.get("CLAUDE_MEM_DATA_DIR") or "~/.claude-mem"
+    raw = os.environ.get("CLAUDE_MEM_DATA_DIR") or DEFAULT_DATA_DIR
     # Keyed on the variable's value (HOME too, for the default): a request asks a dozen
     # times, and building and expanding the Path each time was a tenth of config.load().
     key = (raw, os.environ.get("HOME", ""))
