@@ -59,14 +59,14 @@ def settings_table(records: tuple[Setting, ...] = REGISTRY) -> list[str]:
 def _section_table(records: list[Setting]) -> list[str]:
     rows = ["| setting | default | accepts | meaning |", "|---|---|---|---|"]
     for record in records:
-        notes = []
+        notes = [record.help]
         if record.secret:
-            notes.append("secret: never shown back")
+            notes.append("Secret: never shown back.")
         if record.locked:
-            notes.append("not editable on the settings page")
+            notes.append("Shown on the settings page, changed only in settings.json or the env.")
         if record.restart:
-            notes.append("read when the worker starts")
-        meaning = record.help + (f" ({'; '.join(notes)}.)" if notes else "")
+            notes.append("Read when the worker starts.")
+        meaning = " ".join(notes)
         rows.append(
             f"| {_cell(record.label)}<br>`{record.key}` | {_default(record)}"
             f" | {_accepts(record)} | {_cell(meaning)} |"

@@ -830,7 +830,8 @@ INTERNAL_SWITCHES: tuple[Setting, ...] = (
         "CMEM_HUEY_IMMEDIATE",
         "false",
         "bool",
-        "Run queued tasks at once in the caller instead of the consumer (tests).",
+        "Run queued tasks at once in the caller instead of the consumer (tests/testenv.py sets"
+        " it for every test).",
     ),
     _internal(
         "CMEM_HOT_LANE",
@@ -856,14 +857,15 @@ INTERNAL_SWITCHES: tuple[Setting, ...] = (
         "CMEM_WORKER_CONSUMER",
         "1",
         "str",
-        "0 = the serving process runs no task consumer of its own (tests that drive the queue).",
+        "0 = the serving process runs no task consumer of its own (nothing sets it today; for"
+        " debugging the server without background work).",
     ),
     _internal(
         "CMEM_WORKER_ROLE",
         "",
         "str",
-        "Set by the supervisor in each process it spawns (its role, e.g. server), so the"
-        " process list tells them apart; no code reads it.",
+        "Set by the supervisor in the environment of each process it spawns, naming its role"
+        " (e.g. server); no code reads it.",
     ),
     _internal(
         "CMEM_LIVENESS_EVERY_S",
