@@ -102,6 +102,11 @@ dist: setup
 module-map: setup
 	$(PY) -m tests.support.module_map --write README.md
 
+# Rewrite docs/reference/settings.md from the settings registry (tests/test_settings_registry.py
+# checks it).
+reference-settings: setup
+	$(PY) -m tests.support.settings_reference --write docs/reference/settings.md
+
 bench: setup
 	$(VENV)/bin/cmem bench all
 

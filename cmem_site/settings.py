@@ -1,7 +1,8 @@
 """The one settings module: env-driven, works with zero env vars.
 
 Everything a user sets lives in `<data dir>/settings.json` or `CLAUDE_MEM_*` env vars
-(see memory/config.py); the few Django-only knobs below are `CMEM_*` env vars.
+(see memory/config/); the few Django-only knobs below are `CMEM_*` env vars, listed as
+internal switches in memory/config/registry.py.
 """
 
 from __future__ import annotations

@@ -112,9 +112,9 @@ def stop_handover_record(*, session: Session, event: HookEvent) -> set[str]:
     or refused by the hook's policy), which the copy from disk then leaves alone."""
     entries = handover_entries(event)
     settings = config.load()
-    if not entries or not config.get_bool("CLAUDE_MEM_DELIVERABLES_ENABLED", settings):
+    if not entries or not config.deliverables_enabled(settings):
         return set()
-    max_bytes = config.get_int("CLAUDE_MEM_DELIVERABLES_MAX_BYTES", settings)
+    max_bytes = config.deliverables_max_bytes(settings)
     remote = remote_request()
     cwd = event.cwd or session.cwd
     project_root = session.project_root or (project_for_cwd(cwd).root if cwd else "")
@@ -172,9 +172,9 @@ def transcript_attachments_record(
     session ended right after the call); the files are copied from disk under the usual
     checks. Paths in `skip` came with the Stop's own handover."""
     settings = config.load()
-    if remote_request() or not config.get_bool("CLAUDE_MEM_DELIVERABLES_ENABLED", settings):
+    if remote_request() or not config.deliverables_enabled(settings):
         return []
-    max_bytes = config.get_int("CLAUDE_MEM_DELIVERABLES_MAX_BYTES", settings)
+    max_bytes = config.deliverables_max_bytes(settings)
     cwd = event.cwd or session.cwd or "/"
     prompt = _current_prompt(session)
     made: list[Deliverable] = []
@@ -233,9 +233,9 @@ def attachments_record(*, session: Session, event: HookEvent) -> list[Deliverabl
         return []
     entries = handover_entries(event)
     settings = config.load()
-    if not entries or not config.get_bool("CLAUDE_MEM_DELIVERABLES_ENABLED", settings):
+    if not entries or not config.deliverables_enabled(settings):
         return []
-    max_bytes = config.get_int("CLAUDE_MEM_DELIVERABLES_MAX_BYTES", settings)
+    max_bytes = config.deliverables_max_bytes(settings)
     remote = remote_request()
     marks = _marks(event.tool_input.get("title"), event.tool_input.get("note"))
     prompt = _current_prompt(session)

@@ -255,13 +255,13 @@ def deliverables_capture(
     Paths in `skip` were dealt with from bytes the hook handed over (deliverables.handover).
     """
     settings = config.load()
-    if not config.get_bool("CLAUDE_MEM_DELIVERABLES_ENABLED", settings):
+    if not config.deliverables_enabled(settings):
         return []
     if remote_request():
         # Team mode: the paths (and the transcript) are the client's, not this server's;
         # reading them would copy the server's own files (/proc/self/environ, a 0600 file).
         return []
-    max_bytes = config.get_int("CLAUDE_MEM_DELIVERABLES_MAX_BYTES", settings)
+    max_bytes = config.deliverables_max_bytes(settings)
     cwd = event.cwd or session.cwd
     project_root = session.project_root or (project_for_cwd(cwd).root if cwd else "")
 

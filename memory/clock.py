@@ -21,7 +21,7 @@ _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
 
 def local_zone(settings: dict[str, str] | None = None) -> tzinfo:
     """CLAUDE_MEM_TIME_ZONE when set, else the machine's zone."""
-    name = config.get("CLAUDE_MEM_TIME_ZONE", settings).strip()
+    name = config.time_zone(settings).strip()
     zone = _zone(name) if name else None
     return zone or machine_zone()
 

@@ -9,8 +9,8 @@ from typing import Any
 from django import forms
 
 from memory import config
+from memory.config.registry import SECTION_HELP, SECTION_ORDER, Setting
 from memory.models import Observation
-from memory.settings_labels import SECTION_HELP, SECTION_ORDER, section_for, setting_label
 
 DATE_INPUT = forms.DateInput(attrs={"type": "date"})
 
@@ -71,65 +71,19 @@ class StatsForm(forms.Form):
 
 # --- settings -------------------------------------------------------------------------
 
+# Every setting's field is made from its record in memory/config/registry.py: its kind,
+# bounds, choices, label, section, and whether the page may change it.
+REGISTRY = config.registry.REGISTRY
 # Whole-number settings and their allowed range: the bounds memory.config clamps to, so the
 # form refuses exactly what the readers would clamp.
 INT_RANGES: dict[str, tuple[int, int | None]] = dict(config.INT_BOUNDS)
-CHOICES: dict[str, list[str]] = {
-    "CLAUDE_MEM_LOG_LEVEL": ["DEBUG", "INFO", "WARN", "ERROR", "SILENT"],
-    "CLAUDE_MEM_COMPRESSOR": ["auto", "api", "offline"],
-    "CLAUDE_MEM_PROVIDER": [
-        "auto",
-        "claude",
-        "anthropic",
-        "openrouter",
-        "gemini",
-        "openai-compatible",
-        "offline",
-    ],
-    "CLAUDE_MEM_READ_GATE": ["adaptive", "deny", "context", "off"],
-    "CLAUDE_MEM_BILLING": ["auto", "api", "subscription"],
-    "CLAUDE_MEM_PROJECT_IDENTITY": ["auto", "local", "remote"],
-}
-# Only meaningful as an environment variable: the file lives inside the data dir.
-# Settings that move traffic or code: where prompts go, what answers the hooks, which database
-# and queue hold everything, which CA is trusted. The web form shows them and never changes
-# them (issue 15 §1: another page or user must not redirect the hooks); edit settings.json.
-TRAFFIC_KEYS = frozenset(
-    {
-        "CLAUDE_MEM_DATA_DIR",
-        "CLAUDE_MEM_WORKER_URL",
-        "CLAUDE_MEM_WORKER_HOST",
-        "CLAUDE_MEM_WORKER_PORT",
-        "CLAUDE_MEM_DATABASE_URL",
-        "CLAUDE_MEM_QUEUE_URL",
-        "CLAUDE_MEM_API_TOKEN",
-        "CLAUDE_MEM_CA_FILE",
-    }
-)
-# Where the observer sends the user's code, and with which credentials: settings.json or the
-# environment only, never a web form (a page reachable from the browser must not be able to
-# redirect the observer, or read a key back).
-PROVIDER_LOCKED = frozenset(
-    key
-    for key in config.SETTINGS
-    if key.endswith(("_API_KEY", "_BASE_URL"))
-    or key in {"CLAUDE_MEM_CLAUDE_PATH", "CLAUDE_MEM_INHERIT_ANTHROPIC_ENV"}
-)
-READ_ONLY = frozenset({*TRAFFIC_KEYS, *PROVIDER_LOCKED})
-SECRETS = frozenset(
-    {"CLAUDE_MEM_API_TOKEN", *(k for k in PROVIDER_LOCKED if k.endswith("_API_KEY"))}
-)
-# Read once when the worker starts.
-NEEDS_RESTART = frozenset(
-    {
-        "CLAUDE_MEM_WORKER_HOST",
-        "CLAUDE_MEM_WORKER_PORT",
-        "CLAUDE_MEM_DATABASE_URL",
-        "CLAUDE_MEM_QUEUE_URL",
-        "CLAUDE_MEM_LOG_LEVEL",
-    }
-)
-_BOOL_WORDS = {"true", "false"}
+# Settings that move traffic or code (where prompts go, what answers the hooks, which database
+# and queue hold everything, which CA is trusted), and where the observer sends the user's
+# code with which credentials: the web form shows them and never changes them (issue 15 §1:
+# another page or user must not redirect the hooks or the observer, or read a key back); edit
+# settings.json or the environment.
+READ_ONLY = frozenset(r.key for r in REGISTRY if r.locked)
+SECRETS = frozenset(r.key for r in REGISTRY if r.secret)
 
 
 @dataclass(frozen=True)
@@ -145,22 +99,22 @@ class SettingRow:
     edited: bool = False  # this (failed) submission changed it; not saved yet
 
 
-def _field_for(key: str, default: str, help_text: str, disabled: bool) -> forms.Field:
+def _field_for(record: Setting, disabled: bool) -> forms.Field:
     common: dict[str, Any] = {
-        "label": setting_label(key),
-        "help_text": help_text,
+        "label": record.label,
+        "help_text": record.help,
         "disabled": disabled,
     }
-    if key in CHOICES:
+    if record.kind == "choice":
         # The default is always valid, even if its module grew a choice this list lacks.
-        options = dict.fromkeys([*CHOICES[key], default])
+        options = dict.fromkeys([*record.choices, record.default])
         return forms.ChoiceField(choices=[(c, c) for c in options], **common)
-    if default.lower() in _BOOL_WORDS:
+    if record.kind == "bool":
         return forms.BooleanField(required=False, **common)
-    if key in INT_RANGES or (default.isdigit() and key not in SECRETS):
-        low, high = INT_RANGES.get(key, (0, None))
+    if record.kind == "int":
+        low, high = INT_RANGES.get(record.key, (0, None))
         return forms.IntegerField(min_value=low, max_value=high, **common)
-    if key in SECRETS:
+    if record.secret:
         return forms.CharField(
             required=False, widget=forms.PasswordInput(render_value=False), **common
         )
@@ -168,23 +122,23 @@ def _field_for(key: str, default: str, help_text: str, disabled: bool) -> forms.
 
 
 class SettingsForm(forms.Form):
-    """Every key of memory.config.SETTINGS; keys set by environment are shown, not editable."""
+    """Every setting of the registry; keys set by environment are shown, not editable."""
 
     def __init__(self, *args: Any, current: dict[str, str], **kwargs: Any) -> None:
         initial: dict[str, Any] = {}
-        for key, (default, _) in config.SETTINGS.items():
-            value = current.get(key, default)
-            if default.lower() in _BOOL_WORDS and key not in CHOICES:
-                initial[key] = value.strip().lower() in {"1", "true", "yes", "on"}
-            elif key in SECRETS:
-                initial[key] = ""
+        for record in REGISTRY:
+            value = current.get(record.key, record.default)
+            if record.kind == "bool":
+                initial[record.key] = value.strip().lower() in {"1", "true", "yes", "on"}
+            elif record.secret:
+                initial[record.key] = ""
             else:
-                initial[key] = value
+                initial[record.key] = value
         kwargs["initial"] = initial
         super().__init__(*args, **kwargs)
-        for key, (default, help_text) in config.SETTINGS.items():
-            disabled = key in os.environ or key in READ_ONLY
-            self.fields[key] = _field_for(key, default, help_text, disabled=disabled)
+        for record in REGISTRY:
+            disabled = record.key in os.environ or record.locked
+            self.fields[record.key] = _field_for(record, disabled=disabled)
         self._current = current
 
     @property
@@ -193,21 +147,22 @@ class SettingsForm(forms.Form):
         submission can mark the values it changed."""
         edited = self._edited_keys()
         grouped: dict[str, list[SettingRow]] = {title: [] for title in SECTION_ORDER}
-        for key, (default, help_text) in config.SETTINGS.items():
+        for record in REGISTRY:
+            key, default = record.key, record.default
             value = str(self._current.get(key, default)).strip()
-            changed = bool(value) if key in SECRETS else value.lower() != default.strip().lower()
+            changed = bool(value) if record.secret else value.lower() != default.strip().lower()
             row = SettingRow(
                 key,
-                help_text,
+                record.help,
                 default,
                 from_env=key in os.environ,
-                read_only=key in READ_ONLY,
-                needs_restart=key in NEEDS_RESTART,
-                label=setting_label(key),
+                read_only=record.locked,
+                needs_restart=record.restart,
+                label=record.label,
                 changed=changed,
                 edited=key in edited and not self.fields[key].disabled,
             )
-            grouped[section_for(key)].append(row)
+            grouped[record.section].append(row)
         return [(title, SECTION_HELP[title], rows) for title, rows in grouped.items() if rows]
 
     def _edited_keys(self) -> set[str]:
@@ -235,7 +190,9 @@ class SettingsForm(forms.Form):
         page_order = [row.key for _, _, rows in self.sections for row in rows]
         for key in page_order:
             for message in self.errors.get(key, []):
-                out.append((self[key].id_for_label, setting_label(key), str(message)))
+                out.append(
+                    (self[key].id_for_label, config.registry.setting_label(key), str(message))
+                )
         return out
 
     def clean(self) -> dict[str, Any]:

@@ -129,10 +129,10 @@ def identity_mode(settings: dict[str, str] | None = None) -> str:
     """remote in team mode (a shared database) unless settings say otherwise, else local.
     `settings`: the request's config.load(), when the caller has it (one load a request)."""
     settings = settings if settings is not None else config.load()
-    mode = config.get("CLAUDE_MEM_PROJECT_IDENTITY", settings).strip().lower()
+    mode = config.project_identity(settings)
     if mode in {"local", "remote"}:
         return mode
-    return "remote" if config.get("CLAUDE_MEM_DATABASE_URL", settings).strip() else "local"
+    return "remote" if config.database_url(settings).strip() else "local"
 
 
 # A remote hook client computes the project on the developer's machine (the worker cannot
@@ -182,9 +182,9 @@ def remote_request() -> bool:
     if known is not None:
         return known
     settings = config.load()
-    if config.get_bool("CLAUDE_MEM_REQUIRE_TOKEN", settings):
+    if config.require_token(settings):
         return True
-    return not is_loopback(config.get("CLAUDE_MEM_WORKER_HOST", settings))
+    return not is_loopback(config.worker_host(settings))
 
 
 def project_facts(cwd: str) -> dict[str, str]:
@@ -294,7 +294,7 @@ def _db_excluded_globs() -> tuple[str, ...]:
 
 
 def excluded_globs(settings: dict[str, str] | None = None) -> list[str]:
-    globs = config.get_list("CLAUDE_MEM_EXCLUDED_PROJECTS", settings)
+    globs = config.excluded_projects(settings)
     globs += _db_excluded_globs()
     # The observer's own sandbox never becomes a project.
     globs.append(str(config.data_dir() / "**"))

@@ -310,9 +310,7 @@ def _local_path(path: str, root: str | None) -> Path:
     must lie under a project root cmem has recorded, outside its data dir and every secret
     location (memory.retrieval.outline.roots); `root`, when given, must itself be one.
     """
-    if not is_loopback(config.get("CLAUDE_MEM_WORKER_HOST")) or config.get(
-        "CLAUDE_MEM_DATABASE_URL"
-    ):
+    if not is_loopback(config.worker_host()) or config.database_url():
         raise PermissionError(
             "code outlines read local files, so a shared worker does not serve them; use the MCP tools locally"
         )
@@ -378,9 +376,7 @@ class RootsOut(Schema):
 @router.get("/outline/roots", response={200: RootsOut, 403: ErrorOut})
 def roots_endpoint(request: HttpRequest) -> Status[dict[str, Any]]:
     """The project roots the code tools may read (the MCP server asks for them)."""
-    if not is_loopback(config.get("CLAUDE_MEM_WORKER_HOST")) or config.get(
-        "CLAUDE_MEM_DATABASE_URL"
-    ):
+    if not is_loopback(config.worker_host()) or config.database_url():
         return Status(403, {"error": "a shared worker does not serve local paths"})
     return Status(200, {"roots": recorded_roots()})
 

@@ -270,9 +270,9 @@ def context_body(
 
     Oldest rows go first when it does not fit: the newest work matters most.
     """
-    obs_limit = max(0, config.get_int("CLAUDE_MEM_CONTEXT_OBSERVATIONS", settings))
-    session_limit = max(0, config.get_int("CLAUDE_MEM_CONTEXT_SESSION_COUNT", settings))
-    budget = max(0, config.get_int("CLAUDE_MEM_CONTEXT_TOKENS", settings))
+    obs_limit = max(0, config.context_observations(settings))
+    session_limit = max(0, config.context_session_count(settings))
+    budget = max(0, config.context_tokens(settings))
     observations = recent_observations(project=project, limit=obs_limit)
     summaries = recent_summaries(project=project, limit=session_limit)
     if not observations and not summaries:

@@ -118,7 +118,7 @@ def _inside(path: str, root: str) -> bool:
 
 def _disk_file(rel: str, roots: list[str]) -> tuple[str, str]:
     """(absolute path, "") of the file to hash, or ("", why not)."""
-    if not is_loopback(config.get("CLAUDE_MEM_WORKER_HOST")):
+    if not is_loopback(config.worker_host()):
         return "", "A shared worker does not read files on its own disk."
     if os.path.isabs(rel):
         return "", "Outside the project: its state on disk is not checked."
@@ -194,7 +194,7 @@ def file_history(*, project: str, path: str) -> FileHistory:
     for candidate in candidates:
         candidate.unchanged = candidate_unchanged(candidate, facts) if facts else None
     history.total = len(candidates)
-    limit = config.get_int("CLAUDE_MEM_READ_GATE_LIMIT")
+    limit = config.read_gate_limit()
     history.days = _ranked_days(candidates_rank(candidates, limit))
     modified_ids = set(
         ObservationFile.objects.filter(

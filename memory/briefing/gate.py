@@ -102,7 +102,7 @@ def gate_decide(*, event: HookEvent, mode: str = "") -> HookResult:
     """Decide one Read (see the module docstring for the rules, in order). `mode` overrides
     CLAUDE_MEM_READ_GATE (Codex shell reads have their own setting)."""
     settings = config.load()
-    mode = (mode or config.get("CLAUDE_MEM_READ_GATE", settings)).strip().lower()
+    mode = (mode or config.read_gate(settings)).strip().lower()
     raw_path = event.tool_input.get("file_path")
     if (
         mode not in {"deny", "context", "adaptive"}
@@ -116,7 +116,7 @@ def gate_decide(*, event: HookEvent, mode: str = "") -> HookResult:
     path = absolute_path(raw_path, event.cwd)
     remote = _remote_facts(event, raw_path, path)
     facts = file_facts(path, remote=remote)
-    if facts is None or facts.size < config.get_int("CLAUDE_MEM_READ_GATE_MIN_BYTES", settings):
+    if facts is None or facts.size < config.read_gate_min_bytes(settings):
         return PASS
     project = project_for_cwd(event.cwd, settings)
     if is_excluded(event.cwd, project, settings) or is_excluded_path(path, settings):
@@ -142,7 +142,7 @@ def gate_decide(*, event: HookEvent, mode: str = "") -> HookResult:
     for candidate in candidates:
         candidate.unchanged = candidate_unchanged(candidate, facts)
     newest_changed = candidates[0].unchanged is False
-    rows = candidates_rank(candidates, config.get_int("CLAUDE_MEM_READ_GATE_LIMIT", settings))
+    rows = candidates_rank(candidates, config.read_gate_limit(settings))
     timeline = _timeline(rows, zone)
     if mode == "context" or newest_changed:
         intro = (CHANGED_INTRO if newest_changed else CONTEXT_INTRO).format(

@@ -66,8 +66,8 @@ class GateMode:
 
 def adaptive_mode(*, project: str, settings: dict[str, str] | None = None) -> GateMode:
     """The adaptive gate's mode for `project` now (two indexed reads of the ledger)."""
-    window = max(config.get_int("CLAUDE_MEM_READ_GATE_WINDOW", settings), 1)
-    turn = max(config.get_int("CLAUDE_MEM_READ_GATE_TURN_TOKENS", settings), 0)
+    window = max(config.read_gate_window(settings), 1)
+    turn = max(config.read_gate_turn_tokens(settings), 0)
     since = timezone.now() - timedelta(days=WINDOW_DAYS)
     refusals = _refusals(project=project, since=since, window=window)
     if len(refusals) < MIN_EVIDENCE:
@@ -264,7 +264,7 @@ def _later_rows(*, project: str, since: datetime) -> list[LaterRow]:
 
 def project_gate_mode(*, project: str, settings: dict[str, str] | None = None) -> GateMode:
     """The read gate's mode for `project` as configured now, with the reason, for Stats."""
-    configured = config.get("CLAUDE_MEM_READ_GATE", settings).strip().lower()
+    configured = config.read_gate(settings)
     if configured == "adaptive":
         return adaptive_mode(project=project, settings=settings)
     if configured in {"deny", "context"}:

@@ -65,11 +65,11 @@ class _Note:
 
 def related_notes(*, session: Session, text: str) -> str:
     """The additionalContext for this prompt, or "" (off, nothing related, or any error)."""
-    if not config.get_bool("CLAUDE_MEM_SEMANTIC_INJECT") or not text.strip():
+    if not config.semantic_inject() or not text.strip():
         return ""
     if not embeddings.available():
         return ""  # a keyword match is no recall by meaning; doctor says why it is off
-    limit = min(LIMIT_MAX, max(0, config.get_int("CLAUDE_MEM_SEMANTIC_INJECT_LIMIT")))
+    limit = min(LIMIT_MAX, max(0, config.semantic_inject_limit()))
     if not limit:
         return ""
     try:
@@ -218,7 +218,7 @@ _SHOWN_KEPT = 256
 
 
 def index_shown(session: Session) -> IndexShown:
-    count = max(0, config.get_int("CLAUDE_MEM_CONTEXT_OBSERVATIONS"))
+    count = max(0, config.context_observations())
     key = (session.pk, session.started, count, scope.restricted_owner())
     found = _shown.get(key)
     if found is not None:

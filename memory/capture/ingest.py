@@ -276,7 +276,7 @@ def files_facts(*, event: HookEvent, project: Project) -> list[dict[str, Any]]:
 
 
 def _skipped_tool(event: HookEvent, settings: dict[str, str]) -> bool:
-    if not event.tool_name or event.tool_name in config.get_list("CLAUDE_MEM_SKIP_TOOLS", settings):
+    if not event.tool_name or event.tool_name in config.skip_tools(settings):
         return True
     # claude-mem's rule: its own session-memory files are meta, never observed.
     return any("session-memory" in p for p in _tool_paths(event))

@@ -157,7 +157,7 @@ def shell_read_gate(*, event: HookEvent) -> HookResult:
     2. Each path is decided as a Read of the whole file, in the configured mode.
     3. One refusal refuses the command; otherwise the timelines are joined as context.
     """
-    mode = config.get("CLAUDE_MEM_CODEX_SHELL_READ_GATE").strip().lower()
+    mode = config.codex_shell_read_gate()
     command = event.tool_input.get("command")
     if mode not in {"context", "deny"} or event.tool_name != "Bash" or not isinstance(command, str):
         return HookResult()

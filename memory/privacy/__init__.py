@@ -390,10 +390,8 @@ class Sanitizer:
         settings: dict[str, str] | None = None,
     ) -> None:
         settings = settings if settings is not None else config.load()
-        self.redact = (
-            config.get_bool("CLAUDE_MEM_REDACT_SECRETS", settings) if redact is None else redact
-        )
-        self.cap = config.get_int("CLAUDE_MEM_FIELD_CAP", settings) if cap is None else cap
+        self.redact = config.redact_secrets(settings) if redact is None else redact
+        self.cap = config.field_cap(settings) if cap is None else cap
 
     def text(self, text: str, *, cap: bool = True) -> str:
         text = strip_tags(_clean_string(text))

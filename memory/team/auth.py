@@ -72,9 +72,7 @@ def token_required() -> bool:
     if key is not None and memo is not None and memo[0] == key:
         return memo[1]
     settings = config.load()
-    required = config.get_bool("CLAUDE_MEM_REQUIRE_TOKEN", settings) or not is_loopback(
-        config.get("CLAUDE_MEM_WORKER_HOST", settings)
-    )
+    required = config.require_token(settings) or not is_loopback(config.worker_host(settings))
     if key is not None:
         _required_memo = (key, required)
     return required

@@ -182,9 +182,9 @@ def _settings_checks() -> list[Check]:
     settings = config.load()
     # A number setting that is not a number falls back to its default where it is read;
     # reading each once here records it, so doctor names the key.
-    for key, (default, _) in config.SETTINGS.items():
-        if default.strip().lstrip("-").isdigit():
-            config.get_int(key, settings)
+    for record in config.registry.REGISTRY:
+        if record.kind == "int":
+            config.get_int(record.key, settings)
     problems = list(dict.fromkeys(config.problems()))
     if not problems:
         return [Check("ok", f"settings: {config.settings_path()}")]
