@@ -1,32 +1,57 @@
-"""What the `cmem bench` benchmarks share: an isolated child environment, a child process
-that answers in JSON, a throwaway worker's port and health, Django in the child, percentiles.
+"""What the benchmarks share: a scratch data dir, a database migrated and seeded in a child
+that answers in JSON, a throwaway worker (tests.support.worker.LiveWorker, the tests' own)
+started on a free port and stopped, Django in the child, percentiles.
 
 Each benchmark runs its measurements in a child process on a temporary data dir, so a
 benchmark never touches the user's memory and the parent's Django state never leaks in.
+The small helpers `cmem bench hooks` needs ship in the product (memory/management/commands/
+bench.py) and are re-exported here.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-# Settings the parent's shell may carry that must not reach a benchmark's child.
-FOREIGN_ENV_PREFIXES = ("CLAUDE_MEM_", "ANTHROPIC_", "CMEM_")
+from memory.management.commands.bench import (
+    child_env,
+    free_port,
+    owner_headers,
+    percentile,
+    wait_health,
+)
+from tests.support.worker import LiveWorker
 
+__all__ = [
+    "REPO",
+    "LiveWorker",
+    "bench_sizes",
+    "child_env",
+    "child_json",
+    "child_main",
+    "cmem_migrate",
+    "django_setup",
+    "free_port",
+    "is_bench_child",
+    "migrated_and_seeded",
+    "owner_headers",
+    "percentile",
+    "rerun_in_fresh_data_dir",
+    "running_worker",
+    "scratch_dir",
+    "wait_health",
+    "worker_env",
+    "write_modules",
+    "zipf_cum_weights",
+]
 
-def child_env(data_dir: Path | str, **extra: str) -> dict[str, str]:
-    """os.environ without cmem's or Anthropic's settings, pointed at `data_dir`, plus `extra`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(FOREIGN_ENV_PREFIXES)}
-    env.update(CLAUDE_MEM_DATA_DIR=str(data_dir), **extra)
-    return env
+REPO = Path(__file__).resolve().parents[2]
 
 
 def cmem_migrate(env: dict[str, str], *, timeout: float = 300) -> None:
@@ -48,6 +73,7 @@ def child_json(
         capture_output=True,
         text=True,
         timeout=timeout,
+        cwd=REPO,
     )
     if result.returncode != 0:
         raise RuntimeError(f"bench child {args[0]} failed: {result.stderr[-3000:]}")
@@ -57,7 +83,7 @@ def child_json(
 def child_main(
     *, seed: Callable[[int, str], dict[str, Any]], measure: Callable[[int, str], dict[str, Any]]
 ) -> None:
-    """`python -m memory.benchmarks.NAME seed|measure N PROJECT_DIR`: run that step of the
+    """`python -m tests.bench.NAME seed|measure N PROJECT_DIR`: run that step of the
     benchmark in this (child) process and print its result as JSON for `child_json`."""
     step = {"seed": seed, "measure": measure}.get(sys.argv[1])
     if step is not None:
@@ -77,25 +103,28 @@ def is_bench_child(name: str) -> bool:
     return os.environ.get(f"CMEM_BENCH_{name.upper()}_CHILD") == "1"
 
 
-def rerun_in_fresh_data_dir(name: str, options: dict[str, Any], runs: int) -> None:
-    """Run `cmem bench <name>` again in a child with a throwaway data dir and none of this
-    environment's CLAUDE_MEM_* / CMEM_* settings, so a benchmark never touches real memory
-    (the child sees `is_bench_child(name)`)."""
+def rerun_in_fresh_data_dir(
+    name: str, options: dict[str, Any], runs: int, *, keep: str | None = None
+) -> None:
+    """Run `python -m tests.bench <name>` again in a child with a throwaway data dir (or
+    `keep`, kept for the next run) and none of this environment's CLAUDE_MEM_* / CMEM_*
+    settings, so a benchmark never touches real memory (the child sees `is_bench_child(name)`)."""
     import shutil
     import tempfile
 
-    folder = tempfile.mkdtemp(prefix=f"cmem-bench-{name}-")
+    folder = keep or tempfile.mkdtemp(prefix=f"cmem-bench-{name}-")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE_MEM_", "CMEM_"))}
     env.update({"CLAUDE_MEM_DATA_DIR": folder, f"CMEM_BENCH_{name.upper()}_CHILD": "1"})
-    command = [sys.executable, "-m", "cmem_site.cli", "bench", name, "--runs", str(runs)]
+    command = [sys.executable, "-m", "tests.bench", name, "--runs", str(runs)]
     if options.get("size"):
         command += ["--size", str(options["size"])]
     elif options.get("quick"):
         command.append("--quick")
     try:
-        subprocess.run(command, env=env, check=True, timeout=3600)
+        subprocess.run(command, env=env, check=True, timeout=3600, cwd=REPO)
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def django_setup() -> None:
@@ -106,40 +135,6 @@ def django_setup() -> None:
     django.setup()
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def owner_headers(data_dir: Path | str) -> dict[str, str]:
-    """The bearer header a TCP client of the benchmark's own worker sends (worker.secret)."""
-    try:
-        secret = (Path(data_dir) / "worker.secret").read_text().strip()
-    except OSError:
-        return {}
-    return {"Authorization": f"Bearer {secret}"}
-
-
-def wait_health(url: str, timeout: float) -> bool:
-    """True once `url`/api/health answers 200, False when `timeout` seconds pass first."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url + "/api/health", timeout=0.5) as resp:
-                if resp.status == 200:
-                    return True
-        except OSError:
-            time.sleep(0.1)
-    return False
-
-
-def percentile(values: list[float], q: float) -> float:
-    """The nearest-rank `q` quantile (0 <= q <= 1) of `values`, in their own unit."""
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
-
-
 def zipf_cum_weights(count: int) -> list[float]:
     """Cumulative Zipf weights (rank r weighs 1/r) for `random.choices(cum_weights=...)`."""
     cumulative, total = [], 0.0
@@ -147,3 +142,77 @@ def zipf_cum_weights(count: int) -> list[float]:
         total += 1.0 / (rank + 1)
         cumulative.append(total)
     return cumulative
+
+
+# -- the one "seed a database / start a worker" helper the benchmarks share -------------------
+
+
+@contextmanager
+def scratch_dir(prefix: str) -> Iterator[Path]:
+    """A throwaway folder with an owner-only `data/` inside (the data dir), removed after."""
+    import shutil
+    import tempfile
+
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        (work / "data").mkdir(mode=0o700)
+        yield work
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def write_modules(project: Path, count: int, rel: Callable[[int], str], seed: int = 3) -> None:
+    """`count` Python files of 50-150 padding lines at `project / rel(i)`."""
+    import random
+
+    rng = random.Random(seed)
+    for i in range(count):
+        path = project / rel(i)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(
+            f"# module {i}\n" + "value = compute(value)  # padding line\n" * rng.randrange(50, 150)
+        )
+
+
+def migrated_and_seeded(
+    module: str, env: dict[str, str], size: int, project: Path | str, *, timeout: float = 1800
+) -> dict[str, Any]:
+    """Migrate the data dir `env` names, then `python -m module seed SIZE PROJECT` (the
+    benchmark's own `child_seed`, in a child) and return what it answered."""
+    cmem_migrate(env)
+    return child_json(module, env, "seed", str(size), str(project), timeout=timeout)
+
+
+def worker_env(data: Path, port: int, **extra: str) -> dict[str, str]:
+    """child_env for a worker on 127.0.0.1:`port`; bytecode caches on, as in a real install
+    (a dev shell's PYTHONDONTWRITEBYTECODE would measure the compiler instead)."""
+    env = child_env(
+        data, CLAUDE_MEM_WORKER_PORT=str(port), CLAUDE_MEM_WORKER_HOST="127.0.0.1", **extra
+    )
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+@contextmanager
+def running_worker(
+    env: dict[str, str],
+    *serve_args: str,
+    cmem: str | None = None,
+    timeout: float = 60,
+    poll: float = 0.1,
+) -> Iterator[LiveWorker]:
+    """`cmem serve` on the data dir and port `env` names (see worker_env), healthy, stopped after."""
+    live = LiveWorker(
+        data_dir=Path(env["CLAUDE_MEM_DATA_DIR"]),
+        port=int(env["CLAUDE_MEM_WORKER_PORT"]),
+        env=env,
+        serve_args=serve_args,
+        poll=poll,
+    )
+    if cmem:
+        live.cmem = cmem
+    live.start(timeout)
+    try:
+        yield live
+    finally:
+        live.stop()

@@ -1,4 +1,4 @@
-"""`cmem bench worker`: the worker's footprint, cold start and HTTP floor, as one run.
+"""`python -m tests.bench worker`: the worker's footprint, cold start and HTTP floor, as one run.
 
 Starts `cmem serve` in a temporary data dir twice: the first start migrates a new
 database, the second is a restart on an unchanged schema (the everyday case, measured as
@@ -12,51 +12,31 @@ from __future__ import annotations
 
 import http.client
 import os
-import signal
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from memory.benchmarks.harness import child_env, free_port, percentile
+from tests.bench.harness import LiveWorker, free_port, percentile, scratch_dir, worker_env
 
 
 def _cmem() -> str:
     return os.environ.get("CMEM_BENCH_CMEM") or str(Path(sys.executable).with_name("cmem"))
 
 
-def _healthy(port: int) -> bool:
-    try:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=0.5)
-        conn.request("GET", "/api/health")
-        ok = conn.getresponse().status == 200
-        conn.close()
-        return ok
-    except OSError:
-        return False
-
-
-def _start(env: dict[str, str], port: int, log: Any) -> tuple[subprocess.Popen[bytes], float]:
-    started = time.perf_counter()
-    proc = subprocess.Popen(
-        [_cmem(), "serve"], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+def _start(env: dict[str, str]) -> tuple[LiveWorker, float]:
+    """A worker on the data dir and port `env` names, and its spawn to first healthy answer."""
+    live = LiveWorker(
+        data_dir=Path(env["CLAUDE_MEM_DATA_DIR"]),
+        port=int(env["CLAUDE_MEM_WORKER_PORT"]),
+        env=env,
+        cmem=_cmem(),
+        poll=0.005,
     )
-    while not _healthy(port):
-        if proc.poll() is not None or time.perf_counter() - started > 60:
-            raise RuntimeError("bench worker did not start")
-        time.sleep(0.005)
-    return proc, time.perf_counter() - started
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=20)
-    except (ProcessLookupError, subprocess.TimeoutExpired):
-        os.killpg(proc.pid, signal.SIGKILL)
+    started = time.perf_counter()
+    live.start(60)
+    return live, time.perf_counter() - started
 
 
 def _tree(root: int) -> list[int]:
@@ -105,42 +85,39 @@ def _floor(port: int, runs: int, *, fresh: bool) -> list[float]:
 def run(*, out: Any, options: dict[str, Any]) -> None:
     runs = options.get("runs") or (200 if options.get("quick") else 2000)
     out.write(f"worker: {_cmem()}")
-    with tempfile.TemporaryDirectory(prefix="cmem-bench-worker-") as tmp:
-        data = Path(tmp) / "data"
-        data.mkdir(mode=0o700)
-        port = free_port()
-        env = child_env(data, CLAUDE_MEM_WORKER_PORT=str(port), CLAUDE_MEM_WORKER_HOST="127.0.0.1")
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        with open(data / "serve.out", "ab") as log:
-            proc, first = _start(env, port, log)
-            _stop(proc)
-            proc, cold = _start(env, port, log)
-            try:
-                out.write(f"first start (new database, migrations): {first:.2f} s")
-                out.write(f"cold start to first healthy answer (schema unchanged): {cold:.2f} s")
-                time.sleep(3)  # idle: the consumer and the server settle
-                rss = pss = 0
-                for pid in _tree(proc.pid):
-                    try:
-                        r, p, cmd = _memory_kb(pid)
-                    except OSError:
-                        continue
-                    rss, pss = rss + r, pss + p
-                    out.write(
-                        f"  pid {pid:>7} RSS {r / 1024:6.1f} MB  PSS {p / 1024:6.1f} MB  {cmd[:70]}"
-                    )
+    with scratch_dir("cmem-bench-worker-") as work:
+        env = worker_env(work / "data", free_port())
+        live, first = _start(env)
+        live.stop()
+        live, cold = _start(env)
+        assert live.proc is not None
+        proc, port = live.proc, live.port
+        try:
+            out.write(f"first start (new database, migrations): {first:.2f} s")
+            out.write(f"cold start to first healthy answer (schema unchanged): {cold:.2f} s")
+            time.sleep(3)  # idle: the consumer and the server settle
+            rss = pss = 0
+            for pid in _tree(proc.pid):
+                try:
+                    r, p, cmd = _memory_kb(pid)
+                except OSError:
+                    continue
+                rss, pss = rss + r, pss + p
                 out.write(
-                    f"idle memory, all processes: RSS {rss / 1024:.1f} MB, PSS {pss / 1024:.1f} MB"
+                    f"  pid {pid:>7} RSS {r / 1024:6.1f} MB  PSS {p / 1024:6.1f} MB  {cmd[:70]}"
                 )
-                _floor(port, 50, fresh=False)
-                keep = _floor(port, runs, fresh=False)
-                fresh = _floor(port, max(50, runs // 4), fresh=True)
-                out.write(
-                    f"HTTP floor GET /api/health keep-alive ({runs}): p50 {statistics.median(keep) * 1000:.3f} ms, "
-                    f"p99 {percentile(keep, 0.99) * 1000:.3f} ms"
-                )
-                out.write(
-                    f"HTTP floor GET /api/health fresh connection: p50 {statistics.median(fresh) * 1000:.3f} ms"
-                )
-            finally:
-                _stop(proc)
+            out.write(
+                f"idle memory, all processes: RSS {rss / 1024:.1f} MB, PSS {pss / 1024:.1f} MB"
+            )
+            _floor(port, 50, fresh=False)
+            keep = _floor(port, runs, fresh=False)
+            fresh = _floor(port, max(50, runs // 4), fresh=True)
+            out.write(
+                f"HTTP floor GET /api/health keep-alive ({runs}): p50 {statistics.median(keep) * 1000:.3f} ms, "
+                f"p99 {percentile(keep, 0.99) * 1000:.3f} ms"
+            )
+            out.write(
+                f"HTTP floor GET /api/health fresh connection: p50 {statistics.median(fresh) * 1000:.3f} ms"
+            )
+        finally:
+            live.stop()

@@ -1,10 +1,14 @@
-"""`cmem bench hooks`: what a hook costs the agent, against the bare interpreter.
+"""`cmem bench hooks`: what a hook costs the agent on this machine, against the bare interpreter.
 
-Starts its own worker (`cmem serve` on a free port, in a temporary data dir), then runs,
-interleaved so machine noise hits all three alike: `python -c pass`, `cmem hook claude-code
-observation` (a realistic PostToolUse payload) and `cmem hook claude-code file-context`.
-Whole-process wall times, medians, printed as ratios to the bare interpreter. Then the
-worker's own ingest time per event: POSTs of fresh tool uses over one keep-alive connection.
+Starts its own worker (`cmem serve` on a free port, in a temporary data dir: never your
+memory), then runs, interleaved so machine noise hits all three alike: `python -c pass`,
+`cmem hook claude-code observation` (a realistic PostToolUse payload) and `cmem hook
+claude-code file-context`. Whole-process wall times, medians, printed as ratios to the bare
+interpreter. Then the worker's own ingest time per event: POSTs of fresh tool uses over one
+keep-alive connection.
+
+The other benchmarks are for developers and live in the checkout (tests/bench/: `make bench
+NAME=...`); they import `run` and `_observation` from here.
 """
 
 from __future__ import annotations
@@ -13,18 +17,20 @@ import http.client
 import json
 import os
 import signal
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
+from argparse import ArgumentParser
 from pathlib import Path
 from typing import Any
 
-from memory.benchmarks.harness import child_env, free_port, owner_headers, percentile, wait_health
+from django.core.management.base import BaseCommand
 
-ENTRY = str(Path(__file__).resolve().parents[1] / "hook_entry.py")
-FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "claude-code-2.1.332"
+ENTRY = str(Path(__file__).resolve().parents[2] / "hook_entry.py")
 
 OBSERVATION = {
     "session_id": "bench-session",
@@ -49,6 +55,76 @@ OBSERVATION = {
     "tool_use_id": "toolu_bench",
     "duration_ms": 412,
 }
+
+
+# What Claude Code 2.1.332 sends before a Read (tests/fixtures/claude-code-2.1.332/PreToolUse.json).
+PRE_TOOL_USE = {
+    "session_id": "571a3c56-e5f8-4a93-b71d-946a0601887f",
+    "transcript_path": "/home/dev/.claude/projects/-home-dev-projects-demo/571a3c56-e5f8-4a93-b71d-946a0601887f.jsonl",
+    "cwd": "/home/dev/projects/demo",
+    "prompt_id": "a9a0d306-7bcc-4112-91bb-fa84d96df08f",
+    "permission_mode": "default",
+    "effort": {"level": "medium"},
+    "hook_event_name": "PreToolUse",
+    "tool_name": "Read",
+    "tool_input": {"file_path": "/home/dev/projects/demo/target.txt"},
+    "tool_use_id": "toolu_fake_0002",
+}
+
+
+class Command(BaseCommand):
+    help = "What a hook costs on this machine: hook processes against `python -c pass`."
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument("name", choices=["hooks"])
+        parser.add_argument("--quick", action="store_true", help="Fewer runs, for a smoke run.")
+        parser.add_argument("--runs", type=int, default=None, help="Runs of each hook.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        self.stdout.write("== bench hooks ==")
+        run(out=self.stdout, options=options)
+
+
+def child_env(data_dir: Path | str, **extra: str) -> dict[str, str]:
+    """os.environ without cmem's or Anthropic's settings, pointed at `data_dir`, plus `extra`."""
+    prefixes = ("CLAUDE_MEM_", "ANTHROPIC_", "CMEM_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
+    env.update(CLAUDE_MEM_DATA_DIR=str(data_dir), **extra)
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def owner_headers(data_dir: Path | str) -> dict[str, str]:
+    """The bearer header a TCP client of the benchmark's own worker sends (worker.secret)."""
+    try:
+        secret = (Path(data_dir) / "worker.secret").read_text().strip()
+    except OSError:
+        return {}
+    return {"Authorization": f"Bearer {secret}"}
+
+
+def wait_health(url: str, timeout: float) -> bool:
+    """True once `url`/api/health answers 200, False when `timeout` seconds pass first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url + "/api/health", timeout=0.5) as resp:
+                if resp.status == 200:
+                    return True
+        except OSError:
+            time.sleep(0.1)
+    return False
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The nearest-rank `q` quantile (0 <= q <= 1) of `values`, in their own unit."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
 def _cmem() -> str:
@@ -140,7 +216,7 @@ def run(*, out: Any, options: dict[str, Any]) -> None:
 
 def _report(out: Any, *, runs: int, ingest_count: int, env: dict[str, str], port: int) -> None:
     cmem = _cmem()
-    pre_tool_use = (FIXTURES / "PreToolUse.json").read_bytes()
+    pre_tool_use = json.dumps(PRE_TOOL_USE).encode()
     commands = {
         "python -c pass": ([sys.executable, "-c", "pass"], lambda n: b""),
         "cmem hook claude-code observation": (
