@@ -64,13 +64,13 @@ def run(*, out: Any, options: dict[str, Any]) -> None:
     with tempfile.TemporaryDirectory(prefix="cmem-bench-handover-") as tmp:
         root = Path(tmp)
         (root / "repo" / ".git").mkdir(parents=True)
-        out = root / "out"
-        out.mkdir()
-        notes = out / "notes.md"
+        written = root / "out"
+        written.mkdir()
+        notes = written / "notes.md"
         notes.write_text("line of the notes, nothing secret here\n" * ((1 << 20) // 40 - 64))
-        chart = out / "chart.png"
+        chart = written / "chart.png"
         chart.write_bytes(b"\x89PNG\r\n\x1a\n\x00" + os.urandom(3 << 20))
-        report = out / "report.md"
+        report = written / "report.md"
         report.write_text("line of the report, nothing secret here\n" * ((4 << 20) // 41 - 64))
         cases = {
             "no deliverables": [],
