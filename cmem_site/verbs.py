@@ -57,7 +57,7 @@ VERBS: tuple[Verb, ...] = (
     # team
     Verb("token", "team", "Team mode: create, list and revoke API tokens.", ("cmem token create alice --name laptop", "cmem token list", "cmem token revoke 3")),
     # tools
-    Verb("bench", "tools", "Run a benchmark and print its figures.", ("cmem bench hooks", "cmem bench compress --quick", "cmem bench all")),
+    Verb("bench", "tools", "What a hook costs on this machine (the other benchmarks: `make bench` in a checkout).", ("cmem bench hooks", "cmem bench hooks --quick")),
 )  # fmt: skip
 
 BY_NAME = {verb.name: verb for verb in VERBS}

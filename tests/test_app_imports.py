@@ -1,6 +1,6 @@
-"""Application code never imports the test tree: `cmem bench compress` (which needs the
-fake Messages API, memory/benchmarks/fake_api.py) and everything else must run from an
-installed package, outside a checkout."""
+"""Application code never imports the test tree: everything in the package must run from an
+installed wheel, outside a checkout. The benchmarks and the fakes they use (the fake
+Messages API, tests/fakes/anthropic.py) live in the test tree; only `cmem bench hooks` ships."""
 
 from __future__ import annotations
 
@@ -30,5 +30,6 @@ def test_application_code_never_imports_tests() -> None:
         if name == "tests" or name.startswith("tests.")
     )
     assert offenders == []
-    # The benchmark's fake is found where it now lives, inside the package.
-    assert "memory.benchmarks.fake_api" in _imports(REPO / "memory/benchmarks/compress.py")
+    # The benchmark's fake is found where it now lives, in the test tree beside the others.
+    assert "tests.fakes.anthropic" in _imports(REPO / "tests/bench/compress.py")
+    assert not (REPO / "memory" / "benchmarks").exists()

@@ -1,4 +1,4 @@
-"""A small `cmem bench economy` with the real Claude Code CLI (pinned in
+"""A small `python -m tests.bench economy` with the real Claude Code CLI (pinned in
 claude-code-version.txt): three real Django source files read in one session and asked about
 again in a second, without memory and with it under two scripted models. Asserts the
 direction of the issue-20 ratios: a model that follows the refusal's advice (the outline
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.benchmarks.economy import RunResult, run_once, source_files
+from tests.bench.economy import RunResult, run_once, source_files
 from tests.e2e.harness import claude_binary
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

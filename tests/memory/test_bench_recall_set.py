@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from memory.benchmarks.recall import GROUPS, load_set, split
+from tests.bench.recall import GROUPS, load_set, split
 
 
 def test_the_set_is_as_large_as_the_issue_asks() -> None:

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 import time_machine
 
-from memory.benchmarks.fake_api import FakeAnthropic, Reply
 from memory.compression import pipeline
 from memory.compression.tasks import events_sweep_task
 from memory.models import Event, Observation
 from tests.factories import SessionFactory
 from tests.fakes import add_event, bash_payload
+from tests.fakes.anthropic import FakeAnthropic, Reply
 from tests.memory.test_tasks import KEY, echo_observations
 
 pytestmark = pytest.mark.django_db

@@ -70,7 +70,7 @@ def test_unfold_matches_golden(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_outline_is_much_smaller_than_the_file(name: str) -> None:
     outline = smart_outline(SAMPLES / name)
-    # Small samples carry headers; real files do far better (see `cmem bench outline`).
+    # Small samples carry headers; real files do far better (see `python -m tests.bench outline`).
     assert outline.tokens * 1.4 < outline.source_tokens
 
 

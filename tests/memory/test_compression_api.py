@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from memory.benchmarks.fake_api import FakeAnthropic, Reply
 from memory.compression import health
 from memory.compression.prompts import SYSTEM_PROMPT
 from memory.compression.tasks import session_events_process_task
@@ -21,6 +20,7 @@ from tests.fakes import (
     read_payload,
     write_payload,
 )
+from tests.fakes.anthropic import FakeAnthropic, Reply
 
 pytestmark = pytest.mark.django_db
 

@@ -644,10 +644,10 @@ def test_observations_by_file_endpoint_ranks_as_the_gate_does(client, root) -> N
 def test_cmem_bench_gate_runs_end_to_end() -> None:
     from io import StringIO
 
-    from django.core.management import call_command
+    from tests.bench.runner import main
 
     out = StringIO()
-    call_command("bench", "gate", "--size", "300", "--runs", "10", stdout=out)
+    assert main(["gate", "--size", "300", "--runs", "10"], stdout=out) == 0
     text = out.getvalue()
     assert "| 300 |" in text and "gate p50" in text
     assert '"gate_decisions": {"deny": 10}' in text

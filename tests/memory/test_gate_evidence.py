@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from memory.benchmarks.fake_api import FakeAnthropic, Reply
 from memory.briefing.gate import UNKNOWN_HASH, UNKNOWN_MARK
 from memory.compression.tasks import events_sweep
 from memory.models import Observation, ObservationFile
 from tests.factories import SessionFactory
 from tests.fakes import add_event, bash_payload
+from tests.fakes.anthropic import FakeAnthropic, Reply
 from tests.importers.claude_mem_db import build_claude_mem_db
 from tests.memory.gate_helpers import (
     decision,

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from memory.benchmarks.fake_api import FakeAnthropic, Reply
 from memory.compression.language import language
 from memory.compression.prompts import SYSTEM_PROMPT, system_prompt
 from memory.compression.tasks import session_events_process_task
 from memory.models import Observation, Summary
 from tests.factories import SessionFactory
 from tests.fakes import add_event, bash_payload, edit_payload, read_payload, write_payload
+from tests.fakes.anthropic import FakeAnthropic, Reply
 
 pytestmark = pytest.mark.django_db
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from memory.benchmarks import offline as bench
-from memory.benchmarks import offline_sources
 from memory.compression.offline_shell import looks_like_command
 from memory.compression.shellwrites import changed_paths
 from memory.compression.tasks import session_events_process_task
 from memory.models import Observation, ObservationFile, Summary
+from tests.bench import offline as bench
+from tests.bench import offline_sources
 from tests.factories import SessionFactory
 from tests.fakes import add_event, bash_payload, post_tool_use
 from tests.support import CLAUDE_FIXTURES, CODEX_FIXTURES
@@ -179,8 +179,8 @@ def test_bench_offline_reaches_its_targets(tmp_path: Path, monkeypatch: pytest.M
 
 def test_bench_runs_over_what_the_e2e_tests_recorded(tmp_path: Path) -> None:
     """The sessions the real CLIs of tests/e2e, tests/codex/e2e and tests/agents/e2e sent,
-    recorded by tests/support/e2e_record.py into memory/benchmarks/data/e2e-recorded/, are
-    part of `cmem bench offline` and meet its targets."""
+    recorded by tests/support/e2e_record.py into tests/bench/data/e2e-recorded/, are
+    part of `python -m tests.bench offline` and meet its targets."""
     payloads = offline_sources.e2e_payloads()
     agents = {name.rsplit("-", 1)[0] for name in payloads.sets}
     assert {"claude-code", "codex", "copilot-cli", "gemini-cli", "opencode"} <= agents

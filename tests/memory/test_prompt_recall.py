@@ -120,7 +120,7 @@ def test_the_hook_stays_fast_with_recall_on(
         out = _prompt(Client(), earlier["cwd"], text=f"{PROMPT} {n}", sid="timed")
         times.append(time.perf_counter() - began)
         assert "additionalContext" in out["hookSpecificOutput"]
-    # Generous for a shared CI machine; `cmem bench recall` reports the figure itself.
+    # Generous for a shared CI machine; `python -m tests.bench recall` reports the figure itself.
     assert sorted(times)[2] < 0.25
 
 

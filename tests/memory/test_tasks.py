@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from memory.benchmarks.fake_api import FakeAnthropic, Reply
 from memory.compression import pipeline
 from memory.compression.tasks import events_sweep, session_events_process_task
 from memory.models import Event, Observation, Summary
 from tests.factories import SessionFactory
 from tests.fakes import add_event, bash_payload
+from tests.fakes.anthropic import FakeAnthropic, Reply
 from tests.support import CMEM, free_port, make_worker_env
 
 KEY = "sk-ant-api03-TASKS-abcdefghijklmnop"

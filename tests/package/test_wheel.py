@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import urllib.request
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -200,15 +201,28 @@ def test_the_mcp_server_lists_its_tools_under_cmems_name(installed: Installed) -
     assert {"search", "timeline", "get_observations", "smart_outline", "smart_unfold"} <= names
 
 
-def test_bench_compress_runs_without_the_test_tree(installed: Installed) -> None:
+def test_bench_hooks_runs_without_the_test_tree(installed: Installed) -> None:
     env = {**installed.env}
     env["CLAUDE_MEM_DATA_DIR"] = str(installed.folder.parent / "bench-data")
     done = subprocess.run(
-        [str(installed.cmem), "bench", "compress", "--quick"], cwd=installed.folder, env=env,
-        capture_output=True, text=True, timeout=600,
+        [str(installed.cmem), "bench", "hooks", "--quick", "--runs", "3"], cwd=installed.folder,
+        env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "== bench compress ==" in done.stdout and "Traceback" not in done.stderr
+    assert "== bench hooks ==" in done.stdout and "Traceback" not in done.stderr
+    assert "cmem hook claude-code file-context" in done.stdout
+
+
+def test_the_wheel_carries_no_tests_nor_benchmarks(installed: Installed) -> None:
+    with zipfile.ZipFile(installed.wheel) as wheel:
+        entries = wheel.infolist()
+    names = [entry.filename for entry in entries]
+    assert not [n for n in names if n.startswith("tests/") or "/tests/" in n]
+    assert not [n for n in names if "benchmarks" in n or n.startswith("memory/bench")]
+    # Without the embedding model's data files, what users run compresses to at most 1 MB.
+    model = "memory/retrieval/embeddings/data/"
+    code = sum(e.compress_size for e in entries if not e.filename.startswith(model))
+    assert code <= 1_000_000, code
 
 
 def test_unknown_api_paths_answer_json_and_pages_a_styled_404(installed: Installed) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memory.benchmarks.fake_api import Reply
+from tests.fakes.anthropic import Reply
 from tests.support import CLAUDE_FIXTURES, CMEM, LiveWorker, free_port, make_worker_env
 
 KEY = "sk-ant-api03-RELIABILITY-abcdefghijklmnop"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.benchmarks.fake_api import FakeAnthropic, Reply
+from tests.fakes.anthropic import FakeAnthropic, Reply
 from tests.reliability.helpers import (
     Session,
     api_settings,

@@ -1,4 +1,4 @@
-"""What an end-to-end test recorded, kept for `cmem bench offline`.
+"""What an end-to-end test recorded, kept for `python -m tests.bench offline`.
 
 Every e2e test that runs a real agent CLI against a real worker calls `e2e_record` when its
 worker has stopped. It writes `<data dir>/e2e-recorded/<name>/`:
@@ -10,7 +10,7 @@ worker has stopped. It writes `<data dir>/e2e-recorded/<name>/`:
 
 The test's scratch folder is replaced by `/home/dev` everywhere, so a recording reads the
 same from one run to the next. With CMEM_E2E_RECORD_INTO set (a folder), the recording is
-also copied there: `CMEM_E2E_RECORD_INTO=memory/benchmarks/data/e2e-recorded` refreshes the
+also copied there: `CMEM_E2E_RECORD_INTO=tests/bench/data/e2e-recorded` refreshes the
 set the benchmark ships (README: "The offline benchmark").
 """
 

@@ -43,6 +43,8 @@ class LiveWorker:
     env: dict[str, str] = field(default_factory=dict)
     proc: subprocess.Popen[bytes] | None = None
     serve_args: tuple[str, ...] = ()
+    cmem: str = CMEM  # another installation's `cmem` (the worker benchmark compares two)
+    poll: float = 0.1  # seconds between health checks while it starts
 
     @property
     def url(self) -> str:
@@ -51,7 +53,7 @@ class LiveWorker:
     def start(self, timeout: float = 30.0) -> None:
         log = open(self.data_dir / "serve.out", "ab")  # noqa: SIM115 - the worker child writes to it until it stops
         self.proc = subprocess.Popen(
-            [CMEM, "serve", *self.serve_args],
+            [self.cmem, "serve", *self.serve_args],
             env=self.env,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -71,7 +73,7 @@ class LiveWorker:
                 pass
             if self.proc.poll() is not None:
                 break
-            time.sleep(0.1)
+            time.sleep(self.poll)
         raise RuntimeError(
             f"worker did not start: {(self.data_dir / 'serve.out').read_text()[-2000:]}"
         )

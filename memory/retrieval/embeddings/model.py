@@ -3,7 +3,7 @@
 The default pairs WordLlama's `l2_supercat` 256-dimension table (bundled in the `wordllama`
 wheel with its tokenizer) with a table distilled from the all-MiniLM-L6-v2 transformer
 (`data/minilm_table.safetensors`, int8 with one scale per row, and its WordPiece tokenizer,
-shipped in cmem's own wheel; `docs/recall-model/` has how it was made). Each gives a text
+shipped in cmem's own wheel; `tests/bench/recall_model/` has how it was made). Each gives a text
 a unit vector: WordLlama's is the idf-weighted sum of its tokens' rows (weights shipped
 with cmem, `idf.py`: filler tokens count for little), the distilled table's the plain sum
 (its per-token weights are folded into its rows). The pair is one vector of 256
@@ -13,7 +13,7 @@ weighted by `alpha`, centred and projected onto the 256 principal axes of a gene
 ever downloaded: WordLlama's own loader would look for its tokenizer in a folder the wheel
 does not have and then try Hugging Face, so the files are opened here directly.
 
-Why two: on `cmem bench recall`'s tuning half the pair beats either table alone, and each
+Why two: on `python -m tests.bench recall`'s tuning half the pair beats either table alone, and each
 covers the other's gaps (WordLlama knows everyday words like buyers and money, the
 distilled table what a question means); README "Search by meaning".
 

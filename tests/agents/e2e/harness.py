@@ -122,7 +122,7 @@ def agent_world(
         yield World(worker, home, project, full_env, binary, installed.stdout.decode())
     finally:
         worker.stop()
-        # What this agent's real CLI sent, kept for `cmem bench offline`.
+        # What this agent's real CLI sent, kept for `python -m tests.bench offline`.
         cli = {"gemini": "gemini-cli", "copilot": "copilot-cli"}.get(agent, agent)
         version = pinned(cli)
         e2e_record(

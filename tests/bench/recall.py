@@ -1,4 +1,4 @@
-"""`cmem bench recall`: does search find what a later session means, and how fast?
+"""`python -m tests.bench recall`: does search find what a later session means, and how fast?
 
 The labelled set ships in the package (`data/recall.json.gz`, frozen before the embedding
 model was chosen): 3,285 observations, 441 queries, each with its relevant observations.
@@ -36,14 +36,14 @@ from pathlib import Path
 from typing import Any
 
 from memory import config
-from memory.benchmarks.harness import (
+from memory.retrieval import embeddings
+from memory.retrieval.search.query import Mode
+from tests.bench.harness import (
     bench_sizes,
     is_bench_child,
     percentile,
     rerun_in_fresh_data_dir,
 )
-from memory.retrieval import embeddings
-from memory.retrieval.search.query import Mode
 
 if not embeddings.available():
     # `cmem bench` reports a benchmark whose module cannot import as not available.
@@ -73,6 +73,16 @@ def split(queries: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dic
 def load_set() -> dict[str, Any]:
     with gzip.open(DATA, "rt", encoding="utf-8") as f:
         return json.load(f)
+
+
+def migrated_set() -> tuple[dict[str, Any], dict[str, int]]:
+    """In a benchmark's child: migrate its data dir and load the recall set into it (the set,
+    and the row id of each of its observations)."""
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    data = load_set()
+    return data, _seed_set(data)
 
 
 def _seed_set(data: dict[str, Any]) -> dict[str, int]:
@@ -181,8 +191,8 @@ def _pad(total: int, dim: int, model: str) -> None:
     """Filler observations (and random unit vectors for them) up to `total` observations."""
     import numpy as np
 
-    from memory.benchmarks.search import _words
     from memory.models import Embedding, Observation, Session
+    from tests.bench.search import _words
 
     have = Observation.objects.count()
     if have >= total:
@@ -251,14 +261,10 @@ def _latency(data: dict[str, Any], runs: int) -> dict[str, float]:
 
 
 def _child(sizes: list[int], runs: int, out: Any) -> None:
-    from django.core.management import call_command
-
     from memory.retrieval.embeddings.model import get_model
     from memory.retrieval.embeddings.store import embed_pending
 
-    call_command("migrate", verbosity=0)
-    data = load_set()
-    ids = _seed_set(data)
+    data, ids = migrated_set()
     model = get_model()
     began, began_cpu = time.perf_counter(), time.process_time()
     embedded = embed_pending(("observation",))

@@ -1,6 +1,6 @@
 """The Stop hook's wall time when the worker is down and it hands deliverable bytes over.
 
-`python -m tests.support.bench_handover [N]` runs the real `cmem hook claude-code summarize`
+`make bench NAME=handover [ARGS="--runs N"]` (or `python -m tests.bench.handover [N]`) runs the real `cmem hook claude-code summarize`
 N times (default 7) per case, each with a held spawn lock (so no worker starts) and a
 transcript whose last turn wrote the case's file outside the project, and prints medians
 and the load average. The README quotes its output.
@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from tests.support.paths import CMEM
 
@@ -57,18 +58,19 @@ def _run(root: Path, transcript: Path) -> float:
     return time.perf_counter() - started
 
 
-def main(argv: list[str]) -> int:
-    n = int(argv[0]) if argv else 7
+def run(*, out: Any, options: dict[str, Any]) -> None:
+    """The runner's entry (tests/bench/runner.py): --runs N, --quick for 2."""
+    n = options.get("runs") or (2 if options.get("quick") else 7)
     with tempfile.TemporaryDirectory(prefix="cmem-bench-handover-") as tmp:
         root = Path(tmp)
         (root / "repo" / ".git").mkdir(parents=True)
-        out = root / "out"
-        out.mkdir()
-        notes = out / "notes.md"
+        written = root / "out"
+        written.mkdir()
+        notes = written / "notes.md"
         notes.write_text("line of the notes, nothing secret here\n" * ((1 << 20) // 40 - 64))
-        chart = out / "chart.png"
+        chart = written / "chart.png"
         chart.write_bytes(b"\x89PNG\r\n\x1a\n\x00" + os.urandom(3 << 20))
-        report = out / "report.md"
+        report = written / "report.md"
         report.write_text("line of the report, nothing secret here\n" * ((4 << 20) // 41 - 64))
         cases = {
             "no deliverables": [],
@@ -82,8 +84,14 @@ def main(argv: list[str]) -> int:
             for name, transcript in transcripts.items():
                 times[name].append(_run(root, transcript))
     for name, xs in times.items():
-        print(f"{name}: median {statistics.median(xs) * 1000:.0f} ms over {len(xs)} runs")
-    print("load average: {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
+        out.write(f"{name}: median {statistics.median(xs) * 1000:.0f} ms over {len(xs)} runs")
+    out.write("load average: {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
+
+
+def main(argv: list[str]) -> int:
+    from django.core.management.base import OutputWrapper
+
+    run(out=OutputWrapper(sys.stdout), options={"runs": int(argv[0]) if argv else None})
     return 0
 
 

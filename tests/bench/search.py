@@ -1,6 +1,6 @@
-"""`cmem bench search`: search latency at 100k observations (SQLite FTS5, the default store).
+"""`python -m tests.bench search`: search latency at 100k observations (SQLite FTS5, the default store).
 
-1. In a temporary data dir (never yours), a child `cmem bench search` migrates and seeds
+1. In a temporary data dir (never yours), a child `python -m tests.bench search` migrates and seeds
    `--size` observations (default 100,000; `--quick` 10,000) with bulk_create, plus one
    summary per 20 and one prompt per 10 observations, over 20 projects. The text is drawn
    from a Zipf-distributed vocabulary (a few hundred programming words are common, thousands
@@ -15,17 +15,18 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memory import config
-from memory.benchmarks.harness import percentile, zipf_cum_weights
+from tests.bench.harness import (
+    is_bench_child,
+    percentile,
+    rerun_in_fresh_data_dir,
+    zipf_cum_weights,
+)
 
 # Folder names, as cmem derives projects from them.
 PROJECTS = ["shop", "blog", "cmem", "api-gateway", "infra", "mobile-app", "billing", "search-service", "docs", "auth",
@@ -314,7 +315,7 @@ def _measure(runs: int, out: Any) -> None:
 def run(*, out: Any, options: dict[str, Any]) -> None:
     size = options.get("size") or (10_000 if options.get("quick") else 100_000)
     runs = options.get("runs") or (10 if options.get("quick") else 40)
-    if os.environ.get("CMEM_BENCH_SEARCH_CHILD") == "1":
+    if is_bench_child("search"):
         seeded = config.data_dir() / f"bench-search-seeded-{size}"
         if not seeded.exists():
             _seed(size, out)
@@ -326,29 +327,6 @@ def run(*, out: Any, options: dict[str, Any]) -> None:
             out.write(f"reusing the {size:,} observations seeded in {seeded.parent}")
         _measure(runs, out)
         return
-    # The child gets a throwaway data dir, so the benchmark never touches real memory;
-    # CMEM_BENCH_SEARCH_DIR names one to keep (and reuse) between runs.
+    # CMEM_BENCH_SEARCH_DIR names a data dir to keep (and reuse) between runs.
     keep = os.environ.get("CMEM_BENCH_SEARCH_DIR")
-    folder = keep or tempfile.mkdtemp(prefix="cmem-bench-search-")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE_MEM_", "CMEM_"))}
-    env.update(CLAUDE_MEM_DATA_DIR=folder, CMEM_BENCH_SEARCH_CHILD="1")
-    try:
-        command = [
-            sys.executable,
-            "-m",
-            "cmem_site.cli",
-            "bench",
-            "search",
-            "--size",
-            str(size),
-            "--runs",
-            str(runs),
-        ]
-        done = subprocess.run(command, env=env, capture_output=True, text=True)
-        # The child's own "== bench search ==" header is already printed by this process.
-        out.write(done.stdout.replace("== bench search ==\n", "").rstrip())
-        if done.returncode != 0:
-            out.write(done.stderr[-3000:])
-    finally:
-        if not keep:
-            shutil.rmtree(folder, ignore_errors=True)
+    rerun_in_fresh_data_dir("search", {"size": size}, runs, keep=keep)

@@ -1,4 +1,4 @@
-"""`cmem bench vectors`: the two nearest-rows indexes of SQLite search, side by side.
+"""`python -m tests.bench vectors`: the two nearest-rows indexes of SQLite search, side by side.
 
 In a child process on a temporary data dir (never yours), like `bench recall`:
 1. the recall set (3,285 observations) is stored and embedded, then padded with filler
@@ -8,7 +8,7 @@ In a child process on a temporary data dir (never yours), like `bench recall`:
    to one project, interleaved query by query so a change of load weighs on both alike;
    the sqlite-vec copy's first build is timed apart;
 3. `auto`'s measure runs as it would on first use, and its choice is printed.
-Run it under a Python that can load extensions (`.venv-ext/bin/cmem bench vectors` from a
+Run it under a Python that can load extensions (`.venv-ext/bin/python -m tests.bench vectors` from a
 checkout: `make test` makes that venv); elsewhere only the scan is timed.
 """
 
@@ -19,14 +19,14 @@ import sys
 import time
 from typing import Any
 
-from memory.benchmarks.harness import (
+from memory.retrieval import embeddings
+from memory.retrieval.search.query import Mode
+from tests.bench.harness import (
     bench_sizes,
     is_bench_child,
     percentile,
     rerun_in_fresh_data_dir,
 )
-from memory.retrieval import embeddings
-from memory.retrieval.search.query import Mode
 
 if not embeddings.available():
     raise ModuleNotFoundError(embeddings.unavailable_note())
@@ -70,18 +70,14 @@ def _time(texts: list[str], runs: int, indexes: list[str]) -> dict[tuple[str, st
 
 
 def _child(sizes: list[int], runs: int, out: Any) -> None:
-    from django.core.management import call_command
-
-    from memory.benchmarks.recall import _pad, _seed_set, load_set
     from memory.retrieval.embeddings import index, vec0, vector_index
     from memory.retrieval.embeddings.model import get_model
     from memory.retrieval.embeddings.store import embed_pending
     from memory.retrieval.search.query import SearchQuery
     from memory.retrieval.search.service import search
+    from tests.bench.recall import _pad, migrated_set
 
-    call_command("migrate", verbosity=0)
-    data = load_set()
-    _seed_set(data)
+    data, _ = migrated_set()
     embed_pending(("observation",))
     model = get_model()
     reason = vec0.unavailable_reason()

@@ -12,10 +12,10 @@ reaches the model's minimum cacheable length (4,096 tokens for Haiku 4.5, 1,024 
         api.script(Reply(text="<observation>…</observation>"), Reply(status=500))
         monkeypatch.setenv("CLAUDE_MEM_ANTHROPIC_BASE_URL", api.url)
 
-It lives in the package, not under tests/, because `cmem bench compress` replays a session
+It lives in the package, not under tests/, because `python -m tests.bench compress` replays a session
 against it and must run outside a checkout; the tests import it from here too.
 
-Run alone (for manual or end-to-end use): `python -m memory.benchmarks.fake_api --port 8123`.
+Run alone (for manual or end-to-end use): `python -m tests.fakes.anthropic --port 8123`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`cmem bench offline`: does the offline compressor tell the truth?
+"""`python -m tests.bench offline`: does the offline compressor tell the truth?
 
 Runs the offline compressor (no model, no database) over recorded hook payloads (the real
 Claude Code and Codex ones in ../shared/fixtures/ or CMEM_FIXTURES_DIR, when present) and a
@@ -18,7 +18,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from memory.benchmarks import offline_sources
+from tests.bench import offline_sources
 
 ROOT = "/home/dev/shop"
 

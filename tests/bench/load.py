@@ -1,4 +1,4 @@
-"""`cmem bench load`: many hook clients against one worker, then a bounded soak.
+"""`python -m tests.bench load`: many hook clients against one worker, then a bounded soak.
 
 Load: 16 client processes each send a prompt and 1,000 tool uses (`--size` changes the
 count) through the hook client's own code (`memory.hookclient.client.run`: the raw-socket POST,
@@ -21,18 +21,21 @@ import io
 import json
 import multiprocessing
 import os
-import signal
 import sqlite3
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
 from typing import Any
 
-from memory.benchmarks.harness import free_port, owner_headers, percentile, wait_health
+from tests.bench.harness import (
+    free_port,
+    owner_headers,
+    percentile,
+    running_worker,
+    scratch_dir,
+    worker_env,
+)
 
 CLIENTS = 16
 EVENTS = 1000
@@ -42,20 +45,8 @@ SAMPLE_EVERY_S = 5.0
 # -- the worker ---------------------------------------------------------------------------------
 
 
-def worker_env(data: Path, port: int) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("CLAUDE_MEM_", "ANTHROPIC_", "CMEM_"))
-    }
-    env.update(
-        CLAUDE_MEM_DATA_DIR=str(data),
-        CLAUDE_MEM_WORKER_PORT=str(port),
-        CLAUDE_MEM_WORKER_HOST="127.0.0.1",
-        CLAUDE_MEM_COMPRESSOR="offline",
-    )
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    return env
+def _worker_env(data: Path, port: int) -> dict[str, str]:
+    return worker_env(data, port, CLAUDE_MEM_COMPRESSOR="offline")
 
 
 # -- the clients (separate processes: real concurrency, like parallel agents) --------------------
@@ -352,51 +343,29 @@ def run(*, out: Any, options: dict[str, Any]) -> None:
     seconds = options.get("seconds")
     if seconds is None:
         seconds = 30 if quick else 600
-    with tempfile.TemporaryDirectory(prefix="cmem-bench-load-") as tmp:
-        data = Path(tmp) / "data"
-        data.mkdir(mode=0o700)
-        port = free_port()
-        env = worker_env(data, port)
-        log = open(data / "serve.out", "ab")  # noqa: SIM115 - closed after the worker stops
-        worker = subprocess.Popen(
-            [str(Path(sys.executable).with_name("cmem")), "serve"],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        saved = {k: os.environ.get(k) for k in ("CLAUDE_MEM_DATA_DIR", "CLAUDE_MEM_WORKER_URL")}
+    saved = {k: os.environ.get(k) for k in ("CLAUDE_MEM_DATA_DIR", "CLAUDE_MEM_WORKER_URL")}
+    with scratch_dir("cmem-bench-load-") as work:
+        data, port = work / "data", free_port()
         try:
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline and not (data / "worker.port").exists():
-                time.sleep(0.2)
-            if (
-                not wait_health(f"http://127.0.0.1:{port}", 60)
-                or not (data / "worker.port").exists()
-            ):
-                tail = (data / "serve.out").read_text()[-1000:]
-                raise RuntimeError(f"bench worker did not start: {tail}")
-            os.environ.pop("CLAUDE_MEM_WORKER_URL", None)
-            load = load_phase(
-                out=out,
-                data=data,
-                clients=CLIENTS,
-                events=events,
-                drain_timeout=300 if not quick else 120,
-            )
-            soak = soak_phase(out=out, data=data, port=port, seconds=seconds) if seconds > 0 else {}
-            if options.get("json"):
-                out.write(json.dumps({"load": load, "soak": soak}, indent=1))
+            with running_worker(_worker_env(data, port), timeout=120):
+                os.environ.pop("CLAUDE_MEM_WORKER_URL", None)
+                load = load_phase(
+                    out=out,
+                    data=data,
+                    clients=CLIENTS,
+                    events=events,
+                    drain_timeout=300 if not quick else 120,
+                )
+                soak = (
+                    soak_phase(out=out, data=data, port=port, seconds=seconds)
+                    if seconds > 0
+                    else {}
+                )
+                if options.get("json"):
+                    out.write(json.dumps({"load": load, "soak": soak}, indent=1))
         finally:
             for key, value in saved.items():
                 if value is None:
                     os.environ.pop(key, None)
                 else:
                     os.environ[key] = value
-            try:
-                os.killpg(worker.pid, signal.SIGTERM)
-                worker.wait(timeout=20)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(worker.pid, signal.SIGKILL)
-            log.close()

@@ -1,4 +1,4 @@
-"""The recorded sessions `cmem bench offline` runs over, with the truth it checks them against.
+"""The recorded sessions `python -m tests.bench offline` runs over, with the truth it checks them against.
 
 Three recorded sources, each a list of sessions (a session's tool uses in order):
 - shared fixtures: the real Claude Code and Codex hook payloads in ../shared/fixtures/

@@ -1,4 +1,4 @@
-"""`cmem bench gate`: the file-read gate and the SessionStart index at size.
+"""`python -m tests.bench gate`: the file-read gate and the SessionStart index at size.
 
 For each size (default 100,000 and 10,000 observations; `--size N` for one size,
 `--quick` for 10,000 only), in a temporary data dir of its own:
@@ -19,7 +19,7 @@ For each size (default 100,000 and 10,000 observations; `--size N` for one size,
 The figures to beat (claude-mem 13.25 on this kind of machine, 10k observations): by-file
 query 13 ms, context render 52 ms. Targets: gate p50 <= 5 ms and context <= 30 ms at 100k.
 
-`python -m memory.benchmarks.gate hooks N PROJECT_DIR` on a data dir seeded as above times
+`python -m tests.bench.gate hooks N PROJECT_DIR` on a data dir seeded as above times
 the service alone, as the worker's raw lane calls it (child_hooks: hook_handle for a gate
 decision and a tool use's ingest, and a cold context render, interleaved).
 """
@@ -30,22 +30,22 @@ import hashlib
 import json
 import os
 import random
-import shutil
 import sys
-import tempfile
 import time
 import uuid
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from memory.benchmarks.harness import (
+from tests.bench.harness import (
     child_env,
     child_json,
     child_main,
-    cmem_migrate,
     django_setup,
+    migrated_and_seeded,
     percentile,
+    scratch_dir,
+    write_modules,
 )
 
 FILES = 5_000
@@ -271,7 +271,7 @@ def child_measure(runs: int, project_dir: str) -> dict[str, Any]:
 
 
 def child_profile(runs: int, project_dir: str, event: str = "file-context") -> dict[str, Any]:
-    """One hook as `cmem bench lean` sends it, through Django's test Client in this process:
+    """One hook as `python -m tests.bench lean` sends it, through Django's test Client in this process:
     the request's CPU and wall time (medians), and a cProfile of as many requests by
     cumulative time. `file-context`: the whole gate decision (a new session's first Read
     of a file with history, no session row yet); `observation`: ingest of one tool use
@@ -283,7 +283,7 @@ def child_profile(runs: int, project_dir: str, event: str = "file-context") -> d
     django_setup()
     from django.test import Client
 
-    from memory.benchmarks.hooks import _observation
+    from memory.management.commands.bench import _observation
     from memory.runtime.credentials import OWNER_SOCKET_ENVIRON
 
     client = Client(SERVER_NAME="127.0.0.1", **{OWNER_SOCKET_ENVIRON: True})  # type: ignore[arg-type]  # WSGI environ extras are untyped
@@ -336,14 +336,14 @@ def _first_read(project_dir: str, rng: random.Random) -> bytes:
 
 
 def child_hooks(runs: int, project_dir: str) -> dict[str, Any]:
-    """The service alone, as the worker's raw WSGI lane calls it: memory.hooks.dispatch.hook_handle
+    """The service alone, as the worker's raw WSGI lane calls it: memory.hooks.hook_handle
     for `file-context` (a new session's first Read of a file with history) and `observation`
     (the lean bench's Bash PostToolUse), and a cold context_text, interleaved one of each
     per round so the machine's moments hit all three alike. p50 wall and CPU, in ms."""
     django_setup()
-    from memory.benchmarks.hooks import _observation
     from memory.briefing.context import context_text
     from memory.hooks.dispatch import hook_handle
+    from memory.management.commands.bench import _observation
     from memory.models import ContextCache
     from memory.projects import project_for_cwd
 
@@ -387,31 +387,21 @@ def child_hooks(runs: int, project_dir: str) -> dict[str, Any]:
 
 
 def _bench_size(size: int, runs: int, out: Any) -> dict[str, Any]:
-    work = Path(tempfile.mkdtemp(prefix="cmem-bench-gate-"))
-    data = work / "data"
-    data.mkdir(mode=0o700)
-    project = work / "bench-project"
-    rng = random.Random(3)
-    for i in range(FILES):
-        path = project / _rel(i)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(
-            f"# module {i}\n" + "value = compute(value)  # padding line\n" * rng.randrange(50, 150)
+    with scratch_dir("cmem-bench-gate-") as work:
+        project = work / "bench-project"
+        write_modules(project, FILES, _rel)
+        env = child_env(
+            work / "data",
+            CLAUDE_MEM_COMPRESSOR="offline",
+            DJANGO_SETTINGS_MODULE="cmem_site.settings",
         )
-    env = child_env(
-        data, CLAUDE_MEM_COMPRESSOR="offline", DJANGO_SETTINGS_MODULE="cmem_site.settings"
-    )
-    try:
-        cmem_migrate(env)
         out.write(f"{size:,} observations over {FILES:,} files: seeding…")
-        seeded = child_json("memory.benchmarks.gate", env, "seed", str(size), str(project))
+        seeded = migrated_and_seeded("tests.bench.gate", env, size, project)
         out.write(f"  seeded in {seeded['seed_s']:.1f}s; measuring {runs} gate decisions…")
         return {
             **seeded,
-            **child_json("memory.benchmarks.gate", env, "measure", str(runs), str(project)),
+            **child_json("tests.bench.gate", env, "measure", str(runs), str(project)),
         }
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def run(*, out: Any, options: dict[str, Any]) -> None:
@@ -455,7 +445,7 @@ def run(*, out: Any, options: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    # `python -m memory.benchmarks.gate profile N PROJECT_DIR [observation]` on a seeded data
+    # `python -m tests.bench.gate profile N PROJECT_DIR [observation]` on a seeded data
     # dir (README, "The lean worker"): the decision's (or a tool use's ingest) CPU, wall time
     # and profile, printed as text.
     if sys.argv[1:2] == ["profile"]:
@@ -463,7 +453,7 @@ if __name__ == "__main__":
         print(found.pop("profile"))
         print(json.dumps(found))
     elif sys.argv[1:2] == ["hooks"]:
-        # `python -m memory.benchmarks.gate hooks N PROJECT_DIR`: hook_handle in-process.
+        # `python -m tests.bench.gate hooks N PROJECT_DIR`: hook_handle in-process.
         print(json.dumps(child_hooks(int(sys.argv[2]), sys.argv[3])))
     else:
         child_main(seed=child_seed, measure=child_measure)

@@ -1,4 +1,4 @@
-"""`cmem bench lean`: every row of issue 19's table in one run, beside claude-mem's figure.
+"""`python -m tests.bench lean`: every row of issue 19's table in one run, beside claude-mem's figure.
 
 One temporary data dir with 10,000 observations (the gate bench's seed: 5,000 real files,
 20 observations a session, a summary each, real content hashes), embedded beforehand
@@ -29,21 +29,27 @@ import http.client
 import json
 import os
 import random
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from memory.benchmarks import gate as gate_bench
-from memory.benchmarks import hooks as hooks_bench
-from memory.benchmarks import worker as worker_bench
-from memory.benchmarks.harness import child_env, child_json, cmem_migrate, free_port
+from memory.management.commands import bench as hooks_bench
+from tests.bench import gate as gate_bench
+from tests.bench import worker as worker_bench
+from tests.bench.harness import (
+    LiveWorker,
+    child_json,
+    free_port,
+    migrated_and_seeded,
+    scratch_dir,
+    worker_env,
+    write_modules,
+)
 
 SIZE = 10_000
 
@@ -192,14 +198,12 @@ def _recall_hook_ratio(
     return _ms(hook_times), _ms(bare_times), with_notes
 
 
-def _start_timeline(
-    env: dict[str, str], port: int, data: Path, log: Any
-) -> tuple[subprocess.Popen[bytes], dict[str, float]]:
+def _start_timeline(env: dict[str, str], data: Path) -> tuple[LiveWorker, dict[str, float]]:
     """`cmem serve` to its first 200 from /api/health, with where the time went: the
     supervisor's pid file (its process is up), the children file (the serving process is
     spawned), the owner's socket (the serving process has bound, the app is imported)."""
     started = time.time()
-    proc, total = worker_bench._start(env, port, log)
+    live, total = worker_bench._start(env)
     marks = {"total": total}
     for name, path in (
         ("supervisor", data / "worker.pid"),
@@ -210,78 +214,64 @@ def _start_timeline(
             marks[name] = path.stat().st_mtime - started
         except OSError:
             marks[name] = float("nan")
-    return proc, marks
+    return live, marks
 
 
 def run(*, out: Any, options: dict[str, Any]) -> None:
     runs = options.get("runs") or (60 if options.get("quick") else 300)
     hook_runs = max(10, runs // 10)
-    work = Path(tempfile.mkdtemp(prefix="cmem-bench-lean-"))
-    data = work / "data"
-    data.mkdir(mode=0o700)
-    project = work / "bench-project"
-    rng = random.Random(3)
-    for i in range(gate_bench.FILES):
-        path = project / gate_bench._rel(i)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(
-            f"# module {i}\n" + "value = compute(value)  # padding line\n" * rng.randrange(50, 150)
-        )
-    port = free_port()
-    env = child_env(
-        data, CLAUDE_MEM_COMPRESSOR="offline", CLAUDE_MEM_WORKER_PORT=str(port),
-        CLAUDE_MEM_WORKER_HOST="127.0.0.1", DJANGO_SETTINGS_MODULE="cmem_site.settings",
-    )  # fmt: skip
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    cmem = worker_bench._cmem()
     figures: dict[str, str] = {}
-    try:
-        cmem_migrate(env)
+    with scratch_dir("cmem-bench-lean-") as work:
+        data, project = work / "data", work / "bench-project"
+        write_modules(project, gate_bench.FILES, gate_bench._rel)
+        port = free_port()
+        env = worker_env(
+            data, port, CLAUDE_MEM_COMPRESSOR="offline", DJANGO_SETTINGS_MODULE="cmem_site.settings"
+        )
         out.write(f"seeding {SIZE:,} observations over {gate_bench.FILES:,} files…")
-        seeded = child_json("memory.benchmarks.gate", env, "seed", str(SIZE), str(project))
+        seeded = migrated_and_seeded("tests.bench.gate", env, SIZE, project)
+        cmem = worker_bench._cmem()
         subprocess.run([cmem, "embeddings", "backfill", "--no-progress"], env=env, check=True, capture_output=True, timeout=900)  # fmt: skip
         inproc = child_json(
-            "memory.benchmarks.gate", env, "measure", str(max(50, runs // 3)), str(project)
+            "tests.bench.gate", env, "measure", str(max(50, runs // 3)), str(project)
         )
         figures["context_cold"] = (
             f"{inproc['context_cold_p50_ms']:.2f} ms (in-process, cache invalidated)"
         )
-        with open(data / "serve.out", "ab") as log:
-            proc, first = worker_bench._start(env, port, log)
-            worker_bench._stop(proc)
-            proc, marks = _start_timeline(env, port, data, log)
-            try:
-                figures["cold_start"] = (
-                    f"{marks['total']:.2f} s (supervisor up {marks['supervisor']:.2f} s, serving "
-                    f"process spawned {marks['spawned']:.2f} s, bound {marks['bound']:.2f} s; "
-                    f"first start, migrations: {first:.2f} s)"
-                )
-                time.sleep(5)  # idle: the consumer's start-up tasks and the server settle
-                rss, pss, count = _memory(proc.pid)
-                figures["rss_idle"] = f"{rss:.1f} / {pss:.1f} MB, {count} processes"
-                _http_rows(figures, port=port, data=data, project=project, seeded=seeded, runs=runs)
-                time.sleep(2)
-                rss, pss, count = _memory(proc.pid)
-                figures["rss_after"] = f"{rss:.1f} / {pss:.1f} MB RSS / PSS"
-                hooks = _hook_ratio(env, project, hook_runs)
-                others = ", ".join(
-                    f"{event} {hooks[event] / hooks['bare']:.2f}x" for event in HOOK_EVENTS[1:]
-                )
-                figures["hook_ratio"] = (
-                    f"{hooks['file-context'] / hooks['bare']:.2f}x file-context with the -I -S entry "
-                    f"({hooks['file-context']:.1f} ms); {others}; "
-                    f"{hooks['cmem'] / hooks['bare']:.2f}x file-context via `cmem hook` ({hooks['cmem']:.1f} ms); "
-                    f"bare `python -c pass` {hooks['bare']:.1f} ms"
-                )
-                hook_ms, bare_ms, noted = _recall_hook_ratio(env, project, data, hook_runs)
-                figures["hook_ratio"] += (
-                    f"; session-init with prompt-time recall on {hook_ms / bare_ms:.2f}x "
-                    f"({hook_ms:.1f} ms against bare {bare_ms:.1f} ms; notes in {noted} of 3 answers checked)"
-                )
-            finally:
-                worker_bench._stop(proc)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+        live, first = worker_bench._start(env)
+        live.stop()
+        live, marks = _start_timeline(env, data)
+        assert live.proc is not None
+        try:
+            figures["cold_start"] = (
+                f"{marks['total']:.2f} s (supervisor up {marks['supervisor']:.2f} s, serving "
+                f"process spawned {marks['spawned']:.2f} s, bound {marks['bound']:.2f} s; "
+                f"first start, migrations: {first:.2f} s)"
+            )
+            time.sleep(5)  # idle: the consumer's start-up tasks and the server settle
+            rss, pss, count = _memory(live.proc.pid)
+            figures["rss_idle"] = f"{rss:.1f} / {pss:.1f} MB, {count} processes"
+            _http_rows(figures, port=port, data=data, project=project, seeded=seeded, runs=runs)
+            time.sleep(2)
+            rss, pss, count = _memory(live.proc.pid)
+            figures["rss_after"] = f"{rss:.1f} / {pss:.1f} MB RSS / PSS"
+            hooks = _hook_ratio(env, project, hook_runs)
+            others = ", ".join(
+                f"{event} {hooks[event] / hooks['bare']:.2f}x" for event in HOOK_EVENTS[1:]
+            )
+            figures["hook_ratio"] = (
+                f"{hooks['file-context'] / hooks['bare']:.2f}x file-context with the -I -S entry "
+                f"({hooks['file-context']:.1f} ms); {others}; "
+                f"{hooks['cmem'] / hooks['bare']:.2f}x file-context via `cmem hook` ({hooks['cmem']:.1f} ms); "
+                f"bare `python -c pass` {hooks['bare']:.1f} ms"
+            )
+            hook_ms, bare_ms, noted = _recall_hook_ratio(env, project, data, hook_runs)
+            figures["hook_ratio"] += (
+                f"; session-init with prompt-time recall on {hook_ms / bare_ms:.2f}x "
+                f"({hook_ms:.1f} ms against bare {bare_ms:.1f} ms; notes in {noted} of 3 answers checked)"
+            )
+        finally:
+            live.stop()
     load = os.getloadavg()
     out.write(
         f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} (2 cores shared); medians, {runs} runs"
@@ -341,7 +331,7 @@ def _http_rows(
     figures["search_mixed"] = (
         f"{_ms([_get(conn, search_path(''), auth) for _ in range(runs)]):.2f} ms"
     )
-    from memory.benchmarks.hooks import _observation
+    from memory.management.commands.bench import _observation
 
     ingest = [
         _post(conn, "/api/hooks/claude-code/observation", _observation(n), auth)[0]

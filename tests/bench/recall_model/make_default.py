@@ -4,7 +4,7 @@ A maintainer's script, run in the project's venv (numpy, tokenizers, safetensors
 turns a table made by `make_table.py` into what `memory/retrieval/embeddings/data/` ships
 beside WordLlama's idf weights, and `model.py` pairs with WordLlama:
 
-    .venv/bin/python docs/recall-model/make_default.py --table /tmp/table \\
+    .venv/bin/python tests/bench/recall_model/make_default.py --table /tmp/table \\
         --wordnet /usr/share/wordnet --alpha 0.6
 
 1. the table rounded to int8 with one scale per row (`minilm_table.safetensors`: tensors
@@ -19,7 +19,7 @@ beside WordLlama's idf weights, and `model.py` pairs with WordLlama:
    venv's packages (`make_table.corpus`, the pallets projects left out) and 5,000 WordNet
    texts (`make_table.wordnet`). Stored vectors and the scan keep their 256 dimensions.
 
-Which table and which alpha: the tuning half of `cmem bench recall` (README "Search by
+Which table and which alpha: the tuning half of `python -m tests.bench recall` (README "Search by
 meaning", "The default since stop 28").
 """
 
@@ -30,7 +30,7 @@ import random
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 DATA = ROOT / "memory" / "retrieval" / "embeddings" / "data"

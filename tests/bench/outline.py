@@ -1,4 +1,4 @@
-"""`cmem bench outline`: how much cheaper an outline is than the file, and how fast it is made.
+"""`python -m tests.bench outline`: how much cheaper an outline is than the file, and how fast it is made.
 
 Over real source trees that ship in the venv (Django's package: Python, plus the admin's
 JavaScript; `--quick` takes every 10th file): for each file with a grammar, tokens of the

@@ -1,8 +1,8 @@
-"""`cmem bench economy`: what the read gate costs or saves a real Claude Code session.
+"""`python -m tests.bench economy`: what the read gate costs or saves a real Claude Code session.
 
 The same two-session replay runs through the real `claude` CLI (the pinned 2.1.332 in
 `.e2e-node/`, or CMEM_CLAUDE_BIN) against a scripted model on 127.0.0.1
-(memory/benchmarks/fake_api.py), once without memory and once with it under each policy:
+(tests/fakes/anthropic.py), once without memory and once with it under each policy:
 
 - session 1 reads FILES real source files (Django's own, ~140 KB, copied into a scratch
   project); with memory on they are captured and compressed (offline compressor);
@@ -27,11 +27,11 @@ prompt and tool definitions included; each as a ratio to memory off. Targets (is
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -41,9 +41,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memory.benchmarks.fake_api import FakeAnthropic, Reply, _blocks_in_order, _chars
-from memory.benchmarks.harness import child_env, free_port, owner_headers, wait_health
 from memory.briefing.refusal import OUTLINE_HEADING
+from tests.bench.harness import free_port, owner_headers, running_worker
+from tests.bench.harness import worker_env as make_worker_env
+from tests.fakes.anthropic import FakeAnthropic, Reply, _blocks_in_order, _chars
 
 REPO = Path(__file__).resolve().parents[2]
 PINNED = "2.1.332"
@@ -350,16 +351,14 @@ def run_once(
         model = ScriptedModel(files=targets, policy=policy)
         api = FakeAnthropic(default=Reply(fn=model.reply)).start()
         port = free_port()
-        worker_env = child_env(
+        worker_env = make_worker_env(
             data,
+            port,
             HOME=str(home),
-            CLAUDE_MEM_WORKER_HOST="127.0.0.1",
-            CLAUDE_MEM_WORKER_PORT=str(port),
             CLAUDE_MEM_PROVIDER="offline",
             CLAUDE_MEM_READ_GATE=os.environ.get("CMEM_ECONOMY_GATE", "adaptive"),
         )
         cmem = str(Path(sys.executable).with_name("cmem"))
-        worker: subprocess.Popen[bytes] | None = None
         settings = home / ".claude" / "settings.json"
         env = {
             **{k: v for k, v in worker_env.items() if not k.startswith("CLAUDE_MEM_READ")},
@@ -370,20 +369,10 @@ def run_once(
             "DISABLE_AUTOUPDATER": "1",
             "IS_SANDBOX": "1",
         }
-        try:
+        with contextlib.ExitStack() as stack:
+            stack.callback(api.stop)
             if memory:
-                log = open(data / "serve.out", "ab")  # noqa: SIM115 - closed after the worker stops
-                worker = subprocess.Popen(
-                    [cmem, "serve"],
-                    env=worker_env,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
-                if not wait_health(f"http://127.0.0.1:{port}", 60):
-                    raise RuntimeError(
-                        f"worker did not start: {(data / 'serve.out').read_text()[-1500:]}"
-                    )
+                stack.enter_context(running_worker(worker_env))
                 subprocess.run(
                     [cmem, "install", "--settings-file", str(settings)],
                     env=worker_env,
@@ -421,15 +410,6 @@ def run_once(
             ledger = _ledger(data) if memory else {}
             if memory:
                 ledger["gate"] = _get(f"http://127.0.0.1:{port}/api/gate/modes", data)
-        finally:
-            api.stop()
-            if worker is not None and worker.poll() is None:
-                worker.send_signal(signal.SIGTERM)
-                try:
-                    worker.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    os.killpg(worker.pid, signal.SIGKILL)
-                    worker.wait()
     asked = str(bodies[-1].get("model", "")) if bodies else ""
     return RunResult(policy, memory, sizes_of(bodies), time.monotonic() - started, ledger, asked)
 

@@ -1,4 +1,4 @@
-"""`cmem bench recall_pg`: hybrid search on PostgreSQL at size, on pgvector and on its fallback.
+"""`python -m tests.bench recall_pg`: hybrid search on PostgreSQL at size, on pgvector and on its fallback.
 
 Each path gets a scratch database of its own:
 - `fallback`: on the server of CMEM_BENCH_PG_URL (here Debian's PostgreSQL 15, which has no
@@ -22,27 +22,25 @@ CMEM_BENCH_PATHS=fallback,pgvector picks the paths (default both).
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
-from memory.benchmarks.harness import (
+from tests.bench.harness import (
     child_env,
     child_json,
     child_main,
-    cmem_migrate,
     django_setup,
+    migrated_and_seeded,
     percentile,
+    scratch_dir,
 )
 
 _CHUNK = 10_000
 
 
 def child_seed(size: int, project_dir: str) -> dict[str, Any]:
-    from memory.benchmarks.scale import child_seed as seed_observations
+    from tests.bench.scale import child_seed as seed_observations
 
     seeded = seed_observations(size, project_dir)
     began = time.perf_counter()
@@ -95,10 +93,10 @@ def child_seed(size: int, project_dir: str) -> dict[str, Any]:
 
 def child_measure(runs: int, project_dir: str) -> dict[str, Any]:
     django_setup()
-    from memory.benchmarks.recall import load_set
     from memory.retrieval.embeddings import pgvector
     from memory.retrieval.search.query import Mode, SearchQuery
     from memory.retrieval.search.service import search
+    from tests.bench.recall import load_set
 
     queries = load_set()["queries"]
     texts = [q["text"] for q in queries][:: max(1, len(queries) // 60)]
@@ -120,44 +118,41 @@ def child_measure(runs: int, project_dir: str) -> dict[str, Any]:
 
 
 def _bench(path: str, size: int, runs: int, out: Any) -> dict[str, Any]:
-    from memory.benchmarks.scale import PG_URL, _pg_admin
+    from tests.bench.scale import PG_URL, _pg_admin
 
-    work = Path(tempfile.mkdtemp(prefix=f"cmem-recall-pg-{path}-"))
-    os.chmod(work, 0o755)  # pgserver's own user reaches its data folder inside
-    (work / "data").mkdir(mode=0o700)
-    (work / "project").mkdir()
-    name = f"cmem_recall_{path}_{os.getpid()}"
-    server: Any = None
-    try:
-        if path == "pgvector":
-            import pgserver
+    with scratch_dir(f"cmem-recall-pg-{path}-") as work:
+        os.chmod(work, 0o755)  # pgserver's own user reaches its data folder inside
+        (work / "project").mkdir()
+        name = f"cmem_recall_{path}_{os.getpid()}"
+        server: Any = None
+        try:
+            if path == "pgvector":
+                import pgserver
 
-            server = pgserver.get_server(str(work / "pg"), cleanup_mode="stop")
-            socket = str(server.get_uri()).split("host=", 1)[1]
-            server.psql(f'CREATE DATABASE "{name}";')
-            url = f"postgresql://postgres@/{name}?host={socket}"
-        else:
-            _pg_admin(f'CREATE DATABASE "{name}"')
-            url = f"{PG_URL}/{name}"
-        env = child_env(
-            work / "data",
-            CLAUDE_MEM_DATABASE_URL=url,
-            CLAUDE_MEM_COMPRESSOR="offline",
-            DJANGO_SETTINGS_MODULE="cmem_site.settings",
-        )
-        cmem_migrate(env)
-        out.write(f"{path}: seeding {size:,} observations with vectors…")
-        module = "memory.benchmarks.recall_pg"
-        seeded = child_json(module, env, "seed", str(size), str(work / "project"), timeout=7200)
-        measured = child_json(module, env, "measure", str(runs), str(work / "project"))
-        return {"path": path, "size": size, **seeded, **measured}
-    finally:
-        if server is not None:
-            server.psql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE);')
-            server.cleanup()
-        elif path == "fallback":
-            _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        shutil.rmtree(work, ignore_errors=True)
+                server = pgserver.get_server(str(work / "pg"), cleanup_mode="stop")
+                socket = str(server.get_uri()).split("host=", 1)[1]
+                server.psql(f'CREATE DATABASE "{name}";')
+                url = f"postgresql://postgres@/{name}?host={socket}"
+            else:
+                _pg_admin(f'CREATE DATABASE "{name}"')
+                url = f"{PG_URL}/{name}"
+            env = child_env(
+                work / "data",
+                CLAUDE_MEM_DATABASE_URL=url,
+                CLAUDE_MEM_COMPRESSOR="offline",
+                DJANGO_SETTINGS_MODULE="cmem_site.settings",
+            )
+            out.write(f"{path}: seeding {size:,} observations with vectors…")
+            module = "tests.bench.recall_pg"
+            seeded = migrated_and_seeded(module, env, size, work / "project", timeout=7200)
+            measured = child_json(module, env, "measure", str(runs), str(work / "project"))
+            return {"path": path, "size": size, **seeded, **measured}
+        finally:
+            if server is not None:
+                server.psql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE);')
+                server.cleanup()
+            elif path == "fallback":
+                _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def run(*, out: Any, options: dict[str, Any]) -> None:

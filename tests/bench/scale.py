@@ -1,4 +1,4 @@
-"""`cmem bench scale`: team mode at size. PostgreSQL at 1M observations, SQLite beside it.
+"""`python -m tests.bench scale`: team mode at size. PostgreSQL at 1M observations, SQLite beside it.
 
 For each backend, in a database of its own (PostgreSQL: a scratch database on the server
 of CMEM_BENCH_PG_URL; SQLite: a temporary data dir):
@@ -23,28 +23,24 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 import urllib.request
 import uuid
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
-from memory.benchmarks.harness import (
+from tests.bench.harness import (
     child_env,
     child_json,
     child_main,
-    cmem_migrate,
     django_setup,
     free_port,
+    migrated_and_seeded,
     owner_headers,
     percentile,
-    wait_health,
+    running_worker,
+    scratch_dir,
     zipf_cum_weights,
 )
 
@@ -347,18 +343,8 @@ def _ingest(env: dict[str, str], project_dir: str, total: int) -> dict[str, Any]
     """A real worker; CLIENTS threads post observation hooks (one session each) over HTTP."""
     port = free_port()
     env = dict(env, CLAUDE_MEM_WORKER_PORT=str(port), CLAUDE_MEM_WORKER_HOST="127.0.0.1")
-    with open(Path(env["CLAUDE_MEM_DATA_DIR"]) / "serve.out", "ab") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "cmem_site.cli", "serve", "--no-migrate"],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        if not wait_health(url, 60):
-            raise RuntimeError("worker did not start for the ingest benchmark")
+    with running_worker(env, "--no-migrate") as live:
+        url = live.url
         latencies: list[float] = []
         errors: list[str] = []
         lock = threading.Lock()
@@ -426,58 +412,49 @@ def _ingest(env: dict[str, str], project_dir: str, total: int) -> dict[str, Any]
             "ingest_requests": len(latencies),
             "ingest_errors": len(errors),
         }
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
-            proc.wait()
 
 
 def _bench_backend(
     backend: str, size: int, runs: int, ingest_total: int, out: Any
 ) -> dict[str, Any]:
-    work = Path(tempfile.mkdtemp(prefix=f"cmem-scale-{backend}-"))
-    data = work / "data"
-    data.mkdir(mode=0o700)
-    project = work / "bench-project"
-    (project / "src").mkdir(parents=True)
-    for i in range(GATE_FILES):
-        path = project / "src" / f"f{i}.py"
-        path.write_text(f"# bench file {i}\n" + "x = 1  # padding\n" * 400)
-        # Older than every seeded observation: unchanged since, so the gate may deny.
-        os.utime(path, (946684800, 946684800))
-    db_name = f"cmem_bench_{os.getpid()}"
-    extra: dict[str, str] = {}
-    if backend == "postgresql":
-        extra = {
-            "CLAUDE_MEM_DATABASE_URL": f"{PG_URL}/{db_name}",
-            "CLAUDE_MEM_QUEUE_URL": REDIS_URL,
-            "CMEM_HUEY_NAME": f"cmem-bench-{os.getpid()}",
-        }
-        _pg_admin(f'CREATE DATABASE "{db_name}"')
-    env = child_env(
-        data, CLAUDE_MEM_COMPRESSOR="offline", DJANGO_SETTINGS_MODULE="cmem_site.settings", **extra
-    )
-    try:
-        t0 = time.perf_counter()
-        cmem_migrate(env)
-        out.write(
-            f"{backend}: migrated in {time.perf_counter() - t0:.1f}s; seeding {size:,} observations…"
-        )
-        seeded = child_json("memory.benchmarks.scale", env, "seed", str(size), str(project))
-        out.write(
-            f"{backend}: seeded in {seeded['seed_s']:.1f}s (rows {seeded['insert_s']:.1f}s); measuring…"
-        )
-        measured = child_json("memory.benchmarks.scale", env, "measure", str(runs), str(project))
-        ingest = _ingest(env, str(project), ingest_total)
-        return {"backend": backend, "size": size, **seeded, **measured, **ingest}
-    finally:
+    with scratch_dir(f"cmem-scale-{backend}-") as work:
+        project = work / "bench-project"
+        (project / "src").mkdir(parents=True)
+        for i in range(GATE_FILES):
+            path = project / "src" / f"f{i}.py"
+            path.write_text(f"# bench file {i}\n" + "x = 1  # padding\n" * 400)
+            # Older than every seeded observation: unchanged since, so the gate may deny.
+            os.utime(path, (946684800, 946684800))
+        db_name = f"cmem_bench_{os.getpid()}"
+        extra: dict[str, str] = {}
         if backend == "postgresql":
-            _pg_admin(f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)')
-            _redis_clear(extra["CMEM_HUEY_NAME"])
-        shutil.rmtree(work, ignore_errors=True)
+            extra = {
+                "CLAUDE_MEM_DATABASE_URL": f"{PG_URL}/{db_name}",
+                "CLAUDE_MEM_QUEUE_URL": REDIS_URL,
+                "CMEM_HUEY_NAME": f"cmem-bench-{os.getpid()}",
+            }
+            _pg_admin(f'CREATE DATABASE "{db_name}"')
+        env = child_env(
+            work / "data",
+            CLAUDE_MEM_COMPRESSOR="offline",
+            DJANGO_SETTINGS_MODULE="cmem_site.settings",
+            **extra,
+        )
+        try:
+            t0 = time.perf_counter()
+            out.write(f"{backend}: migrating and seeding {size:,} observations…")
+            seeded = migrated_and_seeded("tests.bench.scale", env, size, project)
+            out.write(
+                f"{backend}: migrated and seeded in {time.perf_counter() - t0:.1f}s "
+                f"(seed {seeded['seed_s']:.1f}s, rows {seeded['insert_s']:.1f}s); measuring…"
+            )
+            measured = child_json("tests.bench.scale", env, "measure", str(runs), str(project))
+            ingest = _ingest(env, str(project), ingest_total)
+            return {"backend": backend, "size": size, **seeded, **measured, **ingest}
+        finally:
+            if backend == "postgresql":
+                _pg_admin(f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)')
+                _redis_clear(extra["CMEM_HUEY_NAME"])
 
 
 def _pg_admin(sql: str) -> None:

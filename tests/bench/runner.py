@@ -1,0 +1,69 @@
+"""`python -m tests.bench NAME` (`make bench NAME=...`): run a benchmark and print its figures.
+
+Each benchmark is a module tests/bench/<name>.py with `run(*, out, options) -> None` (`hooks`
+is the one that ships: `cmem bench hooks`, memory/management/commands/bench.py). The options
+are the old `cmem bench` command's: --quick, --size, --runs, --seconds; `all` runs every one,
+reporting those whose module cannot import (an extra not installed) as not available.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Any, TextIO
+
+BENCHMARKS = [
+    "lean",
+    "worker",
+    "hooks",
+    "compress",
+    "gate",
+    "search",
+    "outline",
+    "load",
+    "scale",
+    "recall",
+    "recall_pg",
+    "vectors",
+    "offline",
+    "economy",
+    "handover",
+]
+# Where a benchmark lives when not in tests/bench/.
+MODULES = {"hooks": "memory.management.commands.bench"}
+
+
+def parser() -> argparse.ArgumentParser:
+    found = argparse.ArgumentParser(
+        prog="python -m tests.bench",
+        description="Run a benchmark and print its figures: " + ", ".join(BENCHMARKS) + ", or all.",
+    )
+    found.add_argument("name", choices=[*BENCHMARKS, "all"])
+    found.add_argument("--quick", action="store_true", help="Smaller sizes, for a smoke run.")
+    found.add_argument("--size", type=int, default=None, help="Rows to seed where it applies.")
+    found.add_argument("--runs", type=int, default=None, help="Repetitions where it applies.")
+    found.add_argument(
+        "--seconds", type=int, default=None, help="Soak length in seconds (bench load)."
+    )
+    return found
+
+
+def main(argv: list[str], stdout: TextIO | None = None) -> int:
+    from django.core.management.base import OutputWrapper
+
+    options: dict[str, Any] = vars(parser().parse_args(argv))
+    out, err = OutputWrapper(stdout or sys.stdout), OutputWrapper(sys.stderr)
+    names = BENCHMARKS if options["name"] == "all" else [options["name"]]
+    for name in names:
+        try:
+            module = importlib.import_module(MODULES.get(name, f"tests.bench.{name}"))
+        except ModuleNotFoundError as exc:
+            if options["name"] == "all":
+                err.write(f"bench {name}: not available ({exc})")
+                continue
+            err.write(f"bench {name} is not available: {exc}")
+            return 1
+        out.write(f"== bench {name} ==")
+        module.run(out=out, options=options)
+    return 0
