@@ -98,9 +98,19 @@ lint: setup
 dist: setup
 	$(PY) -m build --outdir dist .
 
-# Rewrite the README's module map from the tree (tests/test_module_map.py checks it).
+# Rewrite the module map in docs/architecture.md from the tree (tests/test_module_map.py checks it).
 module-map: setup
-	$(PY) -m tests.support.module_map --write README.md
+	$(PY) -m tests.support.module_map --write docs/architecture.md
+
+# Rewrite the generated reference pages (docs/reference/commands.md from the CLI's parsers,
+# http-api.md from the OpenAPI schema); tests/test_reference_docs.py fails when they are stale.
+reference: setup
+	$(PY) -m tests.support.reference_docs --write
+
+# The documentation site (docs/mkdocs.yml), into build/docs (git-ignored). --strict: a warning
+# fails the build, and the config makes a broken link or anchor and a page outside the nav one.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict -f docs/mkdocs.yml -d ../build/docs
 
 bench: setup
 	$(VENV)/bin/cmem bench all
