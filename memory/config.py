@@ -37,7 +37,7 @@ def _default_port() -> str:
 
 
 # Every key cmem reads, with its default (strings, as the file stores them) and a line for
-# the README and the settings page. Keys that claude-mem defines keep its names and defaults.
+# the settings docs and page. Keys that claude-mem defines keep its names and defaults.
 SETTINGS: dict[str, tuple[str, str]] = {
     "CLAUDE_MEM_DATA_DIR": ("~/.claude-mem", "Where everything lives (env only in practice)."),
     "CLAUDE_MEM_WORKER_HOST": ("127.0.0.1", "Address the worker binds."),
