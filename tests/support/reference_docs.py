@@ -287,6 +287,8 @@ def main(argv: list[str] | None = None) -> int:
         _child()
         return 0
     pages = render_all()
+    if not stale(pages):
+        print("reference pages already current")
     for name in stale(pages):
         path = PAGES[name]
         if args.write:
