@@ -17,7 +17,8 @@ DOC_PATH = re.compile(
     r"|architecture|development|changelog|index|SECURITY|RELIABILITY|lean-worker-history)\.md"
 )
 OUTSIDE = re.compile(
-    r"shared/spec|seeds?/0\d\d|\bseed 00\d|measured-anchors|claude-mem-upstream", re.I
+    r"shared/(?:spec|fixtures)|\.\./shared|seeds?/0\d\d|\bseed 00\d|measured-anchors|claude-mem-upstream",
+    re.I,
 )
 
 
