@@ -48,3 +48,14 @@ def test_nothing_points_at_documents_outside_the_repository() -> None:
         for match in OUTSIDE.finditer(text)
     ]
     assert not found, found
+
+
+def test_the_readme_is_a_front_door() -> None:
+    """At most 15 KB, and every page it links to is in the repository (the docs site's own
+    links are checked by `make docs`, which fails on a broken one)."""
+    readme = (REPO / "README.md").read_text()
+    assert len(readme.encode()) <= 15 * 1024
+    links = re.findall(r"\]\(((?!https?://|#)[^)#\s]+)", readme)
+    assert links, "the README links to the docs"
+    missing = [link for link in links if not (REPO / link).exists()]
+    assert not missing, missing
