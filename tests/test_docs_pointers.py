@@ -24,7 +24,8 @@ OUTSIDE = re.compile(
 
 def _texts() -> list[tuple[Path, str]]:
     files = [p for package in CODE for p in (REPO / package).rglob("*.py")]
-    files += [REPO / "pyproject.toml", REPO / "Makefile", REPO / "README.md"]
+    files += [*(REPO / "static").rglob("*.js"), *(REPO / "templates").rglob("*.html")]
+    files += [REPO / "pyproject.toml", REPO / "Makefile", REPO / "README.md", REPO / ".ci" / "run"]
     files += sorted((REPO / "docs").rglob("*.md"))
     return [(path, path.read_text()) for path in files]
 
