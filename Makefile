@@ -98,14 +98,21 @@ lint: setup
 dist: setup
 	$(PY) -m build --outdir dist .
 
-# Rewrite the README's module map from the tree (tests/test_module_map.py checks it).
+# Rewrite the module map in docs/architecture.md from the tree (tests/test_module_map.py checks it).
 module-map: setup
-	$(PY) -m tests.support.module_map --write README.md
+	$(PY) -m tests.support.module_map --write docs/architecture.md
 
-# Rewrite docs/reference/settings.md from the settings registry (tests/test_settings_registry.py
-# checks it).
-reference-settings: setup
+# Rewrite the generated reference pages: docs/reference/commands.md from the CLI's parsers,
+# http-api.md from the OpenAPI schema, settings.md from the settings registry
+# (tests/test_reference_docs.py and tests/test_settings_registry.py fail when one is stale).
+reference: setup
+	$(PY) -m tests.support.reference_docs --write
 	$(PY) -m tests.support.settings_reference --write docs/reference/settings.md
+
+# The documentation site (docs/mkdocs.yml), into build/docs (git-ignored). --strict: a warning
+# fails the build, and the config makes a broken link or anchor and a page outside the nav one.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict -f docs/mkdocs.yml -d ../build/docs
 
 # The benchmarks run from a checkout (tests/bench/, never in the wheel): `make bench NAME=recall`
 # (ARGS="--quick", "--size N", "--runs N", "--seconds N"); no NAME runs them all.

@@ -1,5 +1,5 @@
 """Local time as the agent should read it: the gate's `Current:` line and the SessionStart
-header share one format (seed 000: "YYYY-MM-DD h:mmam TZ"), so the model sees one clock.
+header share one format ("YYYY-MM-DD h:mmam TZ", docs/reference/source-rules.md): one clock.
 
 The zone is CLAUDE_MEM_TIME_ZONE (an IANA name) when set, else the worker machine's local
 zone (the user's wall clock); Django's TIME_ZONE stays UTC for storage.

@@ -316,7 +316,7 @@ class Summary(models.Model):
 
 
 class FileView(models.Model):
-    """What the model has seen of a file in a session (seed 001's readFileState)."""
+    """What the model has seen of a file in a session (docs/reference/source-rules.md)."""
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="file_views")
     path = models.TextField(help_text="Absolute path as the agent named it.")

@@ -26,7 +26,7 @@ from tests.support.settings_reference import PAGE, render
 
 CODE = ("memory", "cmem_site", "deliverables")
 # Dev-only and on its way to tests/bench/: its switches are the benchmarks' own.
-NOT_THE_APP = ("memory/benchmarks/",)
+NOT_THE_APP = ("tests/bench/",)
 
 
 def _sources() -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""Claude Code payloads (see shared/spec/claude-code-hooks.md) to and from HookEvent."""
+"""Claude Code payloads (see docs/reference/claude-code-hooks.md) to and from HookEvent."""
 
 from __future__ import annotations
 

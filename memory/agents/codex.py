@@ -1,4 +1,4 @@
-"""Codex CLI payloads (shared/spec/codex-hooks.md) to and from HookEvent.
+"""Codex CLI payloads (docs/reference/codex-hooks.md) to and from HookEvent.
 
 Codex validates hook output strictly and drops an invalid object whole, silently: so
 `render` only ever builds the few shapes Codex accepts, with `hookEventName` always set,

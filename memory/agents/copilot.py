@@ -1,4 +1,4 @@
-"""GitHub Copilot CLI payloads (docs/agents/copilot-cli.md) to and from HookEvent.
+"""GitHub Copilot CLI payloads (docs/guide/agents/copilot-cli.md) to and from HookEvent.
 
 cmem installs Copilot's own hook format (`version: 1`, camelCase events), whose stdin is
 camelCase too: `sessionId`, `toolName`, `toolArgs` (an object, or a JSON string in older

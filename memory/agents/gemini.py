@@ -1,4 +1,4 @@
-"""Gemini CLI payloads (docs/agents/gemini-cli.md) to and from HookEvent.
+"""Gemini CLI payloads (docs/guide/agents/gemini-cli.md) to and from HookEvent.
 
 Gemini's hooks are Claude Code's in shape (snake_case stdin, `hookSpecificOutput` out), with
 its own event names (BeforeAgent, AfterTool, AfterAgent…) and tool names (`read_file`,

@@ -1,4 +1,4 @@
-"""OpenCode payloads (docs/agents/opencode.md) to and from HookEvent.
+"""OpenCode payloads (docs/guide/agents/opencode.md) to and from HookEvent.
 
 OpenCode has no command hooks: it loads JavaScript plugins. cmem's plugin
 (memory/agents/install/opencode_plugin.js, written by `cmem install --opencode`) hands each

@@ -1,4 +1,4 @@
-"""The SessionStart index (seed 002, claude-mem §7): a compact map of a project's past work,
+"""The SessionStart index (docs/reference/source-rules.md): a compact map of a project's past work,
 injected as `additionalContext` on startup, clear and compact (never on resume: the
 conversation still holds it, and re-injecting would break the prompt cache).
 

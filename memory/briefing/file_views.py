@@ -1,4 +1,4 @@
-"""What the model has seen of each file, per session (seed 001's readFileState).
+"""What the model has seen of each file, per session (docs/reference/source-rules.md#file-views).
 
 A view records what the model *received*, not what is on disk: a Read with offset/limit
 or a truncated Read is a partial view, and only a full, unchanged view lets the gate say

@@ -1,5 +1,5 @@
-"""The file-read gate (PreToolUse Read, seed 000): show what memory knows about a file
-before the model pays for reading it, and let the model pick the cheapest next step.
+"""The file-read gate (PreToolUse Read): show what memory knows about a file before the model
+pays for reading it, and let the model pick the cheapest next step (docs/reference/source-rules.md).
 
 Rules, cheapest checks first (the hot path must stay within a few milliseconds):
   pass   gate off, subagent, no path, explicit offset/limit, missing or small file,
@@ -86,7 +86,8 @@ class Candidate:
 
     @property
     def score(self) -> int:
-        """Specificity (seed 000): modified +2; a focused observation +2 (<=3 files) or +1 (4-8)."""
+        """Specificity (docs/reference/source-rules.md): modified +2; a focused observation +2
+        (<=3 files) or +1 (4-8)."""
         score = 2 if self.modified else 0
         if self.files_touched <= 3:
             score += 2

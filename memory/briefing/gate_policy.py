@@ -13,7 +13,8 @@ tool's answer), or nothing (the timeline was enough). The rule, per project:
 - a refusal read again cost its text plus one more turn that resends the conversation
   (CLAUDE_MEM_READ_GATE_TURN_TOKENS, default 6000);
 - with at least MIN_EVIDENCE refusals in the window and cost > saved, the gate switches to
-  allow-with-timeline (`context`); otherwise it refuses (`deny`), as seed 000 describes.
+  allow-with-timeline (`context`); otherwise it refuses (`deny`), as claude-mem's gate does
+  (docs/reference/source-rules.md).
 - while in `context`, every PROBE_EVERY-th gated read is refused again (a probe), so new
   evidence arrives; when the MIN_EVIDENCE latest refusals were all answered another way than
   reading again, the gate refuses again even before the whole window tips. Old refusals

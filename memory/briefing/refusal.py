@@ -35,7 +35,7 @@ OUTLINE_HEADING = (
     " instructions)"
 )
 # The outline's share of a refusal, in tokens (characters / 4, as the ledger counts): the
-# 8 Django files of `cmem bench economy` take 165-582; a bigger outline is cut at a line.
+# 8 Django files of `python -m tests.bench economy` take 165-582; a bigger outline is cut at a line.
 OUTLINE_TOKENS = 900
 
 

@@ -1,8 +1,8 @@
 """The hook hands deliverable bytes over itself: stdlib only, bounded, never blocking.
 
-Seed 002 has the hook copy a turn's deliverables before the worktree or temp folder they
-live in is deleted. The local worker copies them itself while it answers the Stop (same
-disk, same moment), so the hook client reads bytes only when the worker cannot:
+claude-mem's Stop copies a turn's deliverables before the worktree or temp folder they live
+in is deleted (docs/reference/source-rules.md). The local worker copies them itself while it
+answers the Stop (same disk, same moment), so the hook client reads bytes only when it cannot:
 
 - a `work_state_write` call's PostToolUse (always): the MCP server cannot tell which
   request a call belongs to, the hook can, so the hook reads the attached files;

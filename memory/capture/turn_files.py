@@ -134,7 +134,7 @@ def attachments_from_transcript(transcript_path: str) -> list[dict[str, Any]]:
 
     The call's own PostToolUse hook records them when it completes, but it is async and
     Claude Code does not wait for it when the session ends right after the call (often the
-    turn's last tool use); seed 002's Stop takes them from the transcript as well."""
+    turn's last tool use); claude-mem's Stop takes them from the transcript as well."""
     return attachments_of(last_turn_tool_uses(transcript_path))
 
 

@@ -11,7 +11,7 @@ in between, and no edit cmem saw explains it:
   change between two sessions): "X changed outside the session".
 Either way it is stored as its own `change` observation with X in files_modified and the
 new hash on its file row, so the gate, My Work's "Done" line and the file's history all
-say the file changed. Earlier observations are never rewritten (README: "Changes only a file hash shows").
+say the file changed. Earlier observations are never rewritten (docs/benchmarks/offline.md).
 """
 
 from __future__ import annotations

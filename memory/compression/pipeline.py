@@ -104,7 +104,7 @@ def _guarded(fn: Any, *, session: Session, events: list[Event], stamp: Any) -> P
     except OperationalError:
         # A busy database (SQLite's lock held past busy_timeout under load) is not the batch's
         # fault: hand the events back and stop this run; the sweep re-enqueues the session.
-        # (Marking them failed lost their compression for good under `cmem bench load`.)
+        # (Marking them failed lost their compression for good under `python -m tests.bench load`.)
         log.warning("database busy while compressing events %s; will retry", [e.pk for e in events])
         # Still busy: then the claim expires (CLAUDE_MEM_CLAIM_TIMEOUT_SECONDS) instead.
         with contextlib.suppress(OperationalError):

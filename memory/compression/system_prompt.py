@@ -86,7 +86,7 @@ Good observations are specific and self-contained:
   numbers: "memory/briefing/gate.py: gate_decide() now returns deny for files over 1,500 bytes
   with a fresh observation" — not "The gate was changed".
 - A discovery says how something works or where it lives: "Settings precedence is env >
-  settings.json > default, implemented in memory/config.py load()".
+  settings.json > default, implemented in memory/config/ load()".
 - A bugfix names the symptom, the cause and the fix.
 - A decision names the choice, the alternatives and the reason.
 
@@ -211,7 +211,7 @@ E   ValueError: invalid literal for int() with base 10: ' 30 '
 tests/test_config.py::test_port FAILED</outcome>
 </tool_use>
 <tool_use n="2" tool="Edit" status="ok">
-<parameters>memory/config.py</parameters>
+<parameters>memory/config/</parameters>
 <diff>-    return int(raw)
 +    return int(raw.strip())</diff>
 </tool_use>
@@ -229,7 +229,7 @@ A good answer:
   <subtitle>get_int() strips the raw value before int(); test_port no longer fails.</subtitle>
   <facts>
     <fact>tests/test_config.py::test_port failed with ValueError on the value ' 30 '.</fact>
-    <fact>memory/config.py get_int() now calls int(raw.strip()).</fact>
+    <fact>memory/config/ get_int() now calls int(raw.strip()).</fact>
     <fact>pytest tests/test_config.py passed after the fix: 8 tests.</fact>
   </facts>
   <narrative>Settings read from settings.json can carry spaces, and get_int() passed them
@@ -237,7 +237,7 @@ A good answer:
   config tests pass again.</narrative>
   <concepts><concept>problem-solution</concept><concept>gotcha</concept></concepts>
   <files_read></files_read>
-  <files_modified><file>memory/config.py</file></files_modified>
+  <files_modified><file>memory/config/</file></files_modified>
 </observation>
 
 Example C. Several reads and searches that map out one area:

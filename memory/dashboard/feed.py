@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 FeedKind = Literal["prompt", "observation", "summary"]
 FEED_PAGE_SIZE = 40
-# Pages poll /live/ this often; see docs/07-web-app.md for why polling, not SSE.
+# Pages poll /live/ this often; see docs/design/web-app.md for why polling, not SSE.
 LIVE_POLL_MS = 4000
 # Text search narrows the feed to at most this many hits per kind (best first).
 SEARCH_CAP = 500

@@ -1,4 +1,4 @@
-"""What Codex needs beyond the shared services (seed 002, Codex paragraphs).
+"""What Codex needs beyond the shared services (docs/reference/source-rules.md, Codex).
 
 - SessionStart: the index on `startup` and `compact`; none on `resume` (the conversation
   still holds it) nor `fork` (a fork starts from a copy of its parent's history).

@@ -1,5 +1,5 @@
 """`cmem import claude-mem [DB]`: bring a claude-mem database (`~/.claude-mem/claude-mem.db`,
-schema in reference/claude-mem-upstream.md §4) over, so its users keep their memory.
+schema in docs/reference/source-rules.md) over, so its users keep their memory.
 
 The database is opened read-only and translated into a cmem export document, which then
 goes through `json_io.memory_import`: one import path, one set of idempotency rules.

@@ -1,7 +1,7 @@
 """What never gets stored: private tags, secrets, and the bulk of huge fields.
 
 Applied by the capture services before anything reaches the database, in this order:
-1. strip `<private>…</private>` and the other memory/system tags (claude-mem §13.1), so a
+1. strip `<private>…</private>` and claude-mem's other tags (docs/reference/source-rules.md), so a
    user can keep a passage out of memory and cmem never re-ingests its own context;
 2. redact secrets: explicit patterns for the common providers plus the regex plugins of
    `detect-secrets`, each replaced by `[REDACTED:<kind>]`;

@@ -310,7 +310,7 @@ def _provider_checks() -> list[Check]:
                 Check(
                     "fail",
                     f"observer provider: offline, because {choice.why}",
-                    "fix that provider's settings (README: Observer providers), or "
+                    "fix that provider's settings (docs/guide/observers.md), or "
                     "CLAUDE_MEM_PROVIDER=offline",
                 )
             ]
@@ -321,7 +321,7 @@ def _provider_checks() -> list[Check]:
                 f"observer provider: offline ({choice.why})",
                 ""
                 if status == "ok"
-                else "log in to `claude`, or set an API key (README: Observer providers)",
+                else "log in to `claude`, or set an API key (docs/guide/observers.md)",
             )
         ]
     sources = module(choice.name).sources(choice.name)

@@ -1,8 +1,8 @@
 """Serving HTTP through granian's Rust worker, inside the one serving process (issue 19).
 
-`cmem bench lean` measured the HTTP floor (GET /api/health, keep-alive, same Django app):
+`python -m tests.bench lean` measured the HTTP floor (GET /api/health, keep-alive, same Django app):
 waitress spends ~0.3-0.5 ms per request in its asyncore loop and the hand-off to a task
-thread, granian's worker ~0.15 ms (README "Benchmarks", server choice). Granian's own
+thread, granian's worker ~0.15 ms (docs/history/lean-worker.md, server choice). Granian's own
 front ends do not fit the one-process shape: its CLI and `MPServer` fork a worker process
 per bind (a second Python process and ~35 MB), and its embedded asyncio server refuses WSGI.
 So this module drives the worker class those front ends drive (`granian._granian.WSGIWorker`,

@@ -11,7 +11,7 @@ The supervisor (memory/worker/supervisor.py) restarts this process if it dies.
 
 Why granian: measured on this machine with a trivial WSGI app (keep-alive GET, one core),
 granian's worker answers in 0.14 ms, waitress in 0.25-0.47, cheroot 0.34, gunicorn gthread
-0.59 (README "Benchmarks", server choice); waitress needs no master process and serves
+0.59 (docs/history/lean-worker.md, server choice); waitress needs no master process and serves
 both sockets from one loop, so it stays as the pure-Python fallback.
 """
 

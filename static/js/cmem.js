@@ -2,7 +2,7 @@
 (function () {
   "use strict";
 
-  // Live updates by short polling of /live/?obs=&sum=&prompt= (see docs/07-web-app.md).
+  // Live updates by short polling of /live/?obs=&sum=&prompt= (see docs/design/web-app.md).
   // The server renders (and escapes) each new row and says where it belongs: its local day,
   // its session and its order inside the session block (`sort`, a string that sorts like
   // memory.dashboard.feed.feed_group). The timeline slots each row there; My Work only counts them.

@@ -446,7 +446,7 @@ def run(*, out: Any, options: dict[str, Any]) -> None:
 
 if __name__ == "__main__":
     # `python -m tests.bench.gate profile N PROJECT_DIR [observation]` on a seeded data
-    # dir (README, "The lean worker"): the decision's (or a tool use's ingest) CPU, wall time
+    # dir (docs/benchmarks/lean.md): the decision's (or a tool use's ingest) CPU, wall time
     # and profile, printed as text.
     if sys.argv[1:2] == ["profile"]:
         found = child_profile(int(sys.argv[2]), sys.argv[3], *sys.argv[4:5])

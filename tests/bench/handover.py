@@ -3,7 +3,7 @@
 `make bench NAME=handover [ARGS="--runs N"]` (or `python -m tests.bench.handover [N]`) runs the real `cmem hook claude-code summarize`
 N times (default 7) per case, each with a held spawn lock (so no worker starts) and a
 transcript whose last turn wrote the case's file outside the project, and prints medians
-and the load average. The README quotes its output.
+and the load average. docs/architecture.md quotes its output.
 """
 
 from __future__ import annotations

@@ -53,8 +53,8 @@ from tests.bench.harness import (
 
 SIZE = 10_000
 
-# (key, what, target, claude-mem 13.25.3 on this kind of machine: measured-anchors.md
-# "Side by side"; cmem before issue 19 in brackets where the table had it)
+# (key, what, target, claude-mem 13.25.3 on this kind of machine, as
+# docs/reference/claude-mem-figures.md quotes it; cmem before issue 19 in brackets where it had it)
 ROWS: list[tuple[str, str, str, str]] = [
     ("rss_idle", "worker memory, all processes, idle at 10k (RSS / PSS)", "<= 100 MB RSS", "99 / 97 MB, 1 process"),
     ("rss_after", "same, after a workload that loads the embedding model", "<= 160 MB RSS", "113 MB RSS"),

@@ -1,7 +1,7 @@
 """`python -m tests.bench offline`: does the offline compressor tell the truth?
 
 Runs the offline compressor (no model, no database) over recorded hook payloads (the real
-Claude Code and Codex ones in ../shared/fixtures/ or CMEM_FIXTURES_DIR, when present) and a
+Claude Code and Codex ones in tests/fixtures/, or CMEM_FIXTURES_DIR) and a
 built set of labelled tool uses: reads, edits, Bash edits of every kind cmem recognises,
 a change only a later file hash reveals, test runs passing and failing, failures. Reports:
 - file-changing tool uses recorded as modifying the file (files_modified holds every file the

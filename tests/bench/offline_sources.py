@@ -1,8 +1,8 @@
 """The recorded sessions `python -m tests.bench offline` runs over, with the truth it checks them against.
 
 Three recorded sources, each a list of sessions (a session's tool uses in order):
-- shared fixtures: the real Claude Code and Codex hook payloads in ../shared/fixtures/
-  (CMEM_FIXTURES_DIR, else the copies in tests/fixtures/), one tool use per file;
+- shared fixtures: the real Claude Code and Codex hook payloads recorded in tests/fixtures/
+  (or CMEM_FIXTURES_DIR), one tool use per file;
 - e2e payloads: what the end-to-end tests' real CLIs (Claude Code, Codex, Gemini CLI,
   Copilot CLI, OpenCode) sent, as the worker stored it (data/e2e-recorded/<set>/events.jsonl,
   written by tests/support/e2e_record.py), with capture's file hashes;
@@ -89,13 +89,10 @@ def _cases(
 
 
 def fixture_dirs() -> list[Path]:
-    """CMEM_FIXTURES_DIR, else the shared recordings beside the checkout (../shared/fixtures),
-    else the copies the test suite keeps (tests/fixtures)."""
+    """CMEM_FIXTURES_DIR, else the recordings the test suite keeps (tests/fixtures)."""
     repo = Path(__file__).resolve().parents[2]
     for base in (
         Path(os.environ["CMEM_FIXTURES_DIR"]) if os.environ.get("CMEM_FIXTURES_DIR") else None,
-        repo.parent / "shared" / "fixtures",
-        repo.parents[1] / "shared" / "fixtures",
         repo / "tests" / "fixtures",
     ):
         if base is not None and any(base.glob("*/PostToolUse*.json")):

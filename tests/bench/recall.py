@@ -54,7 +54,7 @@ MODES: tuple[Mode, ...] = ("keyword", "semantic", "hybrid")
 GROUPS = ("keyword", "paraphrase", "file/symbol")
 # (RRF k, fallback weight, relatedness center, relatedness width): every combination.
 # k 30 and 60 and fallback weights 0..0.5 lost on the tuning half before the relatedness
-# ramp existed (README "Search by meaning"), so the grid no longer spends time on them.
+# ramp existed (docs/history/search-by-meaning.md), so the grid no longer spends time on them.
 TUNING_GRID: tuple[tuple[int, float, float, float], ...] = tuple(
     (k, weight, center, width)
     for k in (5, 10, 20)

@@ -145,7 +145,7 @@ def test_timeline_filter_detail_my_work_download_and_live(
 
 
 DOC_SHOTS = REPO / "docs" / "screenshots"
-DOC_WIDTHS = (1400, 420)  # the README's screenshots (docs/screenshots/) are taken at these
+DOC_WIDTHS = (1400, 420)  # the web app guide's screenshots (docs/screenshots/) are taken at these
 
 
 @pytest.mark.parametrize("width", [1280, 390, *DOC_WIDTHS])
@@ -167,7 +167,7 @@ def test_pages_fit_the_screen(live_worker: LiveWorker, browser: Any, width: int)
         scroll_width = page.evaluate("document.documentElement.scrollWidth")
         assert scroll_width <= width, f"{path} is {scroll_width}px wide at a {width}px viewport"
         _shot(page, f"{name}-{width}.png")
-        # The file page's README shots come from test_file_page_from_a_link_with_labels_by_hash,
+        # The file page's doc shots come from test_file_page_from_a_link_with_labels_by_hash,
         # whose project is on disk (the demo's is not, so its labels are all unknown).
         if width in DOC_WIDTHS and name != "file":
             DOC_SHOTS.mkdir(parents=True, exist_ok=True)

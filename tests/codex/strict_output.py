@@ -1,4 +1,4 @@
-"""Codex 0.171's strict validation of hook output, as observed (shared/spec/codex-hooks.md,
+"""Codex 0.171's strict validation of hook output, as observed (docs/reference/codex-hooks.md,
 fixtures output_validation.table.json): an object breaking any rule is dropped whole."""
 
 from __future__ import annotations

@@ -149,7 +149,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         CLAUDE_MEM_ANTHROPIC_BASE_URL=api.url,
         ANTHROPIC_API_KEY="sk-ant-e2e-fake",
         CLAUDE_MEM_COMPRESSOR="api",
-        # Seed 000's refusing gate, pinned: the adaptive default has its own tests.
+        # claude-mem's refusing gate (docs/reference/source-rules.md), pinned: the adaptive
+        # default has its own tests.
         CLAUDE_MEM_READ_GATE="deny",
     )
     worker = LiveWorker(data_dir=data, port=port, env=worker_env)

@@ -1,4 +1,4 @@
-"""Builds a realistic claude-mem database (schema of reference/claude-mem-upstream.md §4) at
+"""Builds a realistic claude-mem database (schema in docs/reference/source-rules.md) at
 test time with sqlite3: two projects, a session whose observer never answered, a legacy
 observation with only `text`, summaries, FTS tables and triggers as upstream has them."""
 

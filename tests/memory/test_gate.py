@@ -35,7 +35,8 @@ LA = "America/Los_Angeles"
 
 @pytest.fixture(autouse=True)
 def gate_deny(monkeypatch: pytest.MonkeyPatch) -> None:
-    """These tests pin seed 000's refusing gate; the adaptive default has its own tests."""
+    """These tests pin claude-mem's refusing gate (docs/reference/source-rules.md); the
+    adaptive default has its own tests."""
     monkeypatch.setenv("CLAUDE_MEM_READ_GATE", "deny")
 
 
@@ -63,7 +64,7 @@ def ids(text: str) -> list[int]:
 
 
 def seeded(root: Path, *, hash_now: bool = True) -> tuple[Path, list[int]]:
-    """A 3 KB file with three observations from three past sessions, as in seed 000."""
+    """A 3 KB file with three observations from three past sessions (a gated read)."""
     target = write_file(root, "src/worker.py")
     digest = sha(target) if hash_now else "0" * 64
     a = make_obs(

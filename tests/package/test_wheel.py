@@ -276,7 +276,7 @@ def _uv() -> str:
 
 
 def test_uv_tool_install_of_the_wheel_with_and_without_embeddings(installed: Installed) -> None:
-    """The README's install line: `uv tool install WHEEL`, and the extra spelled as it says."""
+    """The install guide's wheel line: `uv tool install WHEEL`, and the extra spelled as it says."""
     root = installed.folder.parent / "uv-tool"
     env = {
         **installed.env,

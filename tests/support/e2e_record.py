@@ -11,7 +11,7 @@ worker has stopped. It writes `<data dir>/e2e-recorded/<name>/`:
 The test's scratch folder is replaced by `/home/dev` everywhere, so a recording reads the
 same from one run to the next. With CMEM_E2E_RECORD_INTO set (a folder), the recording is
 also copied there: `CMEM_E2E_RECORD_INTO=tests/bench/data/e2e-recorded` refreshes the
-set the benchmark ships (README: "The offline benchmark").
+set the benchmark ships (docs/benchmarks/offline.md).
 """
 
 from __future__ import annotations

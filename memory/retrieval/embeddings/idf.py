@@ -12,7 +12,7 @@ They were counted once over the observation texts of the recall benchmark's set 
 records of four public projects plus the written ones; document text only, no query and
 no label); `python -m memory.retrieval.embeddings.model --rebuild-idf` counts them again.
 Weights counted from half of those documents rank the benchmark's queries the same
-(README, "Search by meaning"), so they are not tied to the exact rows they came from.
+(docs/guide/search.md), so they are not tied to the exact rows they came from.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ does not have and then try Hugging Face, so the files are opened here directly.
 
 Why two: on `python -m tests.bench recall`'s tuning half the pair beats either table alone, and each
 covers the other's gaps (WordLlama knows everyday words like buyers and money, the
-distilled table what a question means); README "Search by meaning".
+distilled table what a question means); docs/guide/search.md.
 
 `CLAUDE_MEM_EMBEDDINGS_MODEL` may name a local folder with another static model in the
 model2vec layout (`tokenizer.json`, `model.safetensors`); when it is missing or unreadable

@@ -15,7 +15,7 @@ In memory only, per process, bounded: a restart starts cold and warms again.
 The background parse waits until no hook request is in flight (and none came for a few
 ms; memory/runtime/foreground.py): it is Python and tree-sitter holding the interpreter lock for 1-5 ms,
 and a request thread wanting the lock back after each SQLite call waited for it. Measured
-in-process, back-to-back refusals of files not outlined yet (`cmem bench lean`'s gate row):
+in-process, back-to-back refusals of files not outlined yet (`python -m tests.bench lean`'s gate row):
 ~1 ms of each decision's wall time was this wait. Between an agent's tool calls (seconds
 apart) the outline is made as soon as before.
 """

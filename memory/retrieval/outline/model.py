@@ -116,7 +116,7 @@ class Outline:
         members as names and line ranges, several to a line, without their parameters.
 
         A refusal is resent with every later request of the session, so its outline is the
-        file's map, not its API: measured on `cmem bench economy`'s 8 Django files, members'
+        file's map, not its API: measured on `python -m tests.bench economy`'s 8 Django files, members'
         parameters were about half of the outline's tokens, and smart_unfold of a member
         shows its signature with its code."""
         out = [self._header()]

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 # RRF's k, the fallback weight and the relatedness ramp below: the set with the best hybrid
-# R@5 on the tuning half of `cmem bench recall`'s queries (even ids; the odd half is held
+# R@5 on the tuning half of `python -m tests.bench recall`'s queries (even ids; the odd half is held
 # out and reported), tuned together (`recall.TUNING_GRID`). A small k lets each list's head
 # lead (the idf-weighted vectors rank well enough that their first rows deserve it); k 30
 # and 60 lost 2-3 points with fixed weights, so the grid stops at 20.
@@ -47,7 +47,7 @@ FALLBACK_WEIGHT = 1.0
 # Query-adaptive weight: the keyword list's weight is multiplied by a ramp over the mean
 # cosine between the query and the keyword list's first RELATEDNESS_TOP rows, 0 below
 # RELATEDNESS_CENTER - RELATEDNESS_WIDTH / 2, full above its other end. Center and width
-# were tuned with RRF_K and FALLBACK_WEIGHT on the tuning half of `cmem bench recall`. On
+# were tuned with RRF_K and FALLBACK_WEIGHT on the tuning half of `python -m tests.bench recall`. On
 # that set the head's mean cosine is 0.19 for paraphrases (hits sharing only incidental
 # words) against 0.42 for keyword and file queries (WordLlama alone, whose ramp was 0.25 /
 # 0.1; the paired model's tuning chose 0.35 / 0.2).

@@ -162,6 +162,6 @@ def test_gemini_lists_cmems_mcp_tools_under_the_names_the_gate_uses(
 
 
 def test_e2e_wall_time(run2: World) -> None:
-    # Recorded for the README's CI-time figure; a hang would show here first.
+    # Recorded for the docs' CI-time figure; a hang would show here first.
     assert all(s < 90 for s in run2.seconds.values()), run2.seconds
     print(f"gemini runs: {run2.seconds}")
