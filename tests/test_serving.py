@@ -142,7 +142,12 @@ def _served_by(env: dict[str, str], data: Path) -> str:
         return resp.getheader("Server") or ""
     finally:
         os.kill(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # its own session: the serving process too
+            proc.wait()
+            raise
         assert not (data / "worker.sock").exists()
 
 

@@ -318,7 +318,12 @@ def test_two_consumer_processes_never_claim_the_same_event(tmp_path: Path) -> No
         )
         for i in range(2)
     ]
-    outputs = [p.communicate(timeout=120) for p in procs]
+    try:
+        outputs = [p.communicate(timeout=120) for p in procs]
+    finally:
+        for p in procs:
+            p.kill()  # a no-op for one that finished
+            p.wait()
     assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outputs]
     first, second = (json.loads(o[0].strip().splitlines()[-1]) for o in outputs)
     assert first and second  # both really competed
