@@ -360,8 +360,8 @@ def test_hooks_to_observation_and_summary_through_a_real_worker(tmp_path: Path) 
             data, port, CLAUDE_MEM_ANTHROPIC_BASE_URL=fake.url, ANTHROPIC_API_KEY=KEY
         ),
     )
-    worker.start(timeout=90)
     try:
+        worker.start(timeout=90)  # inside: the fake API stops even if the worker does not start
 
         def hook(event: str, fixture: str, **changes: Any) -> None:
             payload = json.loads((CLAUDE_FIXTURES / fixture).read_text())
