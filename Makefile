@@ -87,9 +87,8 @@ test: setup
 		$(PY) -m pytest $(TEAM_TESTS) $(PYTEST_ARGS)
 
 # The loop to run while editing a service (docs/development-quick-loop.md): the services'
-# unit-level tests in-process, no worker, hook process, browser, agent CLI, wheel or
-# PostgreSQL, first failure stops it. Under two minutes on a 2-core machine; `make test`
-# runs everything before a push.
+# unit-level tests in-process (no worker, browser, agent CLI, wheel or PostgreSQL), stopping
+# at the first failure. About a minute on a 2-core machine; `make test` runs everything.
 QUICK_TESTS ?= tests/memory
 QUICK_IGNORE ?= tests/memory/test_admin.py tests/memory/test_views.py tests/memory/test_web_pages.py
 test-quick: setup
