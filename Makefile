@@ -86,11 +86,21 @@ test: setup
 	CMEM_TEST_DATABASE_URL=$(TEAM_DATABASE_URL) CMEM_TEST_QUEUE_URL=$(TEAM_QUEUE_URL) \
 		$(PY) -m pytest $(TEAM_TESTS) $(PYTEST_ARGS)
 
-# What CI runs before the tests (.ci/run): style, formatting, the import contracts
-# ([tool.importlinter] in pyproject.toml) and types.
+# The loop to run while editing a service (docs/development-quick-loop.md): the services'
+# unit-level tests in-process (no worker, browser, agent CLI, wheel or PostgreSQL), stopping
+# at the first failure. About a minute on a 2-core machine; `make test` runs everything.
+QUICK_TESTS ?= tests/memory
+QUICK_IGNORE ?= tests/memory/test_admin.py tests/memory/test_views.py tests/memory/test_web_pages.py
+test-quick: setup
+	$(PY) -m pytest $(QUICK_TESTS) $(addprefix --ignore=,$(QUICK_IGNORE)) -x -q -p no:randomly -p no:schemathesis \
+		-m "not e2e and not browser and not package and not slow and not team" $(PYTEST_ARGS)
+
+# What CI runs before the tests (.ci/run): style, formatting, spelling ([tool.typos]), the
+# import contracts ([tool.importlinter] in pyproject.toml) and types.
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/typos
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy cmem_site memory deliverables
 

@@ -1,12 +1,19 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.support import LiveWorker, free_port, make_worker_env
+from tests.support.processes import Leftover, wait_for_leftovers
+
+# The data dir tests/testenv.py made for the whole run.
+TESTENV_DATA = os.environ["CLAUDE_MEM_DATA_DIR"]
+_LEFTOVERS = pytest.StashKey[list[Leftover]]()
 
 
 @pytest.fixture(autouse=True)
@@ -80,29 +87,24 @@ def _vector_index_cache() -> Iterator[None]:
     index.clear()
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _no_worker_outlives_the_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """At the end of the run, stop any worker a test started and left running in its temporary
-    data dir (a hook that found the worker down starts one, detached): a supervisor is told
-    to stop (SIGTERM), which stops its serving process with it."""
-    yield
-    import os
-    import signal
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A test stops what it starts. Whatever is still running when the run ends fails the run,
+    named with the test that started it; then it is killed, so the machine is not left with it."""
+    base = session.config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
+    left = wait_for_leftovers([str(base), TESTENV_DATA])
+    if not left:
+        return
+    session.config.stash[_LEFTOVERS] = left
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    for proc in left:
+        with contextlib.suppress(OSError):
+            os.kill(proc.pid, signal.SIGKILL)
 
-    base = str(tmp_path_factory.getbasetemp())
-    for proc in Path("/proc").glob("[0-9]*"):
-        try:
-            argv = (proc / "cmdline").read_bytes().split(b"\0")
-            env = (proc / "environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        is_worker = b"serve-process" in argv or (
-            b"serve" in argv and (b"--supervise" in argv or any(a.endswith(b"/cmem") for a in argv))
-        )
-        prefix = b"CLAUDE_MEM_DATA_DIR="
-        data = next((v[len(prefix) :] for v in env if v.startswith(prefix)), b"").decode(
-            errors="replace"
-        )
-        if is_worker and data.startswith(base):
-            with contextlib.suppress(OSError):
-                os.kill(int(proc.name), signal.SIGTERM)
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    left = terminalreporter.config.stash.get(_LEFTOVERS, [])
+    if left:
+        terminalreporter.section("processes the tests left running", red=True)
+        for proc in left:
+            terminalreporter.write_line(str(proc))
+        terminalreporter.write_line("(each test stops what it starts; these were killed)")

@@ -219,12 +219,14 @@ def test_the_plugin_hook_records_the_plugin_route_at_session_start(tmp_path: Pat
     data = tmp_path / "data"
     env = _env(tmp_path, data, path=f"{Path(CMEM).parent}:/usr/bin:/bin")
     env["CLAUDE_MEM_WORKER_PORT"] = str(free_port())
+    # No worker: one spawned detached by the hook would outlive the test (`cmem stop` can run
+    # before it has written its pid file).
+    env["CMEM_NO_SPAWN"] = "1"
     subprocess.run(
         ["sh", str(REPO / "plugin" / "bin" / "cmem-hook"), "context"], input="{not json",
         env=env, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert (data / "install-route").read_text().strip() == "plugin"
-    _run("stop", env=env)
 
 
 @pytest.mark.slow

@@ -144,7 +144,12 @@ def _serve_once(env: dict[str, str], data: Path) -> tuple[list[str], float]:
         assert int((data / "worker.pid").read_text()) == proc.pid
     finally:
         os.kill(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # its own session: the serving process too
+            proc.wait()
+            raise
     assert not (data / "worker.pid").exists() and not (data / "worker.sock").exists()
     return [a.decode() for a in argv if a], elapsed
 

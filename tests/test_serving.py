@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memory.worker.server import OWNER_SOCKET_ENVIRON, owner_socket_app, tcp_app
 
 from memory.worker import granian_serving
+from memory.worker.server import OWNER_SOCKET_ENVIRON, owner_socket_app, tcp_app
 from tests.support import CMEM, free_port, make_worker_env
 
 CANARY = "sk-ant-canary-not-in-any-request"
@@ -142,7 +142,12 @@ def _served_by(env: dict[str, str], data: Path) -> str:
         return resp.getheader("Server") or ""
     finally:
         os.kill(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # its own session: the serving process too
+            proc.wait()
+            raise
         assert not (data / "worker.sock").exists()
 
 

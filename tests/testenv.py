@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import os
 import tempfile
+import uuid
 
 os.environ["CLAUDE_MEM_DATA_DIR"] = tempfile.mkdtemp(prefix="cmem-test-")
 os.environ["CMEM_HUEY_IMMEDIATE"] = "1"
+# Marks every process this run starts (make_worker_env keeps it: no CLAUDE_MEM_/CMEM_ prefix),
+# so the check at the end of the run (tests/conftest.py) finds what a test left running.
+os.environ["PYTEST_CMEM_RUN"] = uuid.uuid4().hex
 for _name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN"):
     os.environ.pop(_name, None)
 for _name in [k for k in os.environ if k.startswith("CLAUDE_MEM_") and k != "CLAUDE_MEM_DATA_DIR"]:

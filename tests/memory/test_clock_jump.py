@@ -32,6 +32,7 @@ def api(monkeypatch: pytest.MonkeyPatch) -> Any:
         yield fake
 
 
+@pytest.mark.slow  # about 30 s: out of `make test-quick`
 def test_events_dated_hours_ahead_are_swept_and_processed(
     api: FakeAnthropic, tmp_path: Path
 ) -> None:

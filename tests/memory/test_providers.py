@@ -207,6 +207,7 @@ def _one_read(tmp_path: Path):
     return session
 
 
+@pytest.mark.slow  # seconds: out of `make test-quick`
 @pytest.mark.parametrize("stream", ["false", "true"])
 def test_openai_compatible_compresses_streaming_and_not(
     chat: FakeChatCompletions, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, stream: str

@@ -72,12 +72,14 @@ PIECES = st.sampled_from(
 WORDS = st.lists(st.sampled_from(["cache", "gate", "pool", "é", "ss", "i", "k", "s", "fi"]))
 
 
+@pytest.mark.slow  # 400 examples, seconds: out of `make test-quick`
 @settings(max_examples=400, deadline=None)
 @given(st.lists(PIECES, max_size=80).map("".join), WORDS, st.sampled_from([16, 3, 1]))
 def test_highlight_equals_the_per_word_reference(text: str, words: list[str], width: int) -> None:
     assert highlight(text, words, width=width) == reference_highlight(text, words, width=width)
 
 
+@pytest.mark.slow  # 400 examples, seconds: out of `make test-quick`
 @settings(max_examples=400, deadline=None)
 @given(st.lists(PIECES, max_size=80).map("".join), WORDS, st.sampled_from([16, 3, 1]))
 def test_highlight_spans_are_the_reference_without_its_markers(

@@ -320,7 +320,12 @@ def test_two_consumer_processes_never_claim_the_same_event(tmp_path: Path) -> No
         )
         for i in range(2)
     ]
-    outputs = [p.communicate(timeout=120) for p in procs]
+    try:
+        outputs = [p.communicate(timeout=120) for p in procs]
+    finally:
+        for p in procs:
+            p.kill()  # a no-op for one that finished
+            p.wait()
     assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outputs]
     first, second = (json.loads(o[0].strip().splitlines()[-1]) for o in outputs)
     assert first and second  # both really competed
@@ -357,8 +362,8 @@ def test_hooks_to_observation_and_summary_through_a_real_worker(tmp_path: Path) 
             data, port, CLAUDE_MEM_ANTHROPIC_BASE_URL=fake.url, ANTHROPIC_API_KEY=KEY
         ),
     )
-    worker.start(timeout=90)
     try:
+        worker.start(timeout=90)  # inside: the fake API stops even if the worker does not start
 
         def hook(event: str, fixture: str, **changes: Any) -> None:
             payload = json.loads((CLAUDE_FIXTURES / fixture).read_text())

@@ -53,11 +53,13 @@ def test_backfill_resumes_after_kill_9(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-c", SEED], env=env, check=True, timeout=300)
     db = data / "cmem.sqlite3"
     proc = subprocess.Popen([*cli, "embeddings", "backfill", "--no-progress"], env=env)
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and _counts(db)[0] < 256 and proc.poll() is None:
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and _counts(db)[0] < 256 and proc.poll() is None:
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
     partial, _ = _counts(db)
     assert 0 < partial < ROWS, partial  # killed mid-run, with whole batches committed
     assert partial % 256 == 0

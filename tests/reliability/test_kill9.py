@@ -57,8 +57,8 @@ def test_kill9_of_server_and_consumer_stores_and_compresses_every_event_once(
         warnings.append(result.stderr.decode())
         sent.append(n)
 
-    worker.start()
     try:
+        worker.start()  # inside: the fake API stops even if the worker does not start
         assert hook(worker.env, "session-init", session.prompt("run the steps"))[0].returncode == 0
         for n in range(3):
             send(n)

@@ -118,8 +118,8 @@ def test_api_down_for_a_long_stretch_goes_offline_says_so_and_loses_nothing(tmp_
         tmp_path, **api_settings(fake.url, CLAUDE_MEM_API_RETRIES="1", CLAUDE_MEM_BATCH_SIZE="2")
     )
     session = Session(tmp_path, session_id="api-down")
-    worker.start()
     try:
+        worker.start()  # inside: the fake API stops even if the worker does not start
         db = worker.data_dir / "cmem.sqlite3"
         assert (
             hook(worker.env, "session-init", session.prompt("work while the API is down"))[
@@ -191,8 +191,8 @@ def test_database_locked_by_another_writer_degrades_then_recovers(tmp_path: Path
     fake.script(Reply(fn=lambda body: echo_observations(body, delay=3)))
     worker = new_worker(tmp_path, **api_settings(fake.url, CLAUDE_MEM_HOOK_TIMEOUT_MS="800"))
     session = Session(tmp_path, session_id="locked")
-    worker.start()
     try:
+        worker.start()  # inside: the fake API stops even if the worker does not start
         db = worker.data_dir / "cmem.sqlite3"
         assert hook(worker.env, "session-init", session.prompt("lock test"))[0].returncode == 0
         assert hook(worker.env, "observation", session.bash(0))[0].returncode == 0

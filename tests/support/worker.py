@@ -74,6 +74,7 @@ class LiveWorker:
             if self.proc.poll() is not None:
                 break
             time.sleep(self.poll)
+        self.stop()  # a worker that came up late would outlive the test that gave up on it
         raise RuntimeError(
             f"worker did not start: {(self.data_dir / 'serve.out').read_text()[-2000:]}"
         )
