@@ -18,6 +18,7 @@ import os
 import stat
 import time
 from pathlib import Path
+from urllib.parse import urlencode
 
 from memory import config
 
@@ -159,8 +160,6 @@ def _prune_tokens(folder: Path) -> None:
 
 def owner_login_url(base_url: str, next_path: str = "/", data_dir: Path | None = None) -> str:
     """The URL `cmem open` / `cmem start` print: it logs the owner's browser in once."""
-    from urllib.parse import urlencode
-
     query = urlencode({"token": login_token_create(data_dir), "next": next_path})
     return f"{base_url.rstrip('/')}/auth/?{query}"
 

@@ -25,6 +25,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memory import config
+from memory.runtime.credentials import socket_path
+from memory.worker.state import worker_address
+
 if TYPE_CHECKING:
     from memory.worker.granian_serving import Listener
 
@@ -90,8 +94,6 @@ def _skip_redis_unless_used() -> None:
     in asyncio and cryptography: ~12 MB resident). The local worker's queue is SQLite, so
     there the import is refused and huey keeps its no-redis fallback; team mode
     (CLAUDE_MEM_QUEUE_URL=redis://…) imports it as before."""
-    from memory import config
-
     if not config.get("CLAUDE_MEM_QUEUE_URL").startswith("redis") and "redis" not in sys.modules:
         sys.modules["redis"] = None  # type: ignore[assignment]
 
@@ -103,9 +105,7 @@ def main() -> int:
 
     django.setup()
     from cmem_site.wsgi import django_application
-    from memory.runtime.credentials import socket_path
     from memory.worker.inprocess_consumer import InProcessConsumer
-    from memory.worker.state import worker_address
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _raise_stop)

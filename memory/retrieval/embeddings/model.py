@@ -25,10 +25,14 @@ cmem logs why and keeps the default.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
+import json
 import logging
 import math
+import struct
 import threading
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -155,9 +159,6 @@ def _table(path: Path, keys: tuple[str, ...]) -> Any:
 
 def _header(path: Path) -> tuple[dict[str, Any], int]:
     """A safetensors file's header and the offset its data starts at."""
-    import json
-    import struct
-
     with open(path, "rb") as f:
         (size,) = struct.unpack("<Q", f.read(8))
         header = json.loads(f.read(size)) if size < 100_000_000 else {}
@@ -209,8 +210,6 @@ def _bundled() -> PairedModel:
 
 
 def _bundled_version() -> str:
-    from importlib.metadata import version
-
     return f"{DEFAULT_NAME}@{version('wordllama')}"
 
 
@@ -231,9 +230,6 @@ def _minilm(folder: Path) -> EmbeddingModel:
 
 
 def _wordllama(*, weighted: bool = True) -> EmbeddingModel:
-    import importlib.util
-    from importlib.metadata import version
-
     from memory.retrieval.embeddings import idf
 
     # The package's folder, found without importing it: wordllama's __init__ pulls requests,

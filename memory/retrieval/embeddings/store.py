@@ -17,6 +17,7 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils import timezone
 
+from memory import config
 from memory.models import Embedding, Observation, Prompt, Summary
 from memory.retrieval.embeddings import KINDS, Kind, available
 from memory.retrieval.embeddings.model import get_model, model_version
@@ -136,8 +137,6 @@ def _fingerprint(kind: Kind, version: str) -> list[int]:
 
 
 def _settled_path() -> Any:
-    from memory import config
-
     return config.data_dir() / "state" / "embeddings-settled.json"
 
 
@@ -150,8 +149,6 @@ def _settled_read() -> dict[str, Any]:
 
 
 def _settled_write(data: dict[str, Any]) -> None:
-    from memory import config
-
     path = _settled_path()
     with contextlib.suppress(OSError):
         path.parent.mkdir(mode=0o700, exist_ok=True)

@@ -22,6 +22,7 @@ import contextlib
 import functools
 import hashlib
 import importlib.util
+import json
 import logging
 import os
 import sqlite3
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import connection
 
+from memory import config
 from memory.retrieval.embeddings import Kind, index
 
 if TYPE_CHECKING:
@@ -101,8 +103,6 @@ def source_key() -> str:
 
 def path() -> Path:
     """The derived index's file, in the data dir, named after the database it copies."""
-    from memory import config
-
     digest = hashlib.sha1(source_key().encode()).hexdigest()[:12]
     return config.data_dir() / "vectors" / f"vec0-{digest}.sqlite3"
 
@@ -330,8 +330,6 @@ def _live_vectors(kind: Kind, model: str, ids: list[int]) -> tuple[np.ndarray, n
     One probe of the (kind, object_id) unique index per id, forced by the CROSS JOIN: with
     hundreds of ids in an `IN (...)`, SQLite chose the (kind, model) index instead and read
     every vector of the kind (70 ms for 800 ids at 100k rows, against 2 ms)."""
-    import json
-
     import numpy as np
 
     with connection.cursor() as cursor:
