@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 
 def api_key() -> str:
     """The Anthropic API key from cmem's places ('' when none); see providers.anthropic_api."""
+    # the provider modules load on first use (providers.module())
     from memory.compression.providers import anthropic_api
 
     return anthropic_api.api_key()
@@ -49,6 +50,7 @@ def model_name() -> str:
 
 def scrub(text: str) -> str:
     """An error message safe to log and show (also the keys found only in files)."""
+    # the provider modules load on first use (providers.module())
     from memory.compression.providers import anthropic_api, openai_compat
 
     return _scrub(text, (*anthropic_api.secrets(), *openai_compat.secrets()))

@@ -79,6 +79,7 @@ def sanitize(text: str) -> str:
 
 def _privacy_pass(text: str) -> str:
     try:
+        # guarded: if privacy cannot be imported, the text goes on unscrubbed rather than lost
         from memory import privacy
     except ImportError:
         return text

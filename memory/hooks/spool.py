@@ -64,6 +64,7 @@ def _reclaim_stale(folder: Path) -> None:
 
 def spool_ingest(*, limit: int | None = None) -> IngestReport:
     """Ingest spooled events oldest first, each exactly once (see the module docstring)."""
+    # the dispatch loads every agent adapter and the briefing: only a replay pays for them
     from memory.hooks.dispatch import hook_handle
 
     folder = spool_dir()

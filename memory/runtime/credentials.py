@@ -45,6 +45,7 @@ def _sha256_hex(text: str) -> str:
             return str(importlib.import_module(name).sha256(text.encode()).hexdigest())
         except ImportError:
             continue
+    # fallback only: hashlib maps OpenSSL, which the supervisor is kept free of
     import hashlib
 
     return hashlib.sha256(text.encode()).hexdigest()
@@ -96,6 +97,7 @@ def read_secret() -> str:
 
 
 def secret_matches(offered: str) -> bool:
+    # supervisor start: hmac (and OpenSSL) only when a secret is checked
     import hmac
 
     expected = read_secret()

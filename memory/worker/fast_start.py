@@ -42,6 +42,7 @@ def serve_if_ready(*, migrate: bool = True) -> int | None:
     address = worker_address()
     if not port_is_free(address):
         return None
+    # only when the fast start goes ahead (no migrations, port free)
     from memory.worker.supervisor import main as supervise
 
     return supervise()

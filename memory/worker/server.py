@@ -75,6 +75,7 @@ def served_apps(
 ) -> list[Listener]:
     """What each listener serves: the Django app beneath the hot lane, which answers the
     hooks' and the search's routes itself (memory/fastpath/hot_routes.py, issue 19)."""
+    # after django.setup(): the hot lane imports settings and the API
     from memory.fastpath.hot_routes import HotLane
 
     app = HotLane(django_app)
@@ -101,9 +102,11 @@ def _skip_redis_unless_used() -> None:
 def main() -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cmem_site.settings")
     _skip_redis_unless_used()
+    # before setup: _skip_redis_unless_used() must run first; the Django pieces after setup
     import django
 
     django.setup()
+    # after django.setup()
     from cmem_site.wsgi import django_application
     from memory.worker.inprocess_consumer import InProcessConsumer
 
@@ -134,6 +137,7 @@ def main() -> int:
 
 def _serve_granian(apps: list[Listener], threads: int) -> bool:
     """Serve until a stop signal; False (nothing bound) when granian cannot serve here."""
+    # optional at run time: granian may be unable to serve here (waitress is the fallback)
     from memory.worker.granian_serving import GranianUnavailable, start_listeners
 
     try:

@@ -78,6 +78,7 @@ def install(connection: Any) -> bool:
 
 def _fill_from_blobs(cursor: Any) -> None:
     """Rows stored before pgvector came: their float16 blobs into the column."""
+    # optional dependency (numpy: the embeddings extra)
     import numpy as np
 
     last = 0

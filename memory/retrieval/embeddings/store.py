@@ -87,6 +87,7 @@ def pending_count(kind: Kind, model_version: str) -> int:
 
 def embed_rows(kind: Kind, ids: list[int]) -> int:
     """Embed and store these rows (replacing any older vector); returns how many."""
+    # optional dependency (numpy: the embeddings extra)
     import numpy as np
 
     if not ids:
@@ -114,6 +115,7 @@ def embed_rows(kind: Kind, ids: list[int]) -> int:
                 ],
             )
         if connection.vendor == "postgresql":
+            # PostgreSQL only
             from memory.retrieval.embeddings import pgvector
 
             pgvector.write(kind, order, vectors.astype(np.float32))

@@ -192,6 +192,7 @@ def _median_ms(run: Any, queries: np.ndarray) -> float:
 
 def _measure(kind: Kind, model: str, dim: int, count: int) -> Decision:
     """Time both paths on the live store; keep the faster."""
+    # optional dependency (numpy: the embeddings extra)
     import numpy as np
 
     ids, vectors = index.matrix(kind, model, dim)
