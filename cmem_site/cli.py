@@ -15,6 +15,7 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args and args[0] == "hook":
+        # hook path: the stdlib-only hook client, and nothing of the rest of cmem
         from memory.hookclient.entry import hook
 
         return hook(args[1:], exit_now=argv is None)
@@ -47,10 +48,12 @@ def main(argv: list[str] | None = None) -> int:
         mcp_serve()
         return 0
     if args and args[0] in {"--version", "-V", "version"}:
+        # CLI start: each branch imports only what it runs
         from memory import config
 
         print(f"cmem {config.VERSION} (hook protocol {config.PROTOCOL_VERSION})")
         return 0
+    # CLI start: the front end (argparse, the verb table) only off the hook/serve/mcp paths
     from cmem_site.frontend import run
 
     return run(args)

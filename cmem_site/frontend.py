@@ -57,6 +57,7 @@ def verb_parser(verb: Verb, description: str) -> CmemParser:
 
 def _django_setup() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cmem_site.settings")
+    # CLI start: Django only for a verb that runs, never for `cmem --help`
     import django
 
     django.setup()
@@ -77,6 +78,7 @@ def _extra_arguments(verb: Verb, parser: argparse.ArgumentParser) -> None:
 
 
 def run_verb(verb: Verb, argv: list[str]) -> int:
+    # CLI start: Django's management machinery only for a verb that runs
     from django.core.management import load_command_class
     from django.core.management.base import CommandError
 
@@ -98,6 +100,7 @@ def run_verb(verb: Verb, argv: list[str]) -> int:
 
 def run_manage(argv: list[str]) -> int:
     _django_setup()
+    # CLI start: Django only for `cmem manage`
     from django.core.management import ManagementUtility
 
     utility = ManagementUtility(["cmem manage", *(argv or ["help"])])
@@ -107,6 +110,7 @@ def run_manage(argv: list[str]) -> int:
 
 
 def run(argv: list[str]) -> int:
+    # CLI start: importing this module stays free of config (timed by `-X importtime`)
     from memory import config
 
     if not argv or argv[0] in {"-h", "--help", "help"}:

@@ -12,6 +12,7 @@ class DeliverablesConfig(AppConfig):
     def ready(self) -> None:
         # memory never imports this app: it reaches deliverables only through the seam it
         # owns (memory/extensions.py), which this fills once at startup.
+        # in ready(): these import models, which load only once the app registry is ready
         from deliverables.mcp_tools import mcp_tools_register
         from deliverables.session_part import (
             SESSION_PART,

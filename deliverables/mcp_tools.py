@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import os
 
+from memory.retrieval import mcp_registry
+
 MAX_PATHS = 50
 
 
 def mcp_tools_register() -> None:
     """Add this app's tools to cmem's MCP server (memory.retrieval.mcp_registry)."""
-    from memory.retrieval import mcp_registry
-
     mcp_registry.mcp_tool_register(work_state_write)
 
 

@@ -11,5 +11,6 @@ class MemoryConfig(AppConfig):
 
     def ready(self) -> None:
         # Registers every huey task (compression, spool draining, the nightly retention
-        # job) in the web process and the consumer alike.
+        # job) in the web process and the consumer alike; in ready(), as the tasks import
+        # models, which load only once the app registry is ready.
         from memory import tasks  # noqa: F401

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from django.http import HttpRequest
 
+from memory.compression.health import observer_health_line
+
 
 def observer_banner(request: HttpRequest) -> dict[str, str]:
-    from memory.compression.health import observer_health_line
-
     try:
         line = observer_health_line()
     except Exception:  # noqa: BLE001 - a banner must never break a page

@@ -276,6 +276,7 @@ def _db_excluded_globs() -> tuple[str, ...]:
     if cached is not None and now - cached[0] < EXCLUDED_GLOBS_TTL_S:
         return cached[1]
     try:
+        # after django.setup(): the hook client's remote path imports this module without Django
         from django.db.models.signals import post_delete, post_save
 
         from memory.models import ExcludedProject

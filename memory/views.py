@@ -11,9 +11,12 @@ from django.views.decorators.http import require_GET, require_http_methods
 from memory import config, services
 from memory.briefing.file_history import file_history
 from memory.briefing.savings import savings
+from memory.compression.health import tokens_used_today
+from memory.compression.providers import provider_choice
 from memory.dashboard import charts, feed
 from memory.forms import FeedFilterForm, SearchForm, SettingsForm, StatsForm
 from memory.housekeeping.forget import ForgetRequest, observations_forget
+from memory.housekeeping.retention import database_growth
 from memory.ledger.session import session_ledger
 from memory.models import Observation, Prompt, Session
 from memory.retrieval.search.fold import hits_fold
@@ -250,9 +253,6 @@ def stats_page(request: HttpRequest) -> HttpResponse:
 
 def _observer_provider_line() -> str:
     """The dashboard's health line: which provider writes the observations and why."""
-    from memory.compression.health import tokens_used_today
-    from memory.compression.providers import provider_choice
-
     try:
         choice = provider_choice()
     except Exception:  # noqa: BLE001 - a status line must never break a page
@@ -261,8 +261,6 @@ def _observer_provider_line() -> str:
 
 
 def _database_growth_line() -> str:
-    from memory.housekeeping.retention import database_growth
-
     try:
         return database_growth().describe()
     except Exception:  # noqa: BLE001 - the size is a footnote; never fail the page over it

@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+from django.db import connection
 from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Schema, Status
 from pydantic import Field
@@ -274,8 +275,6 @@ def _observations_found(wanted: list[int]) -> dict[int, dict[str, Any]]:
     (`owned`). With no restriction on the local SQLite worker, the columns are read with one
     cursor and no model instance: the ORM's compile, converters and instances were two
     thirds of this call (issue 19: the authenticated-call row)."""
-    from django.db import connection
-
     if restricted_owner() is not None or connection.vendor != "sqlite":
         rows = owned(Observation.objects.all()).in_bulk(wanted)
         found = {pk: row.as_dict() for pk, row in rows.items()}

@@ -30,6 +30,8 @@ from django.db.models import QuerySet
 from memory import config
 from memory.models import Observation, Session, estimate_tokens
 from memory.retrieval import embeddings
+from memory.retrieval.embeddings import vector_index
+from memory.retrieval.embeddings.model import get_model
 from memory.retrieval.search.query import SearchQuery, as_datetime
 from memory.retrieval.search.service import search
 from memory.runtime import compiled_sql as db
@@ -90,9 +92,6 @@ def related_notes(*, session: Session, text: str) -> str:
 def _nearest_notes(session: Session, text: str, limit: int) -> list[_Note]:
     """Up to `limit` notes, nearest first: earlier sessions of this project, readable by the
     viewer, not shown by this session's index, at or above MIN_SIMILARITY."""
-    from memory.retrieval.embeddings import vector_index
-    from memory.retrieval.embeddings.model import get_model
-
     shown = index_shown(session)
     if connection.vendor != "sqlite":
         # Team mode: the search service's own path (pgvector's index, or the bounded

@@ -12,6 +12,8 @@ refusal is the seed's menu, which names smart_outline.
 
 from __future__ import annotations
 
+import json
+
 from memory.agents.tool_names import ToolNames
 from memory.briefing import framing
 from memory.briefing.file_views import FileFacts
@@ -74,8 +76,6 @@ def bounded(text: str, tokens: int, more: str = "smart_outline") -> str:
 
 def refusal_menu(*, raw_path: str, names: ToolNames, outline: str) -> str:
     """The menu of cheaper paths, naming the tools as the agent sees them."""
-    import json
-
     template = CHOICES_WITH_OUTLINE if outline else CHOICES
     return template.format(
         path=json.dumps(raw_path),

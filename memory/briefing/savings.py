@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memory import config
+from memory.compression.providers import provider_choice
 from memory.ledger import LedgerReport, ledger_report
 from memory.ledger.prices import price_row
 
@@ -48,7 +49,6 @@ def billing_mode(settings: dict[str, str] | None = None) -> tuple[str, str]:
     asked = config.get("CLAUDE_MEM_BILLING", values).strip().lower()
     if asked in {"api", "subscription"}:
         return asked, f"CLAUDE_MEM_BILLING={asked}"
-    from memory.compression.providers import provider_choice
 
     try:
         choice = provider_choice()

@@ -20,12 +20,14 @@ from typing import Any
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
+from huey.contrib.djhuey import HUEY
 
 from memory import config, privacy
 from memory.agents.base import HookEvent, HookResult
 from memory.briefing import prompt_recall
 from memory.briefing.file_views import absolute_path, file_facts, file_view_record_from_tool
 from memory.capture.transcript_model import model_name_clean, transcript_model
+from memory.compression.tasks import session_events_process_task
 from memory.extensions import tool_recorded_send, turn_finished_send
 from memory.ledger import (
     ledger_insert,
@@ -401,9 +403,6 @@ def _enqueue_processing(session_pk: int) -> None:
     either way; should a task be lost, the minute's events_sweep_task enqueues it again.
     Immediate mode (the tests' huey: parked tasks run when a test says, and are flushed
     between tests) schedules every time, as this process cannot know what still waits."""
-    from huey.contrib.djhuey import HUEY
-
-    from memory.compression.tasks import session_events_process_task
 
     def schedule() -> None:
         if HUEY.immediate:

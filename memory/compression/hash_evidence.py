@@ -19,6 +19,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from memory.compression.offline_shell import purpose
 from memory.compression.offline_text import joined, t
 from memory.compression.parse import ParsedObservation
 from memory.compression.tooluse import SHELL_TOOLS, ToolUse, sanitize
@@ -93,8 +94,6 @@ def _culprit(
 
 def _cause(culprit: ToolUse) -> str:
     """The agent's own description of the command, else what the program does."""
-    from memory.compression.offline_shell import purpose
-
     said = culprit.tool_input.get("description")
     return said.strip()[:90] if isinstance(said, str) and said.strip() else purpose(culprit)[0]
 

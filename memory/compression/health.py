@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from memory import config
+from memory.compression.providers import AUTO, OFFLINE, provider_choice, requested
 
 FAILURES_BEFORE_DEGRADED = 3
 # Once degraded, batches go offline for this long before one batch tries the API again: an
@@ -156,7 +157,6 @@ def observer_health_line(*, project: str | None = None) -> str:
             f"⚠ cmem memory is degraded: the observer is rate-limited ({error}); the offline "
             "compressor writes observations for a few minutes."
         )
-    from memory.compression.providers import AUTO, OFFLINE, provider_choice, requested
 
     # Only a provider asked for by name can be "missing"; `auto` never runs the (slow)
     # `claude auth status` probe on the SessionStart path.

@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from memory import config
+from memory.compression.providers import OFFLINE, module, provider_choice
 from memory.compression.replies import (  # noqa: F401 - the seam's public names
     LLMError,
     LLMReply,
@@ -27,20 +28,20 @@ from memory.compression.replies import (  # noqa: F401 - the seam's public names
     sum_usage,
 )
 from memory.compression.replies import scrub as _scrub
+from memory.ledger import prices
 
 log = logging.getLogger(__name__)
 
 
 def api_key() -> str:
     """The Anthropic API key from cmem's places ('' when none); see providers.anthropic_api."""
+    # the provider modules load on first use (providers.module())
     from memory.compression.providers import anthropic_api
 
     return anthropic_api.api_key()
 
 
 def model_name() -> str:
-    from memory.compression.providers import module, provider_choice
-
     choice = provider_choice()
     if choice.name == "offline":
         return "offline"
@@ -49,6 +50,7 @@ def model_name() -> str:
 
 def scrub(text: str) -> str:
     """An error message safe to log and show (also the keys found only in files)."""
+    # the provider modules load on first use (providers.module())
     from memory.compression.providers import anthropic_api, openai_compat
 
     return _scrub(text, (*anthropic_api.secrets(), *openai_compat.secrets()))
@@ -59,9 +61,6 @@ def complete(*, system: str, messages: list[dict[str, Any]], max_tokens: int) ->
 
     Retries: CLAUDE_MEM_API_RETRIES more attempts, sleeping CLAUDE_MEM_API_BACKOFF_MS × 2^n
     (with jitter, at least the server's retry-after, at most 30 s)."""
-    from memory.compression.providers import OFFLINE, module, provider_choice
-    from memory.ledger import prices
-
     choice = provider_choice()
     if choice.name == OFFLINE:
         raise LLMError(choice.why, retryable=False)

@@ -10,10 +10,12 @@ output head + tail. Cost grows linearly with tool uses.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memory import config
+from memory.compression.language import language, language_name
 from memory.compression.system_prompt import (  # noqa: F401 - re-exported: parse, tests
     CONCEPTS,
     OBSERVATION_MAX_TOKENS,
@@ -27,8 +29,6 @@ from memory.compression.tooluse import EDIT_TOOLS, ToolUse, elide, read_digest, 
 
 def system_prompt() -> str:
     """The system prompt in the user's language (CLAUDE_MEM_LANGUAGE)."""
-    from memory.compression.language import language, language_name
-
     code = language()
     return for_language(code, language_name(code))
 
@@ -147,8 +147,6 @@ def _relativize(text: str, root: str) -> str:
 
 
 def _compact_json(value: object) -> str:
-    import json
-
     return json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
 
 

@@ -14,6 +14,7 @@ from memory.compression import llm
 from memory.compression.parse import ParsedObservation
 from memory.compression.queue import store_guard
 from memory.compression.tooluse import ToolUse
+from memory.ledger import ledger_record_observer
 from memory.models import ContextCache, Event, Observation, ObservationFile, Session
 from memory.projects import relative_path
 
@@ -164,9 +165,6 @@ def _union(groups: Any) -> list[str]:
 
 
 def after_store(session: Session, *, stored_any: bool, usage: llm.Usage) -> None:
-    # Imported here: these modules belong to other capabilities and may import the tasks.
-    from memory.ledger import ledger_record_observer
-
     if stored_any:
         ContextCache.invalidate(project=session.project)
     if usage.total:

@@ -13,9 +13,11 @@ import json
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
-from memory.projects import relative_path
+from memory.compression.shellwrites import shell_changes
+from memory.projects import relative_path, remote_request
 
 EDIT_TOOLS = {
     "Edit",
@@ -77,6 +79,7 @@ def sanitize(text: str) -> str:
 
 def _privacy_pass(text: str) -> str:
     try:
+        # guarded: if privacy cannot be imported, the text goes on unscrubbed rather than lost
         from memory import privacy
     except ImportError:
         return text
@@ -238,8 +241,6 @@ class ToolUse:
         """Files a shell command wrote (redirections, sed -i, mv, formatters…; shellwrites),
         plus those a later file hash showed it changed. A redirection happens before the
         command runs, so it counts even when the command then failed."""
-        from memory.compression.shellwrites import shell_changes
-
         paths: list[str] = []
         failed = self.failed
         for change in shell_changes(self.command):
@@ -250,8 +251,6 @@ class ToolUse:
         return _unique(p for p in [*paths, *self.extra_modified] if p)
 
     def shell_change_kinds(self) -> list[tuple[str, list[str], str]]:
-        from memory.compression.shellwrites import shell_changes
-
         return [
             (c.kind, [self.rel(p) for p in c.paths] or self.patch_targets(), c.tool)
             for c in shell_changes(self.command)
@@ -263,11 +262,9 @@ class ToolUse:
         match = re.search(r"(?:^|\s|<)\s*([^\s<>|;&]+\.(?:patch|diff))\b", self.command)
         if not match or not self.root:
             return []
-        from memory.projects import remote_request
 
         if remote_request():
             return []  # team mode: the patch file is on the client's disk, not this server's
-        from pathlib import Path
 
         target = Path(match.group(1))
         target = target if target.is_absolute() else Path(self.root) / target

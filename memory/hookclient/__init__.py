@@ -79,6 +79,7 @@ _file_values: list[dict[str, str]] = []
 def file_settings() -> dict[str, str]:
     """settings.json as memory.config reads it, read once per process."""
     if not _file_values:
+        # hook path: settings.json is read once, and only when a setting is asked for
         from memory.protocol.settings_file import read
 
         _file_values.append(read(_join(data_dir(), "settings.json"))[0])

@@ -54,6 +54,7 @@ _counter = 0
 
 def __getattr__(name: str) -> object:
     if name == "os":
+        # hook path: os only when asked for (the module docstring)
         import os
 
         return os
@@ -80,6 +81,7 @@ def post_local(path: str, body: bytes, timeout: float) -> tuple[int, bytes]:
     The socket authenticates the server: it lives in the owner's 0700 data dir, so only a
     process of the owner can have created it. Nothing is ever sent to (or printed from) the
     TCP port, which any local process could have taken after a crash."""
+    # hook path: the C _socket module, not socket, on the first post only
     import _socket
 
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
@@ -154,6 +156,7 @@ def _dechunk(data: bytes) -> bytes:
 def spool_write(platform: str, event: str, body: bytes) -> str:
     """Write the event atomically under a name that sorts by time (then pid, then a counter),
     `<ns>.<pid>.<n>.<platform>.<event>.hook`; the worker ingests in name order."""
+    # hook path: the spool is written only when the worker is down
     import os
 
     from memory.protocol.spool_names import spool_name, temp_name
@@ -180,6 +183,7 @@ def spawn_worker() -> bool:
     """Start the worker detached unless another hook did so within SPAWN_LOCK_STALE_S, or
     CMEM_NO_SPAWN=1 says not to (tests and scripts that want the spool path alone: a worker
     started behind their back would outlive them)."""
+    # hook path: os only when a worker must be started
     import os
 
     if os.environ.get("CMEM_NO_SPAWN") == "1":
@@ -253,6 +257,7 @@ def shrink(body: bytes, limit: int) -> bytes:
     """Cut the longest strings of an oversized payload (head and tail kept, with a marker) so
     the worker accepts it: a tool use with a trimmed output beats a lost tool use. The worker
     caps every field far below this anyway. Not JSON: returned unchanged (the worker says 413)."""
+    # hook path: json only for an oversized payload
     import json
 
     try:
@@ -281,6 +286,7 @@ def shrink(body: bytes, limit: int) -> bytes:
 
 def _handover(body: bytes, kind: str) -> bytes:
     try:
+        # hook path: the one named slow path (privacy), only for the Stop handover
         from memory.hookclient.slow_path import handover
     except Exception:  # noqa: BLE001 - the event goes without the bytes, never not at all
         return body
@@ -300,6 +306,7 @@ def run(platform: str, event: str, body: bytes) -> int:
     timeout = timeout_s()
     try:
         if remote:
+            # hook path: team mode's module only when CLAUDE_MEM_WORKER_URL is set
             from memory.hookclient import remote as hookclient_remote
 
             status, answer = hookclient_remote.post(remote, platform, event, body, timeout)
@@ -318,6 +325,7 @@ def run(platform: str, event: str, body: bytes) -> int:
         sys.stdout.buffer.write(answer)
         sys.stdout.flush()
         if remote:
+            # hook path: team mode's module only when CLAUDE_MEM_WORKER_URL is set
             from memory.hookclient import remote as hookclient_remote
 
             hookclient_remote.after_delivery(remote, timeout)
@@ -357,6 +365,7 @@ def _spool(platform: str, event: str, body: bytes, reason: str, *, start: bool) 
     # Secrets and <private> passages never reach the disk (memory/privacy/spool_scrub.py); this path
     # runs only when the worker is down, so the privacy rules' import cost is fine here.
     try:
+        # hook path: the one named slow path, only when the worker is down
         from memory.hookclient.slow_path import spool_scrubbed
 
         scrubbed = spool_scrubbed(body)

@@ -43,6 +43,7 @@ def _hook_options(args: list[str]) -> list[str]:
     while i < len(args):
         if args[i] in ("--data-dir", "--route") and i + 1 < len(args):
             if args[i] == "--data-dir":
+                # hook path: no os at import (the module's header); only for --data-dir
                 import os
 
                 os.environ["CLAUDE_MEM_DATA_DIR"] = args[i + 1]
@@ -86,6 +87,7 @@ def hook(args: list[str], *, exit_now: bool) -> int:
     # Whatever happens, 0: an agent takes exit 2 from a hook for "block this" (a broken
     # installation whose hook client cannot be imported included).
     try:
+        # hook path: a failed import must still exit 0 (the comment above)
         from memory.hookclient.client import main as hook_main
 
         hook_main(args)
@@ -112,6 +114,7 @@ def run() -> None:
         args = args[1:]
     hook(args, exit_now=True)
     sys.stdout.flush()  # `hook --help` returns instead
+    # hook path: posix._exit is os._exit without importing os
     from posix import _exit
 
     _exit(0)

@@ -34,6 +34,7 @@ def _file_facts(path: str) -> dict | None:
         return None
     facts: dict = {"size": st.st_size, "mtime": st.st_mtime}
     if st.st_size <= 64 * 1024 * 1024:
+        # team mode, per file fact: hashlib only for a file small enough to hash
         import hashlib
 
         digest = hashlib.sha256()
@@ -50,6 +51,7 @@ def _file_facts(path: str) -> dict | None:
 def remote_payload(event: str, body: bytes) -> bytes:
     """The remote worker cannot see our disk: add the project (`cmem_project`, computed here
     from the git remote) and, for file tools, each file's size, mtime and sha256."""
+    # team mode: json only on the remote path (the module docstring)
     import json
 
     try:
@@ -61,6 +63,7 @@ def remote_payload(event: str, body: bytes) -> bytes:
     cwd = data.get("cwd") if isinstance(data.get("cwd"), str) else ""
     if cwd and "cmem_project" not in data:
         try:
+            # team mode: the project from the git remote, only when the payload lacks it
             from memory.projects import project_facts
 
             data["cmem_project"] = project_facts(cwd)
@@ -89,6 +92,7 @@ def remote_payload(event: str, body: bytes) -> bytes:
     # read our transcript, so the client reads its tail (bounded, no links) and says.
     transcript = data.get("transcript_path")
     if event in MODEL_EVENTS and isinstance(transcript, str) and "cmem_model" not in data:
+        # team mode: the transcript's model, only at the events that need it
         from memory.capture.transcript_model import transcript_model
 
         model = transcript_model(transcript)
@@ -98,6 +102,7 @@ def remote_payload(event: str, body: bytes) -> bytes:
 
 
 def post_remote(base_url: str, path: str, body: bytes, timeout: float) -> tuple[int, bytes]:
+    # team mode: http.client only when a request goes out
     import http.client
     from urllib.parse import urlsplit
 
@@ -107,6 +112,7 @@ def post_remote(base_url: str, path: str, body: bytes, timeout: float) -> tuple[
     if token:
         headers["Authorization"] = f"Bearer {token}"
     if url.scheme == "https":
+        # https only: ssl maps OpenSSL
         import ssl
 
         # Verify the server's certificate (the default context checks chain and hostname);

@@ -12,6 +12,7 @@ from memory.agents import claude_code, codex, copilot, gemini, opencode
 from memory.agents.base import HookEvent, HookInputError, HookResult
 from memory.briefing import context, gate
 from memory.capture import ingest as capture
+from memory.hooks.codex_rules import codex_dispatch
 from memory.runtime.foreground import foreground
 from memory.team.scope import ForeignSession
 
@@ -76,8 +77,6 @@ def _dispatch(event: HookEvent) -> HookResult:
     if event.platform == codex.platform:
         # Codex-only events (SubagentStart, PostCompact) and Codex rules (shell reads,
         # compaction marks) first; the rest is the shared path below.
-        from memory.hooks.codex_rules import codex_dispatch
-
         answer = codex_dispatch(event=event)
         if answer is not None:
             return answer

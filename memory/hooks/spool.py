@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memory import config
+from memory.agents.base import HookInputError
 from memory.protocol.spool_names import is_pending, parse_name
 
 log = logging.getLogger(__name__)
@@ -63,7 +64,7 @@ def _reclaim_stale(folder: Path) -> None:
 
 def spool_ingest(*, limit: int | None = None) -> IngestReport:
     """Ingest spooled events oldest first, each exactly once (see the module docstring)."""
-    from memory.agents.base import HookInputError
+    # the dispatch loads every agent adapter and the briefing: only a replay pays for them
     from memory.hooks.dispatch import hook_handle
 
     folder = spool_dir()

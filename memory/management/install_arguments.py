@@ -5,6 +5,8 @@ from __future__ import annotations
 from argparse import ArgumentParser
 from pathlib import Path
 
+from memory.agents.install.agents import AGENTS
+
 
 def add_claude_settings_argument(
     parser: ArgumentParser,
@@ -30,8 +32,6 @@ def add_codex_home_argument(parser: ArgumentParser) -> None:
 
 def add_agent_arguments(parser: ArgumentParser) -> None:
     """`--gemini`, `--copilot`, `--opencode` (or `--agent NAME`) and that agent's config folder."""
-    from memory.agents.install.agents import AGENTS
-
     for name, module in AGENTS.items():
         parser.add_argument(
             f"--{name}",

@@ -215,6 +215,7 @@ def _patterns() -> tuple[tuple[str, _Lazy, int], ...]:
     """Explicit patterns first (precise kinds), then every regex plugin of detect-secrets,
     from the snapshot in memory.privacy.secret_patterns (no detect-secrets import: the same
     rules on the hook client's spool path as in the worker)."""
+    # first scan only: ~300 patterns, and the hook's slow path and the MCP server import privacy
     from memory.privacy.secret_patterns import PLUGIN_PATTERNS
 
     explicit = [

@@ -83,6 +83,7 @@ PLUGIN_PATTERNS: tuple[tuple[str, str, int], ...] = (
 def live_plugin_patterns() -> list[tuple[str, str, int]]:
     """The same list read from the installed detect-secrets (for the drift test and to
     regenerate this file); imports detect-secrets, so never on a hot path."""
+    # detect-secrets: the drift test and regeneration only, never on a hot path
     import importlib
     import pkgutil
 

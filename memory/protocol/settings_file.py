@@ -138,6 +138,7 @@ def scan(raw: bytes) -> dict[str, str] | None:
 
 def parse(raw: bytes, path: str = "settings.json") -> tuple[dict[str, str], list[str]]:
     """The full parse with `json`: (values, problems)."""
+    # hook path: scan() reads the file without json; only the full parse pays for it
     import json
 
     try:

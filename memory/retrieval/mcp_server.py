@@ -72,6 +72,7 @@ class Worker:
     def _send(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
         if config.get("CLAUDE_MEM_WORKER_URL"):
             return httpx.request(method, url, **kwargs)
+        # MCP start: no credentials module until the first request over the local socket
         from memory.runtime.credentials import socket_path
 
         transport = httpx.HTTPTransport(uds=str(socket_path()))

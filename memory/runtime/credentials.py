@@ -18,6 +18,7 @@ import os
 import stat
 import time
 from pathlib import Path
+from urllib.parse import urlencode
 
 from memory import config
 
@@ -44,6 +45,7 @@ def _sha256_hex(text: str) -> str:
             return str(importlib.import_module(name).sha256(text.encode()).hexdigest())
         except ImportError:
             continue
+    # fallback only: hashlib maps OpenSSL, which the supervisor is kept free of
     import hashlib
 
     return hashlib.sha256(text.encode()).hexdigest()
@@ -95,6 +97,7 @@ def read_secret() -> str:
 
 
 def secret_matches(offered: str) -> bool:
+    # supervisor start: hmac (and OpenSSL) only when a secret is checked
     import hmac
 
     expected = read_secret()
@@ -159,8 +162,6 @@ def _prune_tokens(folder: Path) -> None:
 
 def owner_login_url(base_url: str, next_path: str = "/", data_dir: Path | None = None) -> str:
     """The URL `cmem open` / `cmem start` print: it logs the owner's browser in once."""
-    from urllib.parse import urlencode
-
     query = urlencode({"token": login_token_create(data_dir), "next": next_path})
     return f"{base_url.rstrip('/')}/auth/?{query}"
 

@@ -12,6 +12,9 @@ from django.urls import reverse
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
+from memory.briefing.savings import usd as dollars
+from memory.dashboard.feed import feed_sort_key
+
 register = template.Library()
 
 # One letter on a coloured disc per type (colours in cmem.css): no emoji font needed,
@@ -59,8 +62,6 @@ def duration(value: timedelta | None) -> str:
 @register.filter
 def usd(value: float | None) -> str:
     """Dollars readable at every size ($0.0042, $0.42, $12.40), a minus sign when negative."""
-    from memory.briefing.savings import usd as dollars
-
     return dollars(float(value or 0.0))
 
 
@@ -149,6 +150,4 @@ def file_link(project: str, path: str, label: str = "", css: str = "file-link") 
 @register.filter
 def feed_sort(item: Any) -> str:
     """A feed item's order inside its session block, as a sortable string (memory.dashboard.feed)."""
-    from memory.dashboard.feed import feed_sort_key
-
     return feed_sort_key(item)

@@ -13,12 +13,20 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db.migrations.executor import MigrationExecutor
+
 from memory import config
 from memory.agents.install import claude_code as installer
 from memory.agents.install import mcp as mcp_install
 from memory.agents.install import routes
+from memory.agents.install.agents import agents_doctor_checks
 from memory.agents.install.check import Check
+from memory.compression.providers import AUTO, OFFLINE, module, provider_choice
 from memory.hooks import spool
+from memory.housekeeping.retention import database_growth, retention_days
+from memory.retrieval import embeddings
+from memory.retrieval.embeddings import vector_index
 from memory.runtime import credentials
 from memory.worker import state as worker
 
@@ -215,9 +223,6 @@ def _worker_checks() -> list[Check]:
 
 
 def _database_checks() -> list[Check]:
-    from django.db import DEFAULT_DB_ALIAS, connections
-    from django.db.migrations.executor import MigrationExecutor
-
     connection = connections[DEFAULT_DB_ALIAS]
     name = str(connection.settings_dict.get("NAME") or "")
     in_memory = name.startswith(("file:", ":memory:"))
@@ -256,8 +261,6 @@ def _database_checks() -> list[Check]:
 
 def _database_size_check() -> Check:
     # Size and growth per day (memory/housekeeping/retention.py): claude-mem databases grew to 25-136 GB.
-    from memory.housekeeping.retention import database_growth, retention_days
-
     try:
         growth = database_growth()
     except Exception as exc:  # noqa: BLE001 - a size we cannot read is worth a warning only
@@ -301,8 +304,6 @@ def _spool_checks() -> list[Check]:
 
 def _provider_checks() -> list[Check]:
     """Which provider writes the observations, and why (where its key and URL come from)."""
-    from memory.compression.providers import AUTO, OFFLINE, module, provider_choice
-
     choice = provider_choice()
     if choice.name == OFFLINE:
         if choice.requested not in {AUTO, OFFLINE}:
@@ -336,17 +337,11 @@ def _provider_checks() -> list[Check]:
 
 def _search_checks() -> list[Check]:
     """Search by meaning needs the embeddings extra; without it search is keyword-only."""
-    from memory.retrieval import embeddings
-
     if embeddings.available():
-        from django.db import connection
-
         checks = [
             Check("ok", "search: hybrid (words and meaning; the embeddings extra is installed)")
         ]
         if connection.vendor == "sqlite":  # team mode's PostgreSQL has pgvector or its scan
-            from memory.retrieval.embeddings import vector_index
-
             level, line = vector_index.describe()
             fix = "" if level == "ok" else "set CLAUDE_MEM_VECTOR_INDEX=auto (or scan)"
             checks.append(Check(level, line, fix))
@@ -379,8 +374,6 @@ def _access_checks() -> list[Check]:
 
 def _agent_checks() -> list[Check]:
     """Gemini CLI, Copilot CLI, OpenCode: rows only for those cmem is installed in."""
-    from memory.agents.install.agents import agents_doctor_checks
-
     return agents_doctor_checks()
 
 

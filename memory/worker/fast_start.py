@@ -18,16 +18,14 @@ import os
 import time
 
 from memory import config
-from memory.worker import schema_stamp
+from memory.worker import lifecycle, schema_stamp
+from memory.worker.state import port_is_free, worker_address
 
 
 def serve_if_ready(*, migrate: bool = True) -> int | None:
     """Run the supervisor here and return its exit code, or None when the Django command
     must do the start (its checks say something, or there are migrations to apply).
     `migrate=False` is `cmem serve --no-migrate`: the stamp is not asked."""
-    from memory.worker import lifecycle
-    from memory.worker.state import port_is_free, worker_address
-
     # What importing Django's settings did to this process before the supervisor ran:
     # cmem_site/settings.py's umask (everything cmem writes is the user's only), and
     # Django's TZ from TIME_ZONE (the supervisor's log lines carry the same zone as the
@@ -44,6 +42,7 @@ def serve_if_ready(*, migrate: bool = True) -> int | None:
     address = worker_address()
     if not port_is_free(address):
         return None
+    # only when the fast start goes ahead (no migrations, port free)
     from memory.worker.supervisor import main as supervise
 
     return supervise()

@@ -169,6 +169,7 @@ def start_listeners(apps: Iterable[Listener], threads: int) -> Listeners:
     """Start one granian worker per (app, address): a (host, port) pair or a Unix socket
     path. Returns once every listener is bound and serving on granian's own threads."""
     try:
+        # granian's private worker API: a missing piece means GranianUnavailable, not a crash
         from granian._futures import _new_cbscheduler
         from granian._loops import loops
         from granian.constants import HTTPModes

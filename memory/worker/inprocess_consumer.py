@@ -22,6 +22,12 @@ import logging
 import threading
 from typing import Any
 
+from django.conf import settings
+from django.utils.module_loading import autodiscover_modules
+from huey.contrib.djhuey import HUEY
+
+from memory.runtime.foreground import quiet_wait
+
 log = logging.getLogger(__name__)
 
 HEALTH_CHECK_EVERY_S = 10.0
@@ -29,17 +35,11 @@ QUIET_HOOK = "cmem-after-requests"
 
 
 def _after_requests(task: Any) -> None:
-    from memory.runtime.foreground import quiet_wait
-
     quiet_wait()
 
 
 class InProcessConsumer:
     def __init__(self) -> None:
-        from django.conf import settings
-        from django.utils.module_loading import autodiscover_modules
-        from huey.contrib.djhuey import HUEY
-
         # The tasks modules register their tasks and hooks on import, as run_huey does.
         autodiscover_modules("tasks")
         huey_settings: dict[str, Any] = settings.HUEY

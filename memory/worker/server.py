@@ -25,6 +25,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memory import config
+from memory.runtime.credentials import socket_path
+from memory.worker.state import worker_address
+
 if TYPE_CHECKING:
     from memory.worker.granian_serving import Listener
 
@@ -71,6 +75,7 @@ def served_apps(
 ) -> list[Listener]:
     """What each listener serves: the Django app beneath the hot lane, which answers the
     hooks' and the search's routes itself (memory/fastpath/hot_routes.py, issue 19)."""
+    # after django.setup(): the hot lane imports settings and the API
     from memory.fastpath.hot_routes import HotLane
 
     app = HotLane(django_app)
@@ -90,8 +95,6 @@ def _skip_redis_unless_used() -> None:
     in asyncio and cryptography: ~12 MB resident). The local worker's queue is SQLite, so
     there the import is refused and huey keeps its no-redis fallback; team mode
     (CLAUDE_MEM_QUEUE_URL=redis://…) imports it as before."""
-    from memory import config
-
     if not config.get("CLAUDE_MEM_QUEUE_URL").startswith("redis") and "redis" not in sys.modules:
         sys.modules["redis"] = None  # type: ignore[assignment]
 
@@ -99,13 +102,13 @@ def _skip_redis_unless_used() -> None:
 def main() -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cmem_site.settings")
     _skip_redis_unless_used()
+    # before setup: _skip_redis_unless_used() must run first; the Django pieces after setup
     import django
 
     django.setup()
+    # after django.setup()
     from cmem_site.wsgi import django_application
-    from memory.runtime.credentials import socket_path
     from memory.worker.inprocess_consumer import InProcessConsumer
-    from memory.worker.state import worker_address
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _raise_stop)
@@ -134,6 +137,7 @@ def main() -> int:
 
 def _serve_granian(apps: list[Listener], threads: int) -> bool:
     """Serve until a stop signal; False (nothing bound) when granian cannot serve here."""
+    # optional at run time: granian may be unable to serve here (waitress is the fallback)
     from memory.worker.granian_serving import GranianUnavailable, start_listeners
 
     try:

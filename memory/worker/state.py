@@ -100,6 +100,7 @@ def health(address: Address, timeout: float = 1.0) -> dict[str, object] | None:
 
 @functools.cache
 def _unix_connection() -> Any:
+    # the supervisor imports this module and is kept free of http.client (ssl, email)
     import http.client
 
     class UnixConnection(http.client.HTTPConnection):
@@ -127,6 +128,7 @@ def __getattr__(name: str) -> Any:
 
 def owner_get(path: str, timeout: float = 2.0) -> dict[str, object] | None:
     """GET a JSON object from the local worker over its Unix socket, or None."""
+    # the supervisor imports this module and is kept free of http.client (ssl, email)
     import http.client
 
     conn = _unix_connection()(str(config.data_dir() / "worker.sock"), timeout)

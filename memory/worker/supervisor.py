@@ -12,8 +12,10 @@ import ctypes
 import fcntl
 import json
 import logging
+import logging.handlers
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -33,6 +35,7 @@ from memory.worker.state import (
     read_pid,
     remove_state_files,
     rotate_log,
+    worker_address,
 )
 
 log = logging.getLogger(__name__)
@@ -78,8 +81,6 @@ def _answers(address: Address | str, timeout: float = 0.5) -> bool:
     """Whether cmem answers GET /api/health at `address` (TCP, or the path of the owner's
     Unix socket): one request on a plain socket, so the supervisor needs neither
     http.client nor urllib (they bring ssl and email: ~10 MB)."""
-    import socket
-
     target: str | tuple[str, int]
     if isinstance(address, str):
         family, target = socket.AF_UNIX, address
@@ -319,8 +320,6 @@ class Supervisor:
 
 def _configure_logging() -> None:
     """The same file and format as Django's LOGGING (cmem_site/settings.py), without Django."""
-    import logging.handlers
-
     raw = config.get("CLAUDE_MEM_LOG_LEVEL").upper()
     level = {"WARN": "WARNING", "SILENT": "CRITICAL"}.get(raw, raw)
     if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
@@ -337,8 +336,6 @@ def _configure_logging() -> None:
 
 def main() -> int:
     """`cmem serve` after its migrations: the supervisor alone, in a process without Django."""
-    from memory.worker.state import worker_address
-
     _configure_logging()
     try:
         return Supervisor(worker_address()).run()

@@ -8,6 +8,7 @@ twice changes nothing the second time. cmem's own entries are recognised by thei
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -121,7 +122,6 @@ def entry_root(hook: Any) -> str | None:
     if not sep:
         return None
     literal = rest.split(")", 1)[0]
-    import ast
 
     try:
         value = ast.literal_eval(literal)

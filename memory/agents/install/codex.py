@@ -17,9 +17,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import selectors
 import shlex
 import shutil
 import subprocess
+import time
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -184,9 +186,6 @@ class AppServer:
             raise CodexTrustError(f"codex app-server stopped ({exc})") from None
 
     def request(self, method: str, params: dict[str, Any]) -> Any:
-        import selectors
-        import time
-
         self._next += 1
         ident = self._next
         self._send({"jsonrpc": "2.0", "id": ident, "method": method, "params": params})

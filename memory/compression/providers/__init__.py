@@ -44,14 +44,17 @@ class Choice:
 def module(name: str) -> ModuleType:
     """The module that talks to provider `name` (imported on first use: the SDKs are slow)."""
     if name == "anthropic":
+        # only the configured provider's module loads (each ~10 ms, its SDK on first call)
         from memory.compression.providers import anthropic_api
 
         return anthropic_api
     if name == "claude":
+        # only the configured provider's module loads
         from memory.compression.providers import claude_cli
 
         return claude_cli
     if name in {"openrouter", "gemini", "openai-compatible"}:
+        # only the configured provider's module loads
         from memory.compression.providers import openai_compat
 
         return openai_compat

@@ -107,6 +107,7 @@ _clients_lock = threading.Lock()
 
 
 def _client(key: str, base_url: str, timeout: float) -> anthropic.Anthropic:
+    # heavy SDK (~hundreds of ms): first model call only
     import anthropic
 
     # One client (and its connection pool) per key/base URL/timeout, shared by worker threads.
@@ -125,6 +126,7 @@ def _client(key: str, base_url: str, timeout: float) -> anthropic.Anthropic:
 
 
 def _classify(exc: Exception) -> LLMError:
+    # heavy SDK: loaded by _client() before any error can come from it
     import anthropic
 
     if isinstance(exc, anthropic.APITimeoutError):

@@ -107,6 +107,7 @@ _clients_lock = threading.Lock()
 
 
 def _client(name: str, timeout: float) -> openai.OpenAI:
+    # heavy SDK (~hundreds of ms): first model call only
     import openai
 
     key = _key(name)[0] or "not-needed"  # a local server takes any key; the SDK wants one
@@ -141,6 +142,7 @@ def _retry_after(exc: Exception) -> float:
 
 
 def _classify(exc: Exception, label: str) -> LLMError:
+    # heavy SDK: loaded by _client() before any error can come from it
     import openai
 
     if isinstance(exc, openai.APITimeoutError):

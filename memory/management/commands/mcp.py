@@ -11,6 +11,7 @@ class Command(BaseCommand):
     requires_system_checks: list[str] = []
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # CLI start: the MCP SDK (~0.5 s) loads when the server starts, not with the command class
         from memory.retrieval.mcp_server import main
 
         main()

@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+import json
 from argparse import ArgumentParser
 from typing import Any
 
 from django.core.management.base import BaseCommand
 
 from memory import config
+from memory.compression.providers import OFFLINE, module, provider_choice
+from memory.retrieval import embeddings
 from memory.worker import lifecycle
 from memory.worker import state as worker
 
@@ -29,8 +32,6 @@ def format_duration(seconds: float) -> str:
 def observer_sources() -> dict[str, str]:
     """The observer's provider and where its key and base URL come from, as settings.json and
     this process's environment give them (secrets are never printed, only their source)."""
-    from memory.compression.providers import OFFLINE, module, provider_choice
-
     choice = provider_choice()
     sources = (
         {"key": "none", "base_url": "none"}
@@ -42,8 +43,6 @@ def observer_sources() -> dict[str, str]:
 
 def search_modes() -> dict[str, Any]:
     """Whether search by meaning is installed (the embeddings extra) in this environment."""
-    from memory.retrieval import embeddings
-
     return {"semantic": embeddings.available(), "note": embeddings.unavailable_note()}
 
 
@@ -62,8 +61,6 @@ class Command(BaseCommand):
         if state.running and state.health:
             pending = (worker.stats(state.address) or {}).get("pending")
         if options["json"]:
-            import json
-
             self.stdout.write(
                 json.dumps(
                     {

@@ -31,6 +31,7 @@ _SET = Path(__file__).parents[3] / "tests" / "bench" / "data" / "recall.json.gz"
 
 def compute(texts: Iterable[str], tokenizer: Any, vocab: int) -> Any:
     """idf = ln((N + 1) / (df + 1)) per token id; a token never seen gets the highest."""
+    # optional dependency (numpy: the embeddings extra)
     import numpy as np
 
     df = np.zeros(vocab, dtype=np.float64)
@@ -43,6 +44,7 @@ def compute(texts: Iterable[str], tokenizer: Any, vocab: int) -> Any:
 
 def load(vocab: int) -> Any:
     """The shipped weights (float32), or None when the file is absent or of another size."""
+    # optional dependency (numpy: the embeddings extra)
     import numpy as np
 
     try:
@@ -54,6 +56,7 @@ def load(vocab: int) -> Any:
 
 def rebuild(tokenizer: Any, vocab: int) -> str:
     """Count the weights again from the recall set and write the shipped file."""
+    # optional dependency (numpy: the embeddings extra)
     import numpy as np
 
     with gzip.open(_SET, "rt", encoding="utf-8") as f:

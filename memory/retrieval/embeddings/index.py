@@ -75,6 +75,7 @@ def _load(
     kind: Kind, model: str, after: int, dim: int, bound: int | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Vectors stored after vector row `after`, oldest first; only the newest `bound`."""
+    # optional dependency (numpy: the embeddings extra)
     import numpy as np
 
     sql = (
@@ -116,6 +117,7 @@ def _release_free_heap() -> None:
     global _malloc_trim
     if _malloc_trim is None:
         try:
+            # Linux/glibc only, once: a failed load is a no-op elsewhere
             import ctypes
 
             _malloc_trim = ctypes.CDLL("libc.so.6").malloc_trim
@@ -133,6 +135,7 @@ def matrix(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(ids, vectors) of every stored vector of `kind` made by `model`, current as of now;
     with `bound`, of the newest `bound` only (the PostgreSQL fallback's bounded scan)."""
+    # optional dependency (numpy: the embeddings extra)
     import numpy as np
 
     key = (connection.alias + ":" + str(connection.settings_dict.get("NAME")), model, kind, bound)
@@ -175,6 +178,7 @@ def nearest(
     """The `k` rows most similar to `query` (a unit vector), best first, as (cosine, id);
     `allowed` restricts the scan to those ids (the filtered rows), `bound` to the newest
     `bound` vectors."""
+    # optional dependency (numpy: the embeddings extra)
     import numpy as np
 
     ids, vectors = matrix(kind, model, int(query.shape[0]), bound)
@@ -198,6 +202,7 @@ def clear() -> None:
 
 def vectors_of(kind: Kind, model: str, object_ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """(ids, vectors) of these rows read from the table (the fallback's keyword candidates)."""
+    # optional dependency (numpy: the embeddings extra)
     import numpy as np
 
     if not object_ids:

@@ -25,10 +25,14 @@ cmem logs why and keeps the default.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
+import json
 import logging
 import math
+import struct
 import threading
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +68,7 @@ class EmbeddingModel:
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """(len(texts), dim) float32 unit vectors; an empty text gets a zero vector."""
+        # optional dependency (numpy: the embeddings extra)
         import numpy as np
 
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
@@ -109,6 +114,7 @@ class PairedModel:
     def embed(self, texts: list[str]) -> np.ndarray:
         """(len(texts), dim) float32 unit vectors; a text neither part can read (empty)
         gets a zero vector."""
+        # optional dependency (numpy: the embeddings extra)
         import numpy as np
 
         first, second = (part.embed(texts) for part in self.parts)
@@ -128,6 +134,7 @@ Model = EmbeddingModel | PairedModel
 
 
 def _tokenizer(path: Path) -> Any:
+    # optional dependency (tokenizers: the embeddings extra)
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(path))
@@ -155,9 +162,6 @@ def _table(path: Path, keys: tuple[str, ...]) -> Any:
 
 def _header(path: Path) -> tuple[dict[str, Any], int]:
     """A safetensors file's header and the offset its data starts at."""
-    import json
-    import struct
-
     with open(path, "rb") as f:
         (size,) = struct.unpack("<Q", f.read(8))
         header = json.loads(f.read(size)) if size < 100_000_000 else {}
@@ -168,6 +172,7 @@ def _mapped(path: Path, keys: tuple[str, ...], *, ndim: int) -> tuple[str, Any]:
     """The first of `keys` in the file and that tensor memory-mapped, or None when its dtype
     or layout cannot be mapped as is. Read without importing safetensors (a megabyte the
     worker need not hold)."""
+    # optional dependency (numpy: the embeddings extra)
     import numpy as np
 
     header, data = _header(path)
@@ -188,6 +193,7 @@ def _mapped(path: Path, keys: tuple[str, ...], *, ndim: int) -> tuple[str, Any]:
 
 
 def _table_read(path: Path, key: str) -> Any:
+    # optional dependencies (numpy, safetensors: the embeddings extra)
     import numpy as np
     from safetensors import safe_open
 
@@ -197,6 +203,7 @@ def _table_read(path: Path, key: str) -> Any:
 
 def _bundled() -> PairedModel:
     """WordLlama paired with the distilled MiniLM table (the module docstring)."""
+    # optional dependency (numpy: the embeddings extra)
     import numpy as np
 
     with np.load(DATA / "pairing.npz") as pairing:
@@ -209,13 +216,12 @@ def _bundled() -> PairedModel:
 
 
 def _bundled_version() -> str:
-    from importlib.metadata import version
-
     return f"{DEFAULT_NAME}@{version('wordllama')}"
 
 
 def _minilm(folder: Path) -> EmbeddingModel:
     """The distilled table: int8 rows, their scales as per-token weights."""
+    # optional dependency (numpy: the embeddings extra)
     import numpy as np
 
     path = folder / "minilm_table.safetensors"
@@ -231,9 +237,7 @@ def _minilm(folder: Path) -> EmbeddingModel:
 
 
 def _wordllama(*, weighted: bool = True) -> EmbeddingModel:
-    import importlib.util
-    from importlib.metadata import version
-
+    # wordllama only: the IDF weights' module loads with that model
     from memory.retrieval.embeddings import idf
 
     # The package's folder, found without importing it: wordllama's __init__ pulls requests,

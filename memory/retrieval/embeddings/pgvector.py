@@ -22,6 +22,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from django.db import DatabaseError, connection, transaction
+
 from memory.retrieval.embeddings import KINDS, Kind
 
 if TYPE_CHECKING:
@@ -50,8 +52,6 @@ def install(connection: Any) -> bool:
 
     Runs inside the migration's transaction: a role that may not create the extension
     fails in a savepoint, is logged, and leaves the database on the fallback path."""
-    from django.db import DatabaseError, transaction
-
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
         if cursor.fetchone() is None:
@@ -78,6 +78,7 @@ def install(connection: Any) -> bool:
 
 def _fill_from_blobs(cursor: Any) -> None:
     """Rows stored before pgvector came: their float16 blobs into the column."""
+    # optional dependency (numpy: the embeddings extra)
     import numpy as np
 
     last = 0
@@ -102,8 +103,6 @@ def _fill_from_blobs(cursor: Any) -> None:
 
 def ready() -> bool:
     """This database has the `embedding` column (pgvector was installed at migrate time)."""
-    from django.db import connection
-
     if connection.vendor != "postgresql":
         return False
     key = _key(connection)
@@ -119,8 +118,6 @@ def ready() -> bool:
 
 def write(kind: Kind, object_ids: list[int], vectors: np.ndarray) -> None:
     """Fill the column for rows just stored (same transaction as their blobs)."""
-    from django.db import connection
-
     if not object_ids or vectors.shape[1] != DIM or not ready():
         return
     with connection.cursor() as cursor:
@@ -154,8 +151,6 @@ def nearest(
     vector cannot take the pgvector path (the caller scans the blobs instead).
 
     `scope`: SQL selecting the candidate ids (with its parameters), or None for all rows."""
-    from django.db import connection
-
     if k <= 0 or query.shape[0] != DIM or not ready():
         return None
     vec = literal(query)

@@ -17,6 +17,7 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils import timezone
 
+from memory import config
 from memory.models import Embedding, Observation, Prompt, Summary
 from memory.retrieval.embeddings import KINDS, Kind, available
 from memory.retrieval.embeddings.model import get_model, model_version
@@ -86,6 +87,7 @@ def pending_count(kind: Kind, model_version: str) -> int:
 
 def embed_rows(kind: Kind, ids: list[int]) -> int:
     """Embed and store these rows (replacing any older vector); returns how many."""
+    # optional dependency (numpy: the embeddings extra)
     import numpy as np
 
     if not ids:
@@ -113,6 +115,7 @@ def embed_rows(kind: Kind, ids: list[int]) -> int:
                 ],
             )
         if connection.vendor == "postgresql":
+            # PostgreSQL only
             from memory.retrieval.embeddings import pgvector
 
             pgvector.write(kind, order, vectors.astype(np.float32))
@@ -136,8 +139,6 @@ def _fingerprint(kind: Kind, version: str) -> list[int]:
 
 
 def _settled_path() -> Any:
-    from memory import config
-
     return config.data_dir() / "state" / "embeddings-settled.json"
 
 
@@ -150,8 +151,6 @@ def _settled_read() -> dict[str, Any]:
 
 
 def _settled_write(data: dict[str, Any]) -> None:
-    from memory import config
-
     path = _settled_path()
     with contextlib.suppress(OSError):
         path.parent.mkdir(mode=0o700, exist_ok=True)

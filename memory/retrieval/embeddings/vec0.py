@@ -22,6 +22,7 @@ import contextlib
 import functools
 import hashlib
 import importlib.util
+import json
 import logging
 import os
 import sqlite3
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import connection
 
+from memory import config
 from memory.retrieval.embeddings import Kind, index
 
 if TYPE_CHECKING:
@@ -79,12 +81,14 @@ def loadable() -> bool:
 
 
 def version() -> str:
+    # optional dependency (sqlite-vec: the embeddings extra)
     import sqlite_vec
 
     return str(sqlite_vec.__version__)
 
 
 def _load_extension(conn: sqlite3.Connection) -> None:
+    # optional dependency (sqlite-vec: the embeddings extra)
     import sqlite_vec
 
     conn.enable_load_extension(True)
@@ -101,8 +105,6 @@ def source_key() -> str:
 
 def path() -> Path:
     """The derived index's file, in the data dir, named after the database it copies."""
-    from memory import config
-
     digest = hashlib.sha1(source_key().encode()).hexdigest()[:12]
     return config.data_dir() / "vectors" / f"vec0-{digest}.sqlite3"
 
@@ -203,6 +205,7 @@ def _live_pairs(kind: Kind, model: str) -> dict[int, int]:
 def _rows_after(kind: Kind, model: str, after: int) -> Iterator[list[tuple[int, int, bytes]]]:
     """(object_id, id, float32 bytes) of vectors stored after row `after`, WRITE_BATCH at
     a time (a build of 100k rows never holds them all)."""
+    # optional dependency (numpy: the embeddings extra)
     import numpy as np
 
     with connection.cursor() as cursor:
@@ -330,8 +333,7 @@ def _live_vectors(kind: Kind, model: str, ids: list[int]) -> tuple[np.ndarray, n
     One probe of the (kind, object_id) unique index per id, forced by the CROSS JOIN: with
     hundreds of ids in an `IN (...)`, SQLite chose the (kind, model) index instead and read
     every vector of the kind (70 ms for 800 ids at 100k rows, against 2 ms)."""
-    import json
-
+    # optional dependency (numpy: the embeddings extra)
     import numpy as np
 
     with connection.cursor() as cursor:
@@ -355,6 +357,7 @@ def _rescored(
     """(dot product, id) from the live `memory_embedding` rows, as the scan computes it.
     `from_copy`: the ids came from the copy, so one with no live vector was deleted since
     the last sync, and is purged from the copy now."""
+    # optional dependency (numpy: the embeddings extra)
     import numpy as np
 
     found, vectors = _live_vectors(kind, model, ids)

@@ -27,6 +27,10 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from django.db import connection
+from huey.contrib.djhuey import HUEY
+
+from memory import config
 from memory.retrieval.embeddings import Kind, index, vec0
 
 if TYPE_CHECKING:
@@ -61,8 +65,6 @@ _measuring: set[tuple[str, Kind, str]] = set()  # keys a background thread is me
 
 
 def configured() -> str:
-    from memory import config
-
     raw = config.get(SETTING).strip().lower()
     if raw in CHOICES:
         return raw
@@ -77,8 +79,6 @@ def _log_once(message: str, level: int = logging.WARNING) -> None:
 
 
 def state_path() -> Any:
-    from memory import config
-
     return config.data_dir() / "state" / "vector-index.json"
 
 
@@ -93,8 +93,6 @@ def recorded() -> dict[str, Any]:
 
 
 def _record(kind: Kind, model: str, decision: Decision, figures: dict[str, float]) -> None:
-    from memory import config
-
     path = state_path()
     with contextlib.suppress(OSError, ValueError):
         data = json.loads(path.read_text()) if path.exists() else {}
@@ -149,7 +147,6 @@ def _start_measuring(
     100k vectors took 3.7 s here, and a hook's request has 2 s): the scan answers until the
     decision is in. Where background work runs inline (`HUEY.immediate`: the tests), it is
     measured now and returned."""
-    from huey.contrib.djhuey import HUEY
 
     def work() -> Decision:
         with _lock:
@@ -165,8 +162,6 @@ def _start_measuring(
     _measuring.add(key)
 
     def background() -> None:
-        from django.db import connection
-
         try:
             work()
         except Exception as exc:  # noqa: BLE001 - a failed measure keeps the scan, and says why
@@ -197,6 +192,7 @@ def _median_ms(run: Any, queries: np.ndarray) -> float:
 
 def _measure(kind: Kind, model: str, dim: int, count: int) -> Decision:
     """Time both paths on the live store; keep the faster."""
+    # optional dependency (numpy: the embeddings extra)
     import numpy as np
 
     ids, vectors = index.matrix(kind, model, dim)

@@ -22,6 +22,7 @@ apart) the outline is made as soon as before.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -101,8 +102,6 @@ def outline_text(path: Path, sha256: str) -> str | None:
     """The outline of `path` rendered, or NONE: no grammar, too big, binary, unreadable, no
     symbols; None when the content on disk is no longer the one with `sha256` (nothing is
     known about that content then)."""
-    import hashlib
-
     language = language_for(path)
     if language is None:
         return NONE

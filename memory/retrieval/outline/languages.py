@@ -223,6 +223,7 @@ def language_for(path: Path) -> str | None:
 @cache
 def parser_and_query(language: str) -> tuple[ts.Parser, ts.Query]:
     """One parser and one query per language, capturing every definition and import node."""
+    # MCP start: tree-sitter loads on the first outline
     import tree_sitter as ts
 
     spec = LANGUAGES[language]

@@ -318,6 +318,7 @@ def outline_source(source: bytes, *, language: str, path: str = "") -> Outline:
     spec = LANGUAGES[language]
     tree = parser.parse(source)
     lines = source.decode("utf-8", "replace").splitlines()
+    # MCP start: tree-sitter loads on the first outline
     from tree_sitter import QueryCursor
 
     nodes = QueryCursor(query).captures(tree.root_node).get("node", [])

@@ -64,6 +64,7 @@ def code_path(path: str, *, roots: Iterable[str], base: str = "") -> Path:
 
 def recorded_roots() -> list[str]:
     """The project roots of recorded sessions (worker side: reads the database)."""
+    # worker side only: the MCP server imports this room without Django
     from memory.models import Session
 
     rows = Session.objects.exclude(project_root="").values_list("project_root", flat=True)

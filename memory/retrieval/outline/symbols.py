@@ -66,6 +66,7 @@ class SymbolMatch:
 
 
 def _gitignore(root: Path) -> Callable[[str], bool]:
+    # MCP start: pathspec only when a .gitignore is read
     import pathspec
 
     lines: list[str] = []

@@ -21,6 +21,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memory.retrieval import embeddings
+from memory.retrieval.embeddings import index
+from memory.retrieval.embeddings.model import get_model
 from memory.retrieval.search.query import KINDS, Kind, Mode, SearchHit, SearchQuery
 
 if TYPE_CHECKING:
@@ -80,13 +82,10 @@ class Backend(Protocol):
 def query_vector(query: SearchQuery) -> tuple[str, np.ndarray] | None:
     """(model version, vector) of the query text, or None when it has nothing to embed or
     no wanted kind has vectors stored."""
-    from memory.retrieval.embeddings import index
-
     if not query.text.strip():
         return None
     if not index.kinds_stored([kind for kind in KINDS if query.wants(kind)]):
         return None
-    from memory.retrieval.embeddings.model import get_model
 
     model = get_model()
     vector = model.embed([query.text])[0]
@@ -102,8 +101,6 @@ def semantic_ranked(
 ) -> list[tuple[float, Kind, int]]:
     """(cosine, kind, id) of the `k` nearest rows over the wanted kinds, best first;
     `embedded`: the query's `query_vector`, when the caller has it already."""
-    from memory.retrieval.embeddings import index
-
     embedded = embedded or query_vector(query)
     if embedded is None:
         return []
@@ -123,8 +120,6 @@ def relatedness(keyword: list[tuple[float, Kind, int]], embedded: tuple[str, np.
     """Mean cosine between the query and the keyword list's first `RELATEDNESS_TOP` rows
     (those with a vector: one indexed read of at most that many); 1.0 when none has one,
     so a store not embedded yet keeps its keyword ranking."""
-    from memory.retrieval.embeddings import index
-
     model, vector = embedded
     head = keyword[:RELATEDNESS_TOP]
     cosines: list[float] = []

@@ -16,6 +16,12 @@ from typing import Any
 
 from django.db import connection
 
+from memory.retrieval.embeddings import index, pgvector
+from memory.retrieval.search.hybrid import (
+    FALLBACK_SCAN_BOUND,
+    FILTER_SCAN_BOUND,
+    MIN_SIMILARITY,
+)
 from memory.retrieval.search.query import (
     HIGHLIGHT_CLOSE,
     HIGHLIGHT_OPEN,
@@ -342,13 +348,6 @@ def nearest(
     FALLBACK_SCAN_BOUND vectors (or, with filters, the rows they select) scanned in memory,
     plus the keyword candidates' own vectors, so a keyword match older than the bound is
     still scored by meaning."""
-    from memory.retrieval.embeddings import index, pgvector
-    from memory.retrieval.search.hybrid import (
-        FALLBACK_SCAN_BOUND,
-        FILTER_SCAN_BOUND,
-        MIN_SIMILARITY,
-    )
-
     scope = _scope(kind, query, FILTER_SCAN_BOUND)
     found = pgvector.nearest(kind, model, vector, k=k, scope=scope, min_score=MIN_SIMILARITY)
     if found is not None:

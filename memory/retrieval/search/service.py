@@ -11,8 +11,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from django.db import connection
+
 from memory.retrieval.search.hybrid import effective_mode, mode_note, search_mode
+from memory.retrieval.search.postgres import PostgresBackend
 from memory.retrieval.search.query import SearchHit, SearchQuery
+from memory.retrieval.search.sqlite import SqliteBackend
 from memory.team.scope import restricted_owner
 
 __all__ = ["effective_mode", "mode_note", "search"]
@@ -21,14 +25,9 @@ __all__ = ["effective_mode", "mode_note", "search"]
 def search(query: SearchQuery) -> list[SearchHit]:
     """Ranked hits for `query`, best first (newest first without text). Under a teammate's
     token, every mode (keyword, semantic, hybrid) ranks only that user's rows."""
-    from django.db import connection
-
     query = replace(query, owner=restricted_owner())
 
     if connection.vendor == "postgresql":
-        from memory.retrieval.search.postgres import PostgresBackend
-
         return search_mode(PostgresBackend(), query)
-    from memory.retrieval.search.sqlite import SqliteBackend
 
     return search_mode(SqliteBackend(), query)

@@ -10,6 +10,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db import connection
+
+from memory.retrieval.embeddings import vector_index
+from memory.retrieval.search.hybrid import FILTER_SCAN_BOUND, MIN_SIMILARITY
 from memory.retrieval.search.query import (
     KINDS,
     STOPWORDS,
@@ -64,8 +68,6 @@ def _common_filters(
     query: SearchQuery, *, project_col: str | None, created_col: str, session_col: str
 ) -> _Sql:
     """Row-level filters; project_col None when the FTS tag already filters the project."""
-    from django.db import connection
-
     sql = _Sql()
     if query.owner is not None:
         sql.add(
@@ -207,8 +209,6 @@ def _hit(
 
 def _recent(kind: Kind, query: SearchQuery) -> list[SearchHit]:
     """No text: the newest rows that pass the filters."""
-    from django.db import connection
-
     k, filters = _KIND_SQL[kind], _filters(kind, query)
     sql = (
         f"SELECT {k.columns}, {k.fallback_snippet} FROM {k.table} {k.alias}{k.join} WHERE 1 = 1{filters.sql} "
@@ -257,8 +257,6 @@ def _ranked(
 
     `rows`: (score, kind, id, row), the row's columns and snippet text read by the same
     statement, for a search whose every ranked row is a row it returns (`search_sqlite`)."""
-    from django.db import connection
-
     k, filters = _KIND_SQL[kind], _filters(kind, query, in_fts=True)
     # CROSS JOIN keeps the FTS table as the outer loop, so rowid order comes from the index.
     join = (
@@ -301,8 +299,6 @@ def _hydrate(page: list[tuple[float, Kind, int]], terms: str) -> list[SearchHit]
     Not FTS5's snippet(): it needs the MATCH again, and re-running a prefix query per row
     cost 70 ms at 100k rows; highlighting the page in Python costs well under one.
     """
-    from django.db import connection
-
     words = query_words(terms)
     found: dict[tuple[Kind, int], SearchHit] = {}
     with connection.cursor() as cursor:
@@ -390,8 +386,6 @@ def hits_by_ids(page: list[tuple[float, Kind, int]], text: str) -> list[SearchHi
 
 def allowed_ids(kind: Kind, query: SearchQuery, bound: int) -> set[int]:
     """Ids of the newest `bound` rows of `kind` passing the query's filters."""
-    from django.db import connection
-
     k, filters = _KIND_SQL[kind], _filters(kind, query)
     with connection.cursor() as cursor:
         cursor.execute(
@@ -408,9 +402,6 @@ def nearest(
     """The `k` nearest vectors of `kind` by the configured index (`vector_index`: the
     in-memory scan, or sqlite-vec where it loads and measures faster); with filters, only
     the rows the keyword search's own filter SQL selects (`allowed_ids`)."""
-    from memory.retrieval.embeddings import vector_index
-    from memory.retrieval.search.hybrid import FILTER_SCAN_BOUND, MIN_SIMILARITY
-
     # Keyword candidates are in the full scan already.
     scoped = bool(_filters(kind, query).where)
     allowed = allowed_ids(kind, query, FILTER_SCAN_BOUND) if scoped else None
