@@ -27,14 +27,14 @@ Around every answer the database connections are checked as Django's request sig
 would check them: while the signals' receivers are Django's own (`DJANGO_RECEIVERS`), the
 lane calls `close_old_connections` itself (sending the two signals cost ~35 µs of a 120 µs
 answer, mostly receivers with nothing to do here); a receiver anything else connected makes
-the lane send the signals. `CMEM_HOT_LANE=0` turns the lane off.
+the lane send the signals. `CMEM_HOT_LANE=0` serves without the lane
+(memory/service/server.py `served_apps`).
 """
 
 from __future__ import annotations
 
 import io
 import logging
-import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -210,8 +210,8 @@ class HotLane:
 
     def __init__(self, app: WsgiApp) -> None:
         self.app = app
-        self.enabled = os.environ.get("CMEM_HOT_LANE", "1") != "0"
-        if self.enabled and tuple(settings.MIDDLEWARE) != WRITTEN_FOR:
+        self.enabled = True
+        if tuple(settings.MIDDLEWARE) != WRITTEN_FOR:
             log.warning(
                 "hot lane off: settings.MIDDLEWARE is not the list it was written for "
                 "(memory/api/hot_lane.py WRITTEN_FOR); every request goes through Django"

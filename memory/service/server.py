@@ -70,10 +70,13 @@ def served_apps(
     django_app: Callable[..., Iterable[bytes]], *, host: str, port: int, sock: Path
 ) -> list[Listener]:
     """What each listener serves: the Django app beneath the hot lane, which answers the
-    hooks' and the search's routes itself (memory/api/hot_lane.py, issue 19)."""
-    from memory.api.hot_lane import HotLane
+    hooks' and the search's routes itself (memory/api/hot_lane.py, issue 19), or, with
+    `CMEM_HOT_LANE=0`, the Django app alone (docs/benchmarks/hot-lane.md measures both)."""
+    app = django_app
+    if os.environ.get("CMEM_HOT_LANE", "1") != "0":
+        from memory.api.hot_lane import HotLane
 
-    app = HotLane(django_app)
+        app = HotLane(django_app)
     return [
         (tcp_app(app), (host, port)),
         # 0600 inside the 0700 data dir: hooks, CLI and MCP connect here.

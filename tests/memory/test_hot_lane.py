@@ -402,11 +402,24 @@ def test_the_lane_steps_aside_when_django_would_redirect(django_app, settings, s
     assert not HotLane(django_app).enabled
 
 
-def test_cmem_hot_lane_0_turns_it_off(django_app, monkeypatch) -> None:
+def test_cmem_hot_lane_0_turns_it_off(django_app, monkeypatch, tmp_path: Path) -> None:
+    """The server's switch: with `CMEM_HOT_LANE=0` both listeners serve the Django app alone
+    (no lane, so no header probe either), and a hook is stored and answered as before."""
+    from memory.service.server import served_apps
+
     monkeypatch.setenv("CMEM_HOT_LANE", "0")
-    served = HotLane(django_app)
-    call(served, environ("GET", "/api/health"))
-    assert django_app.calls == ["/api/health"]
+    listeners = served_apps(django_app, host="127.0.0.1", port=1, sock=tmp_path / "worker.sock")
+    path = "/api/hooks/claude-code/observation"
+    auth = {"Authorization": f"Bearer {credentials.ensure_secret()}"}  # TCP: the owner's secret
+    answers = [
+        call(app, environ("POST", path, body=_observation_payload(f"t{n}"), headers=auth))
+        for n, (app, _) in enumerate(listeners)
+    ]
+    assert django_app.calls == [path, path]
+    assert [status for status, _, _ in answers] == ["200 OK", "200 OK"]
+    assert Event.objects.filter(session__session_id="hot-lane-session").count() == 2
+    call(listeners[0][0], environ("GET", "/api/health"))
+    assert django_app.calls == [path, path, "/api/health"]
 
 
 def test_the_server_serves_both_listeners_through_the_lane(django_app, tmp_path: Path) -> None:
