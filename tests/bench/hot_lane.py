@@ -10,7 +10,7 @@ against each worker back to back (the order flips every round), with the bare in
 `python -I -S -c pass` beside them as the floor. Each is one whole process, its wall time
 from spawn to exit, run in sequence. The machine is shared, so the two modes are
 interleaved call by call and the report gives medians, the median of the paired
-differences, and each round's saving.
+differences, a 95% bootstrap interval of the saving's share, and each round's saving.
 
 Wall time on a loaded machine swings by more than the lane's effect, so the CPU each call
 costs is counted too, which load hardly moves: the hook process's own (getrusage of the
@@ -31,6 +31,7 @@ import argparse
 import http.client
 import json
 import os
+import random
 import resource
 import shutil
 import signal
@@ -405,6 +406,23 @@ def report(result: dict[str, Any]) -> str:
     return "\n".join([*head, *_wall_rows(result), *_cpu_rows(result), *_answer_rows(result)])
 
 
+def saving_interval(
+    on: list[float], off: list[float], resamples: int = 2000
+) -> tuple[float, float]:
+    """95% bootstrap interval of the saving's share of the hook (%): the pairs resampled,
+    (median off - median on) / median off each time."""
+    rng = random.Random(30)
+    pairs = list(zip(on, off, strict=True))
+    shares = []
+    for _ in range(resamples):
+        sample = rng.choices(pairs, k=len(pairs))
+        on_ms = statistics.median(a for a, _ in sample)
+        off_ms = statistics.median(b for _, b in sample)
+        shares.append(100 * (off_ms - on_ms) / off_ms)
+    shares.sort()
+    return shares[int(0.025 * resamples)], shares[int(0.975 * resamples) - 1]
+
+
 def _wall_rows(result: dict[str, Any]) -> list[str]:
     times, rounds_saving = result["times"], result["rounds_saving"]
     lines = [
@@ -412,7 +430,7 @@ def _wall_rows(result: dict[str, Any]) -> list[str]:
         "The installed hook, whole process, wall ms: medians (best of the runs in brackets)",
         "",
         "| hook (cmem event) | lane on | lane off | saving | paired | saving, % of the hook "
-        "| saving per round |",
+        "(95% interval) | saving per round |",
         "|---|---|---|---|---|---|---|",
     ]
     for label, event in EVENTS:
@@ -420,11 +438,21 @@ def _wall_rows(result: dict[str, Any]) -> list[str]:
         on_ms, off_ms = statistics.median(on), statistics.median(off)
         paired = statistics.median(b - a for a, b in zip(on, off, strict=True))
         per_round = ", ".join(f"{value:+.1f}" for value in rounds_saving[event])
+        low, high = saving_interval(on, off)
         lines.append(
             f"| {label} ({event}) | {on_ms:.2f} ({min(on):.1f}) | {off_ms:.2f} ({min(off):.1f}) "
             f"| {off_ms - on_ms:+.2f} | {paired:+.2f} | {100 * (off_ms - on_ms) / off_ms:+.1f} "
-            f"| {per_round} |"
+            f"({low:+.1f} to {high:+.1f}) | {per_round} |"
         )
+    on_all = [t for _, event in EVENTS for t in times[f"{event} on"]]
+    off_all = [t for _, event in EVENTS for t in times[f"{event} off"]]
+    on_ms, off_ms = statistics.median(on_all), statistics.median(off_all)
+    paired = statistics.median(b - a for a, b in zip(on_all, off_all, strict=True))
+    low, high = saving_interval(on_all, off_all)
+    lines.append(
+        f"| the four together | {on_ms:.2f} | {off_ms:.2f} | {off_ms - on_ms:+.2f} "
+        f"| {paired:+.2f} | {100 * (off_ms - on_ms) / off_ms:+.1f} ({low:+.1f} to {high:+.1f}) | |"
+    )
     bare = times["bare"]
     lines.append(
         f"| floor: `python -I -S -c pass` | {statistics.median(bare):.2f} ({min(bare):.1f}) "
