@@ -75,8 +75,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # /api/ requests take this list minus static files, CSRF and messages (memory/fastpath/short_chain.py).
-    "memory.fastpath.short_chain.ApiLane",
+    # /api/ requests take this list minus static files, CSRF and messages (memory/api/short_chain.py).
+    "memory.api.short_chain.ApiLane",
     "django.middleware.security.SecurityMiddleware",
     # Browser writes from other sites are refused; the JSON API has no CSRF token (memory/access/cross_site.py).
     "memory.access.cross_site.CrossSiteWriteGuard",

@@ -158,7 +158,7 @@ def test_the_code_s_inline_switch_defaults_are_the_registry_s() -> None:
             if default != registry.setting(key).default:
                 wrong.append(f"{rel}:{node.lineno} {key} defaults to {default!r}")
     assert wrong == []
-    assert {"CMEM_HOT_LANE", "CMEM_SERVER", "CMEM_HUEY_NAME"} <= set(checked)
+    assert {"CMEM_WORKER_CONSUMER", "CMEM_SERVER", "CMEM_HUEY_NAME"} <= set(checked)
 
 
 def test_every_claude_mem_name_in_the_code_is_registered() -> None:
@@ -210,7 +210,7 @@ def test_typed_readers_check_their_key_and_kind() -> None:
     with pytest.raises(TypeError):
         typed._int("CLAUDE_MEM_REDACT_SECRETS")
     with pytest.raises(TypeError):
-        typed._word("CMEM_HOT_LANE")  # an internal switch is no setting
+        typed._word("CMEM_SERVER")  # an internal switch is no setting
 
 
 def test_typed_readers_answer_as_the_string_readers(

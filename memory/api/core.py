@@ -94,7 +94,7 @@ def hook_answer(
     *, platform: str, event: str, size: int, read_body: Callable[[], bytes]
 ) -> tuple[int, dict[str, Any]]:
     """(status, JSON body) of one hook request of `size` bytes, read by `read_body`: the
-    ninja handler and the hot lane (memory/fastpath/hot_routes.py) answer through this."""
+    ninja handler answers through this."""
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
     if limit is not None and size > limit:
         return 413, {

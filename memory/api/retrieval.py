@@ -143,7 +143,7 @@ def search_endpoint(
 
 
 def search_body(filters: SearchFilters, kinds: tuple[Kind, ...]) -> dict[str, Any]:
-    """The 200 answer of a search (the ninja handler and the hot lane, memory/fastpath/hot_routes.py)."""
+    """The 200 answer of a search."""
     types = tuple(t.strip() for t in (filters.type or "").split(",") if t.strip())
     query = SearchQuery(
         text=filters.q, project=filters.project or None, kinds=kinds, types=types, concept=filters.concept or None,
@@ -248,7 +248,7 @@ def observations_by_id(request: HttpRequest, ids: str) -> Status[dict[str, Any]]
 
 
 def observations_body(wanted: list[int]) -> dict[str, Any]:
-    """The 200 answer of /api/observations (the ninja handler and the hot lane)."""
+    """The 200 answer of /api/observations."""
     found = _observations_found(wanted)
     return {
         "observations": [found[pk] for pk in dict.fromkeys(wanted) if pk in found],

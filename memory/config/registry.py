@@ -834,13 +834,6 @@ INTERNAL_SWITCHES: tuple[Setting, ...] = (
         " it for every test).",
     ),
     _internal(
-        "CMEM_HOT_LANE",
-        "1",
-        "str",
-        "0 turns the hot lane off (the hooks' and search's routes served beneath Django's"
-        " handler), to measure or debug without it.",
-    ),
-    _internal(
         "CMEM_SERVER",
         "granian",
         "str",

@@ -73,12 +73,10 @@ def tcp_app(app: Callable[..., Iterable[bytes]]) -> Callable[..., Iterable[bytes
 def served_apps(
     django_app: Callable[..., Iterable[bytes]], *, host: str, port: int, sock: Path
 ) -> list[Listener]:
-    """What each listener serves: the Django app beneath the hot lane, which answers the
-    hooks' and the search's routes itself (memory/fastpath/hot_routes.py, issue 19)."""
-    # after django.setup(): the hot lane imports settings and the API
-    from memory.fastpath.hot_routes import HotLane
-
-    app = HotLane(django_app)
+    """What each listener serves: the Django app, marked by listener. (A WSGI "hot lane" that
+    answered the hooks' routes beneath Django's handler was measured at 3.4% of an installed
+    hook's wall time and removed: docs/benchmarks/hot-lane.md.)"""
+    app = django_app
     return [
         (tcp_app(app), (host, port)),
         # 0600 inside the 0700 data dir: hooks, CLI and MCP connect here.

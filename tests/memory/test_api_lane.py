@@ -1,4 +1,4 @@
-"""Issue 19: /api/ requests take a shorter middleware chain (memory/fastpath/short_chain.py), and every
+"""Issue 19: /api/ requests take a shorter middleware chain (memory/api/short_chain.py), and every
 security check still runs on it: the owner's credential, the Host check, the cross-site
 write guard, the security and CSP headers; pages keep the full chain."""
 
@@ -12,7 +12,7 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from memory.fastpath.short_chain import API_SKIPPED, LANE, lane_middleware
+from memory.api.short_chain import API_SKIPPED, LANE, lane_middleware
 from memory.runtime import credentials
 from memory.runtime.credentials import OWNER_SOCKET_ENVIRON
 

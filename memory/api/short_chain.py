@@ -31,7 +31,7 @@ from django.urls import ResolverMatch, get_resolver
 from django.utils.module_loading import import_string
 
 API_PREFIX = "/api/"
-LANE = "memory.fastpath.short_chain.ApiLane"
+LANE = "memory.api.short_chain.ApiLane"
 # Resolved API paths kept (a path names its view and arguments, so the match can be reused);
 # emptied when full, since paths carrying ids are many and each is asked rarely.
 RESOLVED_PATHS_MAX = 256
