@@ -56,7 +56,7 @@ setup: $(DEV_STAMP)
 EXT_PYTHON ?= /usr/bin/python3
 EXT_VENV ?= .venv-ext
 EXT_STAMP := $(EXT_VENV)/.dev-stamp
-EXT_TESTS = tests/memory/test_sqlite_vec.py tests/memory/test_semantic_search.py tests/memory/test_prompt_recall.py
+EXT_TESTS = tests/retrieval/test_sqlite_vec.py tests/retrieval/test_semantic_search.py tests/briefing/test_prompt_recall.py
 $(EXT_STAMP): VENV := $(EXT_VENV)
 $(EXT_STAMP): PYTHON := $(EXT_PYTHON)
 $(EXT_STAMP): PY := $(EXT_VENV)/bin/python
@@ -78,7 +78,7 @@ run: runtime
 # Team mode (issue 9): the backend-sensitive suites run a second time on PostgreSQL + Redis.
 TEAM_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/cmem
 TEAM_QUEUE_URL ?= redis://127.0.0.1:6379/0
-TEAM_TESTS = $(wildcard tests/memory/test_search.py tests/memory/test_gate.py tests/memory/test_gate_adaptive.py tests/memory/test_context.py tests/memory/test_compiled_insert.py tests/memory/test_capture.py tests/memory/test_tasks.py tests/memory/test_prompt_recall.py tests/test_smoke.py tests/smoke) tests/team
+TEAM_TESTS = $(wildcard tests/retrieval/test_search.py tests/briefing/test_gate.py tests/briefing/test_gate_adaptive.py tests/briefing/test_context.py tests/runtime/test_compiled_sql.py tests/capture/test_capture.py tests/compression/test_tasks.py tests/briefing/test_prompt_recall.py tests/test_smoke.py tests/smoke) tests/team
 
 test: setup
 	$(PY) -m pytest --ignore=tests/team $(PYTEST_ARGS)
@@ -89,8 +89,9 @@ test: setup
 # The loop to run while editing a service (docs/development-quick-loop.md): the services'
 # unit-level tests in-process (no worker, browser, agent CLI, wheel or PostgreSQL), stopping
 # at the first failure. About a minute on a 2-core machine; `make test` runs everything.
-QUICK_TESTS ?= tests/memory
-QUICK_IGNORE ?= tests/memory/test_admin.py tests/memory/test_views.py tests/memory/test_web_pages.py
+QUICK_TESTS ?= tests/api tests/briefing tests/capture tests/compression tests/config tests/hooks \
+	tests/housekeeping tests/ledger tests/privacy tests/protocol tests/retrieval tests/runtime
+QUICK_IGNORE ?=
 test-quick: setup
 	$(PY) -m pytest $(QUICK_TESTS) $(addprefix --ignore=,$(QUICK_IGNORE)) -x -q -p no:randomly -p no:schemathesis \
 		-m "not e2e and not browser and not package and not slow and not team" $(PYTEST_ARGS)
@@ -108,13 +109,13 @@ lint: setup
 dist: setup
 	$(PY) -m build --outdir dist .
 
-# Rewrite the module map in docs/architecture.md from the tree (tests/test_module_map.py checks it).
+# Rewrite the module map in docs/architecture.md from the tree (tests/architecture/test_module_map.py checks it).
 module-map: setup
 	$(PY) -m tests.support.module_map --write docs/architecture.md
 
 # Rewrite the generated reference pages: docs/reference/commands.md from the CLI's parsers,
 # http-api.md from the OpenAPI schema, settings.md from the settings registry
-# (tests/test_reference_docs.py and tests/test_settings_registry.py fail when one is stale).
+# (tests/architecture/test_reference_docs.py and tests/config/test_settings_registry.py fail when one is stale).
 reference: setup
 	$(PY) -m tests.support.reference_docs --write
 	$(PY) -m tests.support.settings_reference --write docs/reference/settings.md

@@ -35,7 +35,7 @@ class ContextOut(Schema):
 
 # The by-file answer's models document it; the handler writes the JSON itself, since the
 # validation of every row against them was a third, then a fifth, of the endpoint's CPU
-# (issue 19). tests/memory/test_gate.py checks the body against these models.
+# (issue 19). tests/briefing/test_gate.py checks the body against these models.
 class FileObservationOut(BaseModel):
     id: int
     title: str

@@ -116,7 +116,7 @@ def _search_body(out: dict[str, Any], hits: list[dict[str, Any]]) -> dict[str, A
     every value here is already typed (SearchHit.as_dict, fold.hits_with_folds), so only
     the field order and the types the schema would coerce to are kept: `created_at` a
     datetime (rendered by ninja's encoder, e.g. `…:52.651Z`), `score` a float.
-    tests/memory/test_search.py pins the body to the schema-validated one."""
+    tests/retrieval/test_search.py pins the body to the schema-validated one."""
     results = [
         {
             "id": hit["id"], "kind": hit["kind"], "title": hit["title"], "project": hit["project"],

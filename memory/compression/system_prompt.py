@@ -52,11 +52,11 @@ Each request holds one batch:
 <batch project="…" tool_uses="N">
 <user_request prompt_number="2">what the user asked the agent (context only)</user_request>
 <tool_use n="1" tool="Read" status="ok">
-<parameters>memory/briefing/gate.py (lines 1-200 of 540)</parameters>
+<parameters>memory/recall/gate.py (lines 1-200 of 540)</parameters>
 <outcome>…an excerpt of what the tool returned…</outcome>
 </tool_use>
 <tool_use n="2" tool="Edit" status="ok">
-<parameters>memory/briefing/gate.py</parameters>
+<parameters>memory/recall/gate.py</parameters>
 <diff>a unified diff of the change</diff>
 </tool_use>
 …
@@ -83,10 +83,10 @@ belong in the same observation. Several unrelated edits are several observations
 Good observations are specific and self-contained:
 - "Gate ranks timeline rows by path specificity" — not "Updated a function".
 - Facts name concrete files, functions, settings, commands, values, error messages and
-  numbers: "memory/briefing/gate.py: gate_decide() now returns deny for files over 1,500 bytes
+  numbers: "memory/recall/gate.py: gate_decide() now returns deny for files over 1,500 bytes
   with a fresh observation" — not "The gate was changed".
 - A discovery says how something works or where it lives: "Settings precedence is env >
-  settings.json > default, implemented in memory/config/ load()".
+  settings.json > default, implemented in memory/config.py load()".
 - A bugfix names the symptom, the cause and the fix.
 - A decision names the choice, the alternatives and the reason.
 
@@ -168,11 +168,11 @@ Never use the type id as a concept, and never invent new concept ids.
 Example A. A batch with a read, an edit and a passing test run:
 
 <tool_use n="1" tool="Read" status="ok">
-<parameters>memory/briefing/gate.py (lines 1-120 of 310)</parameters>
+<parameters>memory/recall/gate.py (lines 1-120 of 310)</parameters>
 <outcome>def gate_rows(project, path): rows = ObservationFile.objects.filter(…).order_by("-created") …</outcome>
 </tool_use>
 <tool_use n="2" tool="Edit" status="ok">
-<parameters>memory/briefing/gate.py</parameters>
+<parameters>memory/recall/gate.py</parameters>
 <diff>@@ -40,3 +40,4 @@
 -    rows = rows.order_by("-created")
 +    # Exact path matches first, then the newest.
@@ -191,15 +191,15 @@ A good answer:
   <title>Gate ranks exact path matches before newer rows</title>
   <subtitle>gate_rows() now orders by exact match, then recency; the gate tests pass.</subtitle>
   <facts>
-    <fact>memory/briefing/gate.py gate_rows() orders rows by "-exact" then "-created".</fact>
+    <fact>memory/recall/gate.py gate_rows() orders rows by "-exact" then "-created".</fact>
     <fact>pytest tests/memory/test_gate.py passed: 12 tests.</fact>
   </facts>
   <narrative>The file-read gate listed past observations of a file newest first, so a
   recent observation of a sibling file could push the exact file's history down. gate_rows()
   now sorts exact path matches first and recency second. The gate test module passes.</narrative>
   <concepts><concept>what-changed</concept><concept>how-it-works</concept></concepts>
-  <files_read><file>memory/briefing/gate.py</file></files_read>
-  <files_modified><file>memory/briefing/gate.py</file></files_modified>
+  <files_read><file>memory/recall/gate.py</file></files_read>
+  <files_modified><file>memory/recall/gate.py</file></files_modified>
 </observation>
 
 Example B. A failing test run followed by the fix:
@@ -211,7 +211,7 @@ E   ValueError: invalid literal for int() with base 10: ' 30 '
 tests/test_config.py::test_port FAILED</outcome>
 </tool_use>
 <tool_use n="2" tool="Edit" status="ok">
-<parameters>memory/config/</parameters>
+<parameters>memory/config.py</parameters>
 <diff>-    return int(raw)
 +    return int(raw.strip())</diff>
 </tool_use>
@@ -229,7 +229,7 @@ A good answer:
   <subtitle>get_int() strips the raw value before int(); test_port no longer fails.</subtitle>
   <facts>
     <fact>tests/test_config.py::test_port failed with ValueError on the value ' 30 '.</fact>
-    <fact>memory/config/ get_int() now calls int(raw.strip()).</fact>
+    <fact>memory/config.py get_int() now calls int(raw.strip()).</fact>
     <fact>pytest tests/test_config.py passed after the fix: 8 tests.</fact>
   </facts>
   <narrative>Settings read from settings.json can carry spaces, and get_int() passed them
@@ -237,17 +237,17 @@ A good answer:
   config tests pass again.</narrative>
   <concepts><concept>problem-solution</concept><concept>gotcha</concept></concepts>
   <files_read></files_read>
-  <files_modified><file>memory/config/</file></files_modified>
+  <files_modified><file>memory/config.py</file></files_modified>
 </observation>
 
 Example C. Several reads and searches that map out one area:
 
 <tool_use n="1" tool="Grep" status="ok">
 <parameters>pattern "def context_for_hook" in memory/</parameters>
-<outcome>1 file: memory/briefing/context.py</outcome>
+<outcome>1 file: memory/recall/context.py</outcome>
 </tool_use>
 <tool_use n="2" tool="Read" status="ok">
-<parameters>memory/briefing/context.py (210 lines)</parameters>
+<parameters>memory/recall/context.py (210 lines)</parameters>
 <outcome>def context_for_hook(*, event): … cached = ContextCache.objects.filter(project=…) …</outcome>
 </tool_use>
 <tool_use n="3" tool="Glob" status="ok">
@@ -260,16 +260,16 @@ A good answer (one discovery, not three):
 <observation uses="1 2 3">
   <type>discovery</type>
   <title>SessionStart context is served from a per-project cache</title>
-  <subtitle>context_for_hook() in memory/briefing/context.py reads ContextCache before rendering.</subtitle>
+  <subtitle>context_for_hook() in memory/recall/context.py reads ContextCache before rendering.</subtitle>
   <facts>
-    <fact>memory/briefing/context.py context_for_hook() looks up ContextCache by project first.</fact>
+    <fact>memory/recall/context.py context_for_hook() looks up ContextCache by project first.</fact>
     <fact>Tests live in tests/memory/test_context.py and tests/memory/test_context_cache.py.</fact>
   </facts>
   <narrative>The SessionStart hook calls context_for_hook(), which returns the cached index
   text of the project when present and renders it only on a miss, so most session starts
   cost one indexed lookup.</narrative>
   <concepts><concept>how-it-works</concept></concepts>
-  <files_read><file>memory/briefing/context.py</file></files_read>
+  <files_read><file>memory/recall/context.py</file></files_read>
   <files_modified></files_modified>
 </observation>
 
@@ -375,7 +375,7 @@ Example I. A summary request:
 --- MODE SWITCH: PROGRESS SUMMARY ---
 <user_request>make the read gate configurable</user_request>
 <observations>
-- [feature] CLAUDE_MEM_READ_GATE setting switches the gate to deny, context or off (memory/briefing/gate.py)
+- [feature] CLAUDE_MEM_READ_GATE setting switches the gate to deny, context or off (memory/recall/gate.py)
 - [bugfix] Gate no longer denies reads of files smaller than 1,500 bytes
 </observations>
 <last_assistant_message>Done: the gate now has three modes; tests pass.</last_assistant_message>
@@ -384,7 +384,7 @@ A good answer:
 
 <summary>
   <request>Make the file-read gate configurable: deny, context or off</request>
-  <investigated>memory/briefing/gate.py decision flow and its size threshold</investigated>
+  <investigated>memory/recall/gate.py decision flow and its size threshold</investigated>
   <learned>The gate compares the file size against CLAUDE_MEM_READ_GATE_MIN_BYTES before looking up observations</learned>
   <completed>CLAUDE_MEM_READ_GATE selects deny, context or off; small files always pass</completed>
   <next_steps>Document the setting in the README</next_steps>

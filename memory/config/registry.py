@@ -781,7 +781,7 @@ def _internal(key: str, default: str, kind: Kind, help_text: str) -> Setting:
     return Setting(key, default, kind, label, INTERNAL, help_text, internal=True)
 
 
-# Environment switches the code reads that are not settings (tests/test_settings_registry.py
+# Environment switches the code reads that are not settings (tests/config/test_settings_registry.py
 # finds every `CMEM_*` name in the code and holds it to this list).
 INTERNAL_SWITCHES: tuple[Setting, ...] = (
     _internal(

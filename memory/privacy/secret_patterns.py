@@ -5,7 +5,7 @@ so the worker and the spool used different rules, and the spool kept what only a
 knows. This snapshot makes them the same: memory.privacy compiles these patterns
 lazily (only those whose trigger literal occurs) without importing detect-secrets.
 Generated from detect-secrets 1.5.0 by `python -m memory.privacy.secret_patterns`;
-tests/memory/test_redactor_everywhere.py fails when the installed plugins differ.
+tests/privacy/test_redactor_everywhere.py fails when the installed plugins differ.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ directory at that path is refused without blocking.
 `read()` first scans the layout cmem itself writes (`json.dumps(..., indent=2)`: `{`, one
 `"KEY": value` per line, `}`) and keeps the result only when it cannot differ from what
 `json` would read (no escapes, no control characters, plain integers); anything else
-(escapes, nesting, other layouts, garbage) is parsed by `json`. tests/test_settings_file.py
+(escapes, nesting, other layouts, garbage) is parsed by `json`. tests/config/test_settings_file.py
 holds the scan to that, with generated files.
 """
 

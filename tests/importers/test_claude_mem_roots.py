@@ -15,8 +15,8 @@ from django.core.management import call_command
 from django.test import Client
 
 from memory.models import ObservationFile, Session
+from tests.briefing.gate_helpers import decision, post_gate, reason, write_file
 from tests.importers.claude_mem_db import SCHEMA
-from tests.memory.gate_helpers import decision, post_gate, reason, write_file
 
 pytestmark = pytest.mark.django_db(transaction=True)
 T0 = 1_793_000_000_000

@@ -14,8 +14,7 @@ from django.test import Client
 from memory.models import Event, FileView, Prompt
 from memory.privacy import Sanitizer, ScanStats, redact_text, strip_tags
 from memory.privacy.spool_scrub import spool_scrub
-from tests.factories import SessionFactory
-from tests.memory.gate_helpers import (
+from tests.briefing.gate_helpers import (
     added_context,
     decision,
     fixture,
@@ -28,6 +27,7 @@ from tests.memory.gate_helpers import (
     reason,
     write_file,
 )
+from tests.factories import SessionFactory
 
 pytestmark = pytest.mark.django_db
 

@@ -2,7 +2,7 @@
 deliverables/ and cmem_site/ with the opening sentence of its docstring (a management command's
 `help` when it has no docstring). `python -m tests.support.module_map` prints it; `--write
 docs/architecture.md` (`make module-map`) replaces the section between the markers;
-tests/test_module_map.py checks it."""
+tests/architecture/test_module_map.py checks it."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 verbs of cmem_site/verbs.py, each with its management command's arguments, built as `cmem VERB
 --help` builds them) and docs/reference/http-api.md from the django-ninja OpenAPI schema
 (cmem_site/api.py). `python -m tests.support.reference_docs` prints what would change;
-`--write` (`make reference`) rewrites both pages; tests/test_reference_docs.py checks them.
+`--write` (`make reference`) rewrites both pages; tests/architecture/test_reference_docs.py checks them.
 
 Each page is rendered in a child process with a fixed environment (its own data dir, a fixed
 terminal width, no CLAUDE_MEM_* of the developer's), so the text does not depend on who runs it.

@@ -1,7 +1,7 @@
 """The settings reference page, generated from the registry (memory/config/registry.py): every
 setting by section with its default, what it accepts and what it does, then the internal
 switches. `python -m tests.support.settings_reference` prints it; `--write
-docs/reference/settings.md` (`make reference-settings`) writes it; tests/test_settings_registry.py
+docs/reference/settings.md` (`make reference-settings`) writes it; tests/config/test_settings_registry.py
 checks the page is current."""
 
 from __future__ import annotations

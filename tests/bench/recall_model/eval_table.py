@@ -4,7 +4,7 @@ A maintainer's quick check between fits (seconds, against minutes for `python -m
 which also tunes the fusion and times searches): the same labelled set and the same texts
 the consumer embeds (title and narrative), every observation scanned by one matrix product,
 the tuning half (even query ids) first. Also the two hand-made commerce probes the search
-and prompt-recall tests rest on (tests/memory/test_semantic_search.py ROWS and PARAPHRASE).
+and prompt-recall tests rest on (tests/retrieval/test_semantic_search.py ROWS and PARAPHRASE).
 
     CLAUDE_MEM_DATA_DIR=/tmp/eval .venv/bin/python tests/bench/recall_model/eval_table.py \\
         default /tmp/table [--int8]
@@ -42,7 +42,7 @@ def scores(model: Any, data: dict[str, Any], join: Any) -> dict[tuple[str, str],
 
 
 def report(label: str, model: Any, data: dict[str, Any], join: Any) -> None:
-    from tests.memory.test_semantic_search import PARAPHRASE, ROWS
+    from tests.retrieval.test_semantic_search import PARAPHRASE, ROWS
 
     r = scores(model, data, join)
     texts = [join(title, narrative) for _, _, title, narrative, _ in ROWS]

@@ -30,7 +30,7 @@ TOOLS = {
     # Registered by deliverables (memory.retrieval.mcp_registry), not by mcp_server itself.
     "work_state_write",
 }
-SEED = "import json; from tests.memory.retrieval_seed import seed; print(json.dumps(seed()))"
+SEED = "import json; from tests.retrieval.retrieval_seed import seed; print(json.dumps(seed()))"
 
 
 def _seed(worker: LiveWorker) -> dict[str, list[int]]:

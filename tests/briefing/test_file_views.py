@@ -8,8 +8,8 @@ import pytest
 from memory.agents import claude_code
 from memory.briefing.file_views import file_view_record_from_tool, file_views_reset
 from memory.models import FileView, Session
+from tests.briefing.gate_helpers import fixture, make_project, sha, write_file
 from tests.factories import SessionFactory
-from tests.memory.gate_helpers import fixture, make_project, sha, write_file
 
 pytestmark = pytest.mark.django_db
 

@@ -25,7 +25,7 @@ from memory.retrieval.search.query import (
     highlight_spans,
     marks_split,
 )
-from tests.memory.retrieval_seed import seed
+from tests.retrieval.retrieval_seed import seed
 
 
 def reference_highlight(text: str, words: list[str], *, width: int = SNIPPET_TOKENS) -> str:

@@ -21,8 +21,8 @@ from memory.ledger import ledger_insert, ledger_record
 from memory.models import ContextCache, Event, FileView, LedgerEntry, Session
 from memory.projects import project_for_cwd
 from memory.runtime.compiled_sql import CompiledFetch, CompiledInsert, CompiledQuery, row, rows
+from tests.briefing.gate_helpers import fixture, make_project
 from tests.factories import SessionFactory
-from tests.memory.gate_helpers import fixture, make_project
 
 pytestmark = pytest.mark.django_db
 

@@ -10,14 +10,14 @@ import time_machine
 
 from memory.briefing.context import MAX_CHARS, utf16_len
 from memory.models import ContextCache, FileView, LedgerEntry, Session
-from tests.factories import SessionFactory
-from tests.memory.gate_helpers import (
+from tests.briefing.gate_helpers import (
     SID,
     make_obs,
     make_project,
     make_summary,
     post_context,
 )
+from tests.factories import SessionFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -45,7 +45,7 @@ def context(client, root: Path, source: str = "startup", session_id: str = SID) 
 
 
 def golden(name: str, text: str, **ids: int) -> None:
-    """Compare with tests/memory/golden/<name>; ids are placeholders ({o1}, {s1}) in the file.
+    """Compare with tests/briefing/golden/<name>; ids are placeholders ({o1}, {s1}) in the file.
     CMEM_UPDATE_GOLDEN=1 rewrites the file from the current output."""
     path = GOLDEN / name
     if os.environ.get("CMEM_UPDATE_GOLDEN"):

@@ -15,11 +15,7 @@ from django.core.management import call_command
 from memory.briefing.gate import UNKNOWN_HASH, UNKNOWN_MARK
 from memory.compression.tasks import events_sweep
 from memory.models import Observation, ObservationFile
-from tests.factories import SessionFactory
-from tests.fakes import add_event, bash_payload
-from tests.fakes.anthropic import FakeAnthropic, Reply
-from tests.importers.claude_mem_db import build_claude_mem_db
-from tests.memory.gate_helpers import (
+from tests.briefing.gate_helpers import (
     decision,
     make_obs,
     make_project,
@@ -27,7 +23,11 @@ from tests.memory.gate_helpers import (
     reason,
     write_file,
 )
-from tests.memory.test_tasks import KEY
+from tests.compression.test_tasks import KEY
+from tests.factories import SessionFactory
+from tests.fakes import add_event, bash_payload
+from tests.fakes.anthropic import FakeAnthropic, Reply
+from tests.importers.claude_mem_db import build_claude_mem_db
 
 
 def _claims_a_file_it_never_saw(body: dict[str, Any]) -> Reply:

@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 
 from memory.models import Observation
-from tests.memory.retrieval_seed import T0, seed
+from tests.retrieval.retrieval_seed import T0, seed
 
 pytestmark = pytest.mark.django_db
 

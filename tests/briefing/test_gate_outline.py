@@ -19,8 +19,7 @@ from memory.briefing.file_views import file_view_record_from_tool
 from memory.models import LedgerEntry
 from memory.retrieval.outline import cache, parse
 from memory.runtime import foreground
-from tests.factories import SessionFactory
-from tests.memory.gate_helpers import (
+from tests.briefing.gate_helpers import (
     decision,
     fixture,
     make_obs,
@@ -30,6 +29,7 @@ from tests.memory.gate_helpers import (
     sha,
     write_file,
 )
+from tests.factories import SessionFactory
 
 pytestmark = pytest.mark.django_db
 

@@ -12,8 +12,7 @@ import pytest
 from memory.agents.tool_names import mcp_tool_name
 from memory.briefing.gate_policy import PROBE_EVERY, adaptive_mode
 from memory.models import LedgerEntry
-from tests.factories import SessionFactory
-from tests.memory.gate_helpers import (
+from tests.briefing.gate_helpers import (
     added_context,
     decision,
     make_obs,
@@ -24,6 +23,7 @@ from tests.memory.gate_helpers import (
     sha,
     write_file,
 )
+from tests.factories import SessionFactory
 
 pytestmark = pytest.mark.django_db
 

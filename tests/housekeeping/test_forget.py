@@ -9,7 +9,7 @@ from django.core.management import call_command
 from memory.models import Observation, ObservationFile, Prompt, Summary
 from memory.retrieval.search.query import SearchQuery
 from memory.retrieval.search.service import search
-from tests.memory.retrieval_seed import seed
+from tests.retrieval.retrieval_seed import seed
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,7 @@ import time_machine
 from memory.agents import claude_code
 from memory.briefing.file_views import file_view_record_from_tool
 from memory.models import ExcludedProject, FileView, LedgerEntry, Session
-from tests.factories import SessionFactory
-from tests.memory.gate_helpers import (
+from tests.briefing.gate_helpers import (
     SID,
     added_context,
     decision,
@@ -26,6 +25,7 @@ from tests.memory.gate_helpers import (
     sha,
     write_file,
 )
+from tests.factories import SessionFactory
 
 pytestmark = pytest.mark.django_db
 

@@ -12,8 +12,7 @@ from django.core.management import call_command
 from memory.compression.llm import Usage
 from memory.ledger import ledger_record_observer, ledger_report
 from memory.models import LedgerEntry, Prompt, Session
-from tests.factories import SessionFactory
-from tests.memory.gate_helpers import (
+from tests.briefing.gate_helpers import (
     SID,
     make_obs,
     make_project,
@@ -23,6 +22,7 @@ from tests.memory.gate_helpers import (
     sha,
     write_file,
 )
+from tests.factories import SessionFactory
 
 pytestmark = pytest.mark.django_db
 

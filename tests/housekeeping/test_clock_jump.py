@@ -13,10 +13,10 @@ import time_machine
 from memory.compression import pipeline
 from memory.compression.tasks import events_sweep_task
 from memory.models import Event, Observation
+from tests.compression.test_tasks import KEY, echo_observations
 from tests.factories import SessionFactory
 from tests.fakes import add_event, bash_payload
 from tests.fakes.anthropic import FakeAnthropic, Reply
-from tests.memory.test_tasks import KEY, echo_observations
 
 pytestmark = pytest.mark.django_db
 

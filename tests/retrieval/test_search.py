@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from memory.models import Observation
 from memory.retrieval.search.query import SearchQuery, fts_terms
 from memory.retrieval.search.service import search
-from tests.memory.retrieval_seed import seed
+from tests.retrieval.retrieval_seed import seed
 
 pytestmark = pytest.mark.django_db
 
@@ -228,7 +228,7 @@ def test_operator_soup_is_a_valid_query(ids, text: str) -> None:
 
 def test_a_project_name_is_a_filter_not_a_hit(client) -> None:
     from memory.models import Session
-    from tests.memory.retrieval_seed import T0
+    from tests.retrieval.retrieval_seed import T0
 
     session = Session.objects.create(session_id="z", project="zebracorn-app.v2")
     Observation.objects.create(

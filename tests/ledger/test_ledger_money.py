@@ -21,8 +21,7 @@ from memory.compression.llm import Usage
 from memory.ledger import ledger_record_observer, ledger_report, memory_tool_bare
 from memory.ledger.prices import input_usd, price_row
 from memory.models import LedgerEntry, Session
-from tests.factories import SessionFactory
-from tests.memory.gate_helpers import (
+from tests.briefing.gate_helpers import (
     SID,
     fixture,
     make_obs,
@@ -33,6 +32,7 @@ from tests.memory.gate_helpers import (
     sha,
     write_file,
 )
+from tests.factories import SessionFactory
 from tests.support import CLAUDE_FIXTURES
 
 pytestmark = pytest.mark.django_db
