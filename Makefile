@@ -118,7 +118,7 @@ module-map: setup
 # (tests/architecture/test_reference_docs.py and tests/config/test_settings_registry.py fail when one is stale).
 reference: setup
 	$(PY) -m tests.support.reference_docs --write
-	$(PY) -m tests.support.settings_reference --write docs/reference/settings.md
+	$(PY) -m tests.support.settings_reference --write docs/reference/settings.md --readme README.md
 
 # The documentation site (docs/mkdocs.yml), into build/docs (git-ignored). --strict: a warning
 # fails the build, and the config makes a broken link or anchor and a page outside the nav one.

@@ -1,5 +1,5 @@
 """The settings reference as Markdown, made from the registry. It is both
-docs/reference/settings.md (`make reference-settings` writes it; a test holds it current) and
+docs/reference/settings.md (`make reference` writes it; a test holds it current) and
 the table `cmem settings_table` prints."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from memory.config.registry import (
 
 TITLE = "# Settings"
 INTRO = """\
-<!-- Generated from memory/config/registry.py by `make reference-settings`; do not edit by hand. -->
+<!-- Generated from memory/config/registry.py by `make reference`; do not edit by hand. -->
 
 cmem reads each setting from the environment first, then from `settings.json` in the data dir
 (`~/.claude-mem/` unless `CLAUDE_MEM_DATA_DIR` says otherwise), then its default. The settings

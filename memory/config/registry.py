@@ -2,7 +2,7 @@
 default, kind, bounds, label, section and help are written.
 
 From these records come memory.config's defaults and bounds, the settings page (memory/forms.py),
-`cmem settings_table`, and docs/reference/settings.md (`make reference-settings`). Keys that
+`cmem settings_table`, and docs/reference/settings.md (`make reference`). Keys that
 claude-mem defines keep its names and defaults. The internal switches at the end are
 environment variables the code reads that are not user settings (tests, CI, benchmarks and
 cmem's own processes set them); they are listed so they are documented, never loaded as

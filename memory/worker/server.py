@@ -75,7 +75,7 @@ def served_apps(
 ) -> list[Listener]:
     """What each listener serves: the Django app, marked by listener. (A WSGI "hot lane" that
     answered the hooks' routes beneath Django's handler was measured at 3.4% of an installed
-    hook's wall time and removed: docs/benchmarks/hot-lane.md.)"""
+    hook's wall time and removed: docs/history/hot-lane.md.)"""
     app = django_app
     return [
         (tcp_app(app), (host, port)),

@@ -22,7 +22,7 @@ from memory.hookclient import entry as hook_entry
 from memory.hookclient import remote as hookclient_remote
 from memory.hookclient import slow_path as hookclient_slow_path
 from tests.support import REPO
-from tests.support.settings_reference import PAGE, render
+from tests.support.settings_reference import PAGE, README, basic_table, readme_with_table, render
 
 CODE = ("memory", "cmem_site", "deliverables")
 # Dev-only and on its way to tests/bench/: its switches are the benchmarks' own.
@@ -44,9 +44,31 @@ def _sources() -> dict[str, str]:
 
 
 def test_the_reference_page_is_current() -> None:
-    assert PAGE.read_text() == render(), (
-        "docs/reference/settings.md is stale: run `make reference-settings`"
+    assert PAGE.read_text() == render(), "docs/reference/settings.md is stale: run `make reference`"
+
+
+def test_the_readme_table_is_the_registry_s_basic_settings() -> None:
+    readme = README.read_text()
+    assert readme_with_table(readme) == readme, "README's settings table is stale: `make reference`"
+    table = basic_table()
+    basic = [r for r in registry.REGISTRY if r.basic]
+    assert len(basic) == 10 and all(f"| `{r.key}` |" in table for r in basic)
+    assert table in readme
+
+
+def test_the_readme_generator_rewrites_a_stale_table(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    stale = README.read_text().replace("`CLAUDE_MEM_READ_GATE`", "`CLAUDE_MEM_OLD_NAME`")
+    readme.write_text(stale)
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.support.settings_reference", "--readme", str(readme)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
+    assert result.returncode == 0, result.stderr
+    assert "rewritten" in result.stdout and readme.read_text() == README.read_text()
 
 
 def test_the_page_names_every_setting_and_switch() -> None:

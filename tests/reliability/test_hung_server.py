@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from memory.worker.supervisor import LIVENESS_MISSES
 
+from memory.worker.supervisor import LIVENESS_MISSES
 from tests.reliability.helpers import (
     Session,
     children,

@@ -20,7 +20,7 @@ from django.test import Client, override_settings
 from memory.worker import schema_stamp
 from tests.support import CMEM, free_port, make_worker_env
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.django_db
