@@ -60,15 +60,8 @@ def test_the_readme_generator_rewrites_a_stale_table(tmp_path: Path) -> None:
     readme = tmp_path / "README.md"
     stale = README.read_text().replace("`CLAUDE_MEM_READ_GATE`", "`CLAUDE_MEM_OLD_NAME`")
     readme.write_text(stale)
-    result = subprocess.run(
-        [sys.executable, "-m", "tests.support.settings_reference", "--readme", str(readme)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 0, result.stderr
-    assert "rewritten" in result.stdout and readme.read_text() == README.read_text()
+    assert "rewritten" in _generate("--readme", str(readme))
+    assert readme.read_text() == README.read_text()
 
 
 def test_the_page_names_every_setting_and_switch() -> None:
@@ -92,18 +85,23 @@ def test_a_new_setting_makes_the_page_stale(monkeypatch: pytest.MonkeyPatch) -> 
     assert "CLAUDE_MEM_BRAND_NEW" not in PAGE.read_text()
 
 
-def test_the_generator_writes_the_page(tmp_path: Path) -> None:
-    page = tmp_path / "settings.md"
-    page.write_text("placeholder\n")
+def _generate(*args: str) -> str:
+    """Run the generator as `make reference` does; its stdout."""
     result = subprocess.run(
-        [sys.executable, "-m", "tests.support.settings_reference", "--write", str(page)],
+        [sys.executable, "-m", "tests.support.settings_reference", *args],
         cwd=REPO,
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert result.returncode == 0, result.stderr
-    assert "rewritten" in result.stdout
+    return result.stdout
+
+
+def test_the_generator_writes_the_page(tmp_path: Path) -> None:
+    page = tmp_path / "settings.md"
+    page.write_text("placeholder\n")
+    assert "rewritten" in _generate("--write", str(page))
     assert page.read_text() == PAGE.read_text()
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.paths import REPO
+from tests.support.paths import REPO, uv_path
 from tests.support.worker import free_port
 
 pytestmark = [pytest.mark.package, pytest.mark.slow, pytest.mark.timeout(900)]
@@ -41,12 +41,6 @@ def readme_commands() -> list[str]:
     return lines
 
 
-def _uv_dir() -> str:
-    found = shutil.which("uv") or str(REPO / ".tools" / "uv" / "bin" / "uv")
-    assert os.access(found, os.X_OK), "uv is missing: `make setup` bootstraps it into .tools/uv"
-    return str(Path(found).parent)
-
-
 @pytest.fixture
 def newcomer(tmp_path: Path) -> Iterator[dict[str, str]]:
     home = tmp_path / "home"
@@ -63,7 +57,7 @@ def newcomer(tmp_path: Path) -> Iterator[dict[str, str]]:
     env = {
         **inherited,
         "HOME": str(home),
-        "PATH": os.pathsep.join([str(bin_dir), _uv_dir(), "/usr/bin", "/bin"]),
+        "PATH": os.pathsep.join([str(bin_dir), str(Path(uv_path()).parent), "/usr/bin", "/bin"]),
         "UV_TOOL_DIR": str(tmp_path / "tools"),
         "UV_TOOL_BIN_DIR": str(bin_dir),
         "UV_PYTHON": sys.executable,

@@ -9,9 +9,7 @@ runs the installed `cmem`, never the checkout's.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -24,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.paths import REPO
+from tests.support.paths import REPO, uv_path
 from tests.support.worker import free_port, make_worker_env
 
 # pip resolving and installing the runtime set into a fresh venv is most of the module's
@@ -268,13 +266,6 @@ def test_the_runtime_set_is_lean_and_search_says_it_is_keyword_only(installed: I
     assert "Traceback" not in team.stderr
 
 
-def _uv() -> str:
-    """uv from PATH, or the one `make` bootstrapped into the checkout (.tools/uv)."""
-    found = shutil.which("uv") or str(REPO / ".tools" / "uv" / "bin" / "uv")
-    assert os.access(found, os.X_OK), "uv is missing: `make setup` bootstraps it into .tools/uv"
-    return found
-
-
 def test_uv_tool_install_of_the_wheel_with_and_without_embeddings(installed: Installed) -> None:
     """The install guide's wheel line: `uv tool install WHEEL`, and the extra spelled as it says."""
     root = installed.folder.parent / "uv-tool"
@@ -287,7 +278,7 @@ def test_uv_tool_install_of_the_wheel_with_and_without_embeddings(installed: Ins
     }
     for spec in (str(installed.wheel), f"cmem[embeddings] @ {installed.wheel}"):
         done = subprocess.run(
-            [_uv(), "tool", "install", "-q", "--force", spec], env=env, capture_output=True,
+            [uv_path(), "tool", "install", "-q", "--force", spec], env=env, capture_output=True,
             text=True, timeout=900,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr[-3000:]
