@@ -173,7 +173,7 @@ def _database() -> dict[str, object]:
                 "PRAGMA busy_timeout=5000; PRAGMA foreign_keys=ON; "
                 # No mmap: each connection mapped the file itself, and the kernel's
                 # fault-around mapped 64 kB around every index page read, so one count over
-                # an index showed as 9 MB more resident per connection (issue 19: idle RSS).
+                # an index showed as 9 MB more resident per connection (idle RSS).
                 # Pages come from the OS page cache by pread into a private cache of 4 MB at
                 # most per connection, filled only as pages are touched: the hot indexes of
                 # 10k observations (FTS, by-file, recent) fit, the rest is a syscall away.

@@ -32,7 +32,7 @@ def work_state_write(paths: list[str], title: str = "", note: str = "") -> str:
     if not named:
         # Imported here: this module is imported at every Django start (the app's ready()
         # registers the tool), and mcp brings pydantic's schemas, httpx and starlette
-        # (1.4 s and ~20 MB of the worker's cold start and idle RSS, issue 19). The tool
+        # (1.4 s and ~20 MB of the worker's cold start and idle RSS). The tool
         # only runs inside the MCP server, which has imported mcp already.
         from mcp.server.fastmcp.exceptions import ToolError
 

@@ -415,7 +415,7 @@ class ExcludedProjectAdmin(admin.ModelAdmin):
         return super().changelist_view(request, extra_context)
 
 
-# --- Team mode: API tokens (issue 9) ----------------------------------------------------------
+# --- Team mode: API tokens ----------------------------------------------------------
 from django.contrib import messages  # noqa: E402 - appended section, kept self-contained
 
 from memory.models import ApiToken  # noqa: E402

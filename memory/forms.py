@@ -79,7 +79,7 @@ REGISTRY = config.registry.REGISTRY
 INT_RANGES: dict[str, tuple[int, int | None]] = dict(config.INT_BOUNDS)
 # Settings that move traffic or code (where prompts go, what answers the hooks, which database
 # and queue hold everything, which CA is trusted), and where the observer sends the user's
-# code with which credentials: the web form shows them and never changes them (issue 15 §1:
+# code with which credentials: the web form shows them and never changes them (:
 # another page or user must not redirect the hooks or the observer, or read a key back); edit
 # settings.json or the environment.
 READ_ONLY = frozenset(r.key for r in REGISTRY if r.locked)

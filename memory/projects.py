@@ -342,7 +342,7 @@ def is_excluded(
 
 # is_excluded's answers for one (cwd, root, exclusion list), kept as long as the admin's
 # globs are: every gated Read asks twice (the cwd, the file's folder), and resolving and
-# matching every ancestor was a seventh of the gate's decision (issue 19). A changed list
+# matching every ancestor was a seventh of the gate's decision. A changed list
 # is another key; a symlink re-pointed under the same path is seen within the TTL.
 _excluded_memo: dict[tuple[str, str, tuple[str, ...]], tuple[float, bool]] = {}
 

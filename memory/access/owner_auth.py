@@ -1,4 +1,4 @@
-"""The local worker answers only its owner (issue 15 §1).
+"""The local worker answers only its owner.
 
 In local mode (no team tokens) every request except `GET /api/health`, `/auth/` and static
 files must show one of:
@@ -38,7 +38,7 @@ _secret_memo: tuple[tuple[object, ...], str] | None = None
 def _secret() -> str:
     """credentials.read_secret(), memoised on the file's lstat: every API call over TCP
     compares its bearer with the secret, and opening and reading the file each time cost
-    ~28 µs (issue 19). The stamp holds what read_secret checks (a regular file, ours,
+    ~28 µs. The stamp holds what read_secret checks (a regular file, ours,
     0600) plus inode, mtime, ctime and size, so a replaced, rewritten, loosened or removed
     secret is read afresh; a file changed in the last two seconds is always re-read."""
     global _secret_memo

@@ -1,4 +1,4 @@
-"""The HTTP API's routers (core, insights, retrieval) and the lane that serves them."""
+"""The HTTP API: its routers (core, insights, retrieval) and the short middleware chain for `/api/`."""
 
 from __future__ import annotations
 
@@ -19,6 +19,6 @@ def json_bytes(body: Any) -> bytes:
 def json_answer(body: Any) -> HttpResponse:
     """`body` as ninja would render it (its encoder: datetimes as `…:52.651Z`), for the hot
     handlers that build the body themselves instead of having ninja validate it against
-    the response schema on every request (issue 19); each one's test pins the body to the
+    the response schema on every request; each one's test pins the body to the
     schema-validated one."""
     return HttpResponse(json_bytes(body), content_type=JSON_CONTENT_TYPE)

@@ -49,7 +49,7 @@ class ErrorOut(Schema):
 
 
 # The two answers /api/health gives, rendered once per process (the pid is in one of them):
-# it is the HTTP floor (issue 19), and ninja's validation of its schema was a third of it.
+# it is the HTTP floor, and ninja's validation of its schema was a third of it.
 _health_bodies: dict[tuple[int, bool], bytes] = {}
 
 

@@ -34,8 +34,8 @@ class ContextOut(Schema):
 
 
 # The by-file answer's models document it; the handler writes the JSON itself, since the
-# validation of every row against them was a third, then a fifth, of the endpoint's CPU
-# (issue 19). tests/briefing/test_gate.py checks the body against these models.
+# validation of every row against them was a third, then a fifth, of the endpoint's CPU.
+# tests/briefing/test_gate.py checks the body against these models.
 class FileObservationOut(BaseModel):
     id: int
     title: str
@@ -129,7 +129,7 @@ def observations_by_file(
 
 
 def by_file_body(*, path: str, project: str, limit: int) -> dict[str, Any]:
-    """The 200 answer of /api/observations/by-file (the ninja handler and the hot lane)."""
+    """The 200 answer of /api/observations/by-file."""
     ranking = file_observations_ranked(path=path, project=project, limit=limit)
     return {
         "project": project,

@@ -112,7 +112,7 @@ def search_kinds(raw: str | None) -> tuple[Kind, ...]:
 def _search_body(out: dict[str, Any], hits: list[dict[str, Any]]) -> dict[str, Any]:
     """The 200 answer as ninja renders `SearchOut`, without validating it again.
 
-    Validating 20 hits through ninja's schemas cost ~0.45 ms of a ~2.5 ms search (issue 19);
+    Validating 20 hits through ninja's schemas cost ~0.45 ms of a ~2.5 ms search;
     every value here is already typed (SearchHit.as_dict, fold.hits_with_folds), so only
     the field order and the types the schema would coerce to are kept: `created_at` a
     datetime (rendered by ninja's encoder, e.g. `…:52.651Z`), `score` a float.
@@ -274,7 +274,7 @@ def _observations_found(wanted: list[int]) -> dict[int, dict[str, Any]]:
     A teammate's token: another user's ids are `missing`, exactly like ids never made
     (`owned`). With no restriction on the local SQLite worker, the columns are read with one
     cursor and no model instance: the ORM's compile, converters and instances were two
-    thirds of this call (issue 19: the authenticated-call row)."""
+    thirds of this call (the authenticated-call row)."""
     if restricted_owner() is not None or connection.vendor != "sqlite":
         rows = owned(Observation.objects.all()).in_bulk(wanted)
         found = {pk: row.as_dict() for pk, row in rows.items()}

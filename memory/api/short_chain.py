@@ -1,4 +1,4 @@
-"""The API's fast lane: `/api/` requests run a shorter middleware chain (issue 19).
+"""The API's fast lane: `/api/` requests run a shorter middleware chain.
 
 `ApiLane` is the first middleware of `settings.MIDDLEWARE`. A request whose path starts
 with `/api/` leaves the full chain there and goes through a second chain built from the
@@ -95,7 +95,7 @@ class _LaneHandler(BaseHandler):
 
     def resolve_request(self, request: HttpRequest) -> ResolverMatch:
         """Django's resolve, remembered per path: walking the URL patterns to ninja's routes
-        cost ~40 µs of a ~200 µs /api/health (issue 19). A request with its own urlconf, and
+        cost ~40 µs of a ~200 µs /api/health. A request with its own urlconf, and
         a path that does not resolve (404), take Django's way every time."""
         if hasattr(request, "urlconf"):
             return super().resolve_request(request)  # type: ignore[no-any-return]

@@ -1,7 +1,7 @@
 """The rows the SessionStart index is rendered from, read as plain tuples.
 
 A cold render at 10k observations made nine ORM queries and built ~60 model instances
-(8.9 ms, issue 19's target is 3): each query's SQL is now built by the ORM once per vendor
+(8.9 ms against a target of 3): each query's SQL is now built by the ORM once per vendor
 and run raw (memory/runtime/compiled_sql.py), and rows stay tuples. A teammate's token (memory/team/scope.py)
 still goes through the ORM, narrowed to their own rows in the query.
 """

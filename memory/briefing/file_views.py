@@ -79,7 +79,7 @@ def file_facts(
     if remote_request():
         # Team mode: a path a client names is the client's, never this server's. Stat or
         # hash it here and a hook naming /proc/self/environ, a 0600 file or the data dir's
-        # worker.secret would store the server's own facts (issue 15 §3).
+        # worker.secret would store the server's own facts.
         return None
     try:
         st = os.stat(path)

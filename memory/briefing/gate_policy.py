@@ -175,7 +175,7 @@ def judge(refusals: list[Refusal], later: list[LaterRow], turn: int) -> GateMode
 
 
 # The two ledger reads, built by the ORM once and run on a plain cursor (memory/runtime/compiled_sql.py): on
-# the gate's hot path the four QuerySets they replace cost 43% of a decision (issue 19).
+# the gate's hot path the four QuerySets they replace cost 43% of a decision.
 REFUSAL_FIELDS = ("session_id", "path", "created", "tokens_shown", "tokens_avoided", "outcome")
 LATER_FIELDS = ("kind", "session_id", "path", "created", "detail", "tokens_shown")
 

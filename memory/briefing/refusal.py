@@ -1,5 +1,5 @@
 """The read gate's refusal text: the menu of cheaper paths and, when cmem has it, the file's
-outline (issue 20).
+outline.
 
 Measured through the real Claude Code CLI, a model that answers a refusal with
 smart_outline pays a whole extra request for it, and each request resends Claude Code's
@@ -45,7 +45,7 @@ def refusal_outline(path: str, facts: FileFacts) -> str:
     """The outline section for a refusal of `path`, or "" when there is none to show yet
     (a miss asks for it in the background, so the next refusal of this content has it)."""
     if not facts.sha256 or remote_request():
-        # Team mode: the worker never reads a client's path on its own disk (issue 15 §3).
+        # Team mode: the worker never reads a client's path on its own disk.
         return ""
     text = outline_cached(facts.sha256)
     if text is None:

@@ -399,7 +399,7 @@ def _enqueue_processing(session_pk: int) -> None:
     its session when it runs, so while the one scheduled earlier is still at least
     _STILL_PENDING_S away, it will find this event too (committed before this callback
     runs) and no second task is queued. That saved the queue write on each tool use
-    (~0.1 ms, issue 19) and the consumer an empty run per tool use. The event is stored
+    (~0.1 ms) and the consumer an empty run per tool use. The event is stored
     either way; should a task be lost, the minute's events_sweep_task enqueues it again.
     Immediate mode (the tests' huey: parked tasks run when a test says, and are flushed
     between tests) schedules every time, as this process cannot know what still waits."""

@@ -2,7 +2,7 @@
 assistant line carries `message.model`), so the ledger can price a session's tokens.
 
 Only a local worker reads it: the path comes from the owner's own hook over the owner-only
-socket, and a shared worker never opens a path a client names (issue 15 §3). The read is
+socket, and a shared worker never opens a path a client names. The read is
 bounded (the last TAIL_BYTES), refuses links and anything but a regular file, and never
 raises: an unknown model just leaves the session at the documented default.
 """

@@ -129,7 +129,7 @@ def load() -> dict[str, str]:
     env = _env_overrides()
     # The parsed file's cache entry stands for its contents while it is unchanged (a new
     # entry replaces it on every re-read): no sort of every value on each of the several
-    # loads a request makes (issue 19: a fifth of an /api/health in the profile).
+    # loads a request makes (a fifth of an /api/health in the profile).
     parsed = _parsed.get(str(settings_path()))
     key: tuple[object, ...]
     if parsed is not None and stat_settled(parsed[0][1]):

@@ -20,7 +20,7 @@ import sys
 
 # `os` is not imported on the hook's path: under `-I -S` nothing has imported it yet, and
 # its module body (with posixpath and _collections_abc) is 1.2 ms of a 10 ms interpreter
-# start (issue 19). The path needs the environment, a join and the C `posix` calls only;
+# start. The path needs the environment, a join and the C `posix` calls only;
 # the spool and the worker start, which need more, import `os` then (`hookclient.os`, via
 # __getattr__ below, is that module).
 try:

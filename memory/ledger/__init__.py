@@ -7,7 +7,7 @@ pure overhead (its message was shown for nothing), and the refusal's `outcome` s
 smart_outline, smart_unfold), that tool's answer is shown tokens (a MEMORY_TOOL row) and the
 refusal's outcome names the tool. The observer's API tokens are spent.
 
-Money (issue 20): each kind at its own model's price. Observer rows carry the cost the
+Money: each kind at its own model's price. Observer rows carry the cost the
 provider reported or the price table gave; every other row is main-model input, priced at
 the session's model (read from the agent's transcript, Session.model) or, when unknown,
 CLAUDE_MEM_SESSION_MODEL. Each token counts once at the uncached input price, on both sides

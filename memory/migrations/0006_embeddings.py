@@ -1,4 +1,4 @@
-"""Embeddings next to their rows (issue 18), and delete triggers so vectors follow rows.
+"""Embeddings next to their rows, and delete triggers so vectors follow rows.
 
 A vector row has no foreign key (one table serves three kinds), so a trigger per table
 deletes it with its row, whatever deletes the row: the ORM's cascade, a raw DELETE of the

@@ -1,4 +1,4 @@
-"""Team mode: rows belong to the user whose token captured them (issue 15 §3).
+"""Team mode: rows belong to the user whose token captured them.
 
 A session gets an owner, and everything below a session is its owner's; a ledger line
 keeps the owner itself because it outlives its session (SET_NULL). Both are nullable:

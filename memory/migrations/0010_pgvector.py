@@ -1,4 +1,4 @@
-"""pgvector where the PostgreSQL server has it (issue 18, team mode).
+"""pgvector where the PostgreSQL server has it (team mode).
 
 Detected here, at migrate time: when the server offers the `vector` extension (and this
 role may create it), `memory_embedding` gains a `vector(256)` column, `embedding`, filled

@@ -3,7 +3,7 @@
 The huey consumer's workers and the outline cache's parser are threads of the serving
 process (memory/worker/inprocess_consumer.py). Python runs one thread at a time: a
 compression batch or a parse that holds the interpreter makes a hook's request wait for
-it, up to the switch interval (5 ms) at each of the request's SQLite calls (issue 19: the
+it, up to the switch interval (5 ms) at each of the request's SQLite calls (the
 ingest and gate rows, 1–1.5 ms slower with the consumer's threads busy than without them).
 So a hook or a search marks itself `foreground()`, and background work calls
 `quiet_wait()` between its units: it sleeps while requests are in flight and for QUIET_S

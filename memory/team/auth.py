@@ -65,7 +65,7 @@ def token_required() -> bool:
     """Read at request time, so settings.json changes apply without a restart.
 
     Memoised on the settings file's stamp and the two variables: a full settings load
-    cost ~45 µs, twice per API request (issue 19); a stat costs ~2."""
+    cost ~45 µs, twice per API request; a stat costs ~2."""
     global _required_memo
     key = _required_key()
     memo = _required_memo

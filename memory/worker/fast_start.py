@@ -4,7 +4,7 @@ The serve command (memory/management/commands/serve.py) sets Django up only to c
 worker runs, that the port is free, and to migrate; then it re-executes itself as the
 supervisor, which imports no Django. On an unchanged local schema (the stamp:
 memory/worker/schema_stamp.py) that was a whole Django start and one more interpreter
-before the serving process even began: ~0.6 s of a 1 s cold start (issue 19). Here the
+before the serving process even began: ~0.6 s of a 1 s cold start. Here the
 same checks run on the standard library and the supervisor runs in this very process.
 
 Anything off the happy path (a worker already running, a port held, a schema to migrate, a

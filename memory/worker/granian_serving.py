@@ -1,4 +1,4 @@
-"""Serving HTTP through granian's Rust worker, inside the one serving process (issue 19).
+"""Serving HTTP through granian's Rust worker, inside the one serving process.
 
 `python -m tests.bench lean` measured the HTTP floor (GET /api/health, keep-alive, same Django app):
 waitress spends ~0.3-0.5 ms per request in its asyncore loop and the hand-off to a task

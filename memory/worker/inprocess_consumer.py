@@ -1,4 +1,4 @@
-"""The huey consumer's workers as threads of the serving process (issue 19).
+"""The huey consumer's workers as threads of the serving process.
 
 A separate consumer process cost ~70 MB resident for a queue that is idle most of the day.
 Here huey's own `Consumer` builds its scheduler and worker threads as usual (same on-startup

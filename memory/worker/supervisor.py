@@ -58,7 +58,7 @@ LIVENESS_MISSES = 3
 def _server_command() -> list[str]:
     # One process serves HTTP and runs the consumer's threads (memory/worker/server.py):
     # the old gunicorn master, gunicorn worker and consumer process each held their own
-    # Python and Django (issue 19: 4 processes, 228 MB).
+    # Python and Django (4 processes, 228 MB).
     return [sys.executable, "-m", "cmem_site.cli", "serve-process"]
 
 
@@ -218,7 +218,7 @@ class Supervisor:
             if server and server.poll() is not None:
                 return False
             # A probe is one loopback connection; a 0.1 s step was up to a tenth of the
-            # cold start (issue 19: ~0.7 s) spent before worker.port announced the server.
+            # cold start (~0.7 s) spent before worker.port announced the server.
             time.sleep(READY_POLL_S)
         return False
 

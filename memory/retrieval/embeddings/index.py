@@ -33,7 +33,7 @@ class _Matrix:
 
 
 # Rows read from the table at a time when a kind loads: the load never holds every row's
-# blob, their joined copy and the widened matrix at once (issue 19: the three left ~5 MB of
+# blob, their joined copy and the widened matrix at once (the three left ~5 MB of
 # freed heap resident beside the 10 MB matrix of 10k rows).
 LOAD_BATCH = 1024
 

@@ -153,7 +153,7 @@ def _table(path: Path, keys: tuple[str, ...]) -> Any:
 
     Mapped, only the pages of the rows texts use become resident, and they are clean file
     pages the kernel can drop and share: the bundled table's 16 MB read into the heap pushed
-    the worker past its 160 MB after a workload (issue 19). Kept as stored: embed() widens
+    the worker past its 160 MB after a workload. Kept as stored: embed() widens
     only the rows a text uses, and float16 -> float32 is exact, so the vectors are the same
     as from a table widened up front. Any other dtype is read and widened by safetensors."""
     key, table = _mapped(path, keys, ndim=2)

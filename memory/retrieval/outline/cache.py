@@ -1,8 +1,8 @@
-"""Outlines kept by content hash, for the read gate's refusal (issue 20).
+"""Outlines kept by content hash, for the read gate's refusal.
 
 A refusal that carries the file's outline saves the model the smart_outline call (a whole
 request that resends the conversation), but parsing costs 3-5 ms for a 16-20 KB file, more
-than the whole gate decision may take (issue 19). So the gate never parses: it asks this
+than the whole gate decision may take. So the gate never parses: it asks this
 cache by the file's sha256 (which it computes anyway), and on a miss asks for the outline
 to be made in the background and refuses with the plain text. The worker also warms the
 cache when it records what a Read, Edit or Write left the model holding (file_views), so

@@ -325,14 +325,14 @@ def highlight_spans(
 ) -> tuple[str, list[tuple[int, int]]]:
     """About `width` words of `text` around its densest run of matches, and the [start, end)
     offsets of the matches in it: what `SearchHit` holds, so no marker is written only for
-    `marks_split` to take out again (issue 19: ~5 µs a hit).
+    `marks_split` to take out again (~5 µs a hit).
 
     The window starts 2 words before the first match of the earliest `width`-word run that
     holds the most matching words. One regex pass over the words joined by single spaces
     finds the matches (a match never spans whitespace, and at a word's start the lookbehind
     sees a space as it would see the start of the word alone), a sliding window finds the
     densest run, and the window's matches are marked; this was a regex search and a
-    substitution per word and a count per matching word (issue 19: ~30% of a keyword search).
+    substitution per word and a count per matching word (~30% of a keyword search).
     """
     ascii_text = text.isascii()
     text = text.replace('", "', " · ").replace('["', "").replace('"]', "")

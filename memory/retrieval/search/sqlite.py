@@ -43,7 +43,7 @@ RANK_WINDOW = 1000
 # where bm25's idf is ~0 (FTS5 clamps it to 1e-6 once a term is in half the rows): the
 # order within the window is term frequency over recency, and its head comes from the
 # newest rows either way. bm25 costs ~1 µs a row ranked on top of its idf (a read of each
-# term's whole doclist): at 10k, ranking 1,000 rows was 1.0 of its 1.5 ms (issue 19).
+# term's whole doclist): at 10k, ranking 1,000 rows was 1.0 of its 1.5 ms.
 COMMON_WINDOW = 100
 # The probe runs for all-words matches of at most this many terms, none a prefix
 # (`_worth_probing`): what it costs the other matches is about what it saves these.
