@@ -18,7 +18,7 @@ from memory.agents.install.claude_code import hook_entries
 from memory.agents.install.mcp import mcp_register, mcp_unregister, plugin_dir_write
 from tests.support import CMEM, REPO, LiveWorker, free_port, make_worker_env, stop_detached_worker
 
-SAMPLES = REPO / "tests" / "memory" / "outline_samples"
+SAMPLES = REPO / "tests" / "retrieval" / "outline_samples"
 TOOLS = {
     "search",
     "timeline",
