@@ -17,11 +17,7 @@ from typing import Any
 from django.db import connection
 
 from memory.retrieval.embeddings import index, pgvector
-from memory.retrieval.search.hybrid import (
-    FALLBACK_SCAN_BOUND,
-    FILTER_SCAN_BOUND,
-    MIN_SIMILARITY,
-)
+from memory.retrieval.search import hybrid
 from memory.retrieval.search.query import (
     HIGHLIGHT_CLOSE,
     HIGHLIGHT_OPEN,
@@ -348,25 +344,32 @@ def nearest(
     FALLBACK_SCAN_BOUND vectors (or, with filters, the rows they select) scanned in memory,
     plus the keyword candidates' own vectors, so a keyword match older than the bound is
     still scored by meaning."""
-    scope = _scope(kind, query, FILTER_SCAN_BOUND)
-    found = pgvector.nearest(kind, model, vector, k=k, scope=scope, min_score=MIN_SIMILARITY)
+    scope = _scope(kind, query, hybrid.FILTER_SCAN_BOUND)
+    found = pgvector.nearest(kind, model, vector, k=k, scope=scope, min_score=hybrid.MIN_SIMILARITY)
     if found is not None:
         return found
     if scope is not None:
         scan = index.nearest(
-            kind, model, vector, k=k, allowed=allowed_ids(kind, query, FILTER_SCAN_BOUND),
-            min_score=MIN_SIMILARITY,
+            kind, model, vector, k=k, allowed=allowed_ids(kind, query, hybrid.FILTER_SCAN_BOUND),
+            min_score=hybrid.MIN_SIMILARITY,
         )  # fmt: skip
     else:
         scan = index.nearest(
-            kind, model, vector, k=k, bound=FALLBACK_SCAN_BOUND, min_score=MIN_SIMILARITY
+            kind,
+            model,
+            vector,
+            k=k,
+            bound=hybrid.FALLBACK_SCAN_BOUND,
+            min_score=hybrid.MIN_SIMILARITY,
         )
     seen = {pk for _, pk in scan}
     ids, vectors = index.vectors_of(kind, model, [pk for pk in candidates if pk not in seen])
     if len(ids) and vectors.shape[1] == vector.shape[0]:
         scores = vectors @ vector
         scan += [
-            (float(s), int(pk)) for s, pk in zip(scores, ids, strict=True) if s > MIN_SIMILARITY
+            (float(s), int(pk))
+            for s, pk in zip(scores, ids, strict=True)
+            if s > hybrid.MIN_SIMILARITY
         ]
     scan.sort(key=lambda row: row[0], reverse=True)
     return scan[:k]
