@@ -29,11 +29,12 @@ from deliverables.services import (
     safe_segment,
     store_stream,
 )
-from memory import config, privacy
+from memory import config
 from memory.agents.base import HookEvent
 from memory.agents.tool_names import is_cmem_tool
 from memory.capture.turn_files import attachments_from_transcript
 from memory.models import Prompt, Session
+from memory.privacy import redaction
 from memory.privacy.secret_locations import refusal_reason
 from memory.projects import project_for_cwd, remote_request
 
@@ -153,7 +154,7 @@ def stop_handover_record(*, session: Session, event: HookEvent) -> set[str]:
 def _tool_text(value: Any, cap: int) -> str:
     if not isinstance(value, str):
         return ""
-    return privacy.Sanitizer().text(value).strip()[:cap]
+    return redaction.Sanitizer().text(value).strip()[:cap]
 
 
 def _marks(title: Any, note: Any) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from deliverables.models import Deliverable
-from memory import config, privacy
+from memory import config
 from memory.agents.base import HookEvent
 from memory.capture.handover import open_no_links
 from memory.capture.turn_files import (
@@ -36,6 +36,7 @@ from memory.capture.turn_files import (
     unique,
 )
 from memory.models import Event, Prompt, Session
+from memory.privacy import redaction
 from memory.privacy.secret_locations import refusal_reason
 from memory.projects import project_for_cwd, remote_request
 
@@ -216,7 +217,7 @@ def _redacted_copy(path: Path, name: str) -> bool:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return False
-    cleaned = privacy.redact_text(text)
+    cleaned = redaction.redact_text(text)
     if cleaned == text:
         return False
     path.write_bytes(cleaned.encode("utf-8"))

@@ -20,6 +20,7 @@ from memory.api import JSON_CONTENT_TYPE
 from memory.hooks.dispatch import hook_handle
 from memory.hooks.tasks import spool_kick
 from memory.importers.json_io import memory_export
+from memory.runtime.foreground import foreground
 from memory.services import stats_compute
 
 log = logging.getLogger(__name__)
@@ -74,7 +75,10 @@ def health_body(*, owner: bool) -> bytes:
 
 @router.get("/health", response=HealthOut, exclude_none=True)
 def health(request: HttpRequest) -> HttpResponse:
-    body = health_body(owner=bool(getattr(request, "cmem_owner", False)))
+    # foreground(): a caller waits on these reads, so background work (the consumer, outline
+    # parsing) waits for them, as it does for a hook.
+    with foreground():
+        body = health_body(owner=bool(getattr(request, "cmem_owner", False)))
     return HttpResponse(body, content_type=JSON_CONTENT_TYPE)
 
 

@@ -15,6 +15,7 @@ from memory.briefing.context import context_text, utf16_len
 from memory.briefing.gate import file_observations_ranked
 from memory.ledger import ledger_report
 from memory.models import estimate_tokens
+from memory.runtime.foreground import foreground
 from memory.services import gate_modes_list
 
 router = Router(tags=["insights"])
@@ -125,7 +126,8 @@ def observations_by_file(
     or absolute (made relative to the project's known roots)."""
     if not path.strip() or "\0" in path:
         return Status(400, {"error": "path must name a file"})
-    return json_answer(by_file_body(path=path, project=project, limit=limit))
+    with foreground():  # the agent's read gate waits on this: background work gives way
+        return json_answer(by_file_body(path=path, project=project, limit=limit))
 
 
 def by_file_body(*, path: str, project: str, limit: int) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from memory.retrieval.search.query import KINDS, Kind, SearchQuery, as_datetime
 from memory.retrieval.search.service import effective_mode, mode_note, search
 from memory.retrieval.timeline import TimelineError, TimelineNotFound, timeline_build
 from memory.runtime import compiled_sql as db
+from memory.runtime.foreground import foreground
 from memory.team.scope import owned, restricted_owner
 
 router = Router(tags=["retrieval"])
@@ -139,7 +140,8 @@ def search_endpoint(
         kinds = search_kinds(filters.kind)
     except ValueError as exc:
         return Status(400, {"error": str(exc)})
-    return json_answer(search_body(filters, kinds))
+    with foreground():  # a caller waits on a search: background work gives way
+        return json_answer(search_body(filters, kinds))
 
 
 def search_body(filters: SearchFilters, kinds: tuple[Kind, ...]) -> dict[str, Any]:
@@ -244,7 +246,8 @@ def observations_by_id(request: HttpRequest, ids: str) -> Status[dict[str, Any]]
         wanted = parse_ids(ids)
     except ValueError as exc:
         return Status(400, {"error": str(exc)})
-    return json_answer(observations_body(wanted))
+    with foreground():  # a caller waits on these rows: background work gives way
+        return json_answer(observations_body(wanted))
 
 
 def observations_body(wanted: list[int]) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from memory.agents.base import HookEvent
 from memory.models import FileView, Session
-from memory.privacy import redact_text
+from memory.privacy.redaction import redact_text
 from memory.projects import Project, remote_request
 from memory.retrieval.outline.cache import outline_warm
 from memory.runtime.compiled_sql import CompiledInsert

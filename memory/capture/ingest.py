@@ -22,7 +22,7 @@ from django.db.models import F
 from django.utils import timezone
 from huey.contrib.djhuey import HUEY
 
-from memory import config, privacy
+from memory import config
 from memory.agents.base import HookEvent, HookResult
 from memory.briefing import prompt_recall
 from memory.briefing.file_views import absolute_path, file_facts, file_view_record_from_tool
@@ -35,6 +35,7 @@ from memory.ledger import (
     memory_tool_bare,
 )
 from memory.models import Event, LedgerEntry, Prompt, Session
+from memory.privacy import redaction
 from memory.privacy.secret_locations import refusal_reason
 from memory.projects import (
     Project,
@@ -184,9 +185,9 @@ def session_init(*, event: HookEvent) -> HookResult:
     3. In one transaction: create/update the session, store the prompt with the next number.
     """
     project = _project(event)
-    if project is None or privacy.is_internal_notification(event.prompt):
+    if project is None or redaction.is_internal_notification(event.prompt):
         return HookResult()
-    sanitizer = privacy.Sanitizer()
+    sanitizer = redaction.Sanitizer()
     text = sanitizer.text(event.prompt).strip()
     if not text and event.prompt.strip():
         _private_turn_remember(event)
@@ -266,8 +267,8 @@ def files_facts(*, event: HookEvent, project: Project) -> list[dict[str, Any]]:
         # A key pasted into a path (`/tmp/sk-ant-…/out.txt`) is a secret like any other.
         out.append(
             {
-                "path": privacy.redact_text(relative_path(norm, project.root)),
-                "abs": privacy.redact_text(norm),
+                "path": redaction.redact_text(relative_path(norm, project.root)),
+                "abs": redaction.redact_text(norm),
                 "role": file_role,
                 "size": facts.get("size"),
                 "mtime": facts.get("mtime"),
@@ -284,12 +285,12 @@ def _skipped_tool(event: HookEvent, settings: dict[str, str]) -> bool:
     return any("session-memory" in p for p in _tool_paths(event))
 
 
-def tool_use_payload(*, event: HookEvent, sanitizer: privacy.Sanitizer) -> dict[str, Any]:
+def tool_use_payload(*, event: HookEvent, sanitizer: redaction.Sanitizer) -> dict[str, Any]:
     """The sanitized tool use as an Event payload stores it (live capture and imports alike)."""
     # Text read from a secret location (memory.privacy.secret_locations) is refused whole:
     # a credentials file is secrets in formats no pattern knows.
     refused = next((r for r in map(refusal_reason, _tool_paths(event)) if r), "")
-    response = f"[REDACTED:{privacy._slug(refused)}]" if refused else event.tool_response
+    response = f"[REDACTED:{redaction._slug(refused)}]" if refused else event.tool_response
     payload: dict[str, Any] = {
         "hook_event_name": event.hook_event_name,
         "tool_name": event.tool_name,
@@ -319,7 +320,7 @@ def observation_record(*, event: HookEvent) -> HookResult:
     project = _project(event, settings)
     if project is None or _in_private_turn(event):
         return HookResult()
-    sanitizer = privacy.Sanitizer(settings=settings)
+    sanitizer = redaction.Sanitizer(settings=settings)
     payload = tool_use_payload(event=event, sanitizer=sanitizer)
     if event.agent_id:
         payload["agent_id"] = event.agent_id
@@ -434,7 +435,7 @@ def summary_request(*, event: HookEvent) -> HookResult:
     project = _project(event)
     if project is None or event.stop_hook_active or event.agent_id or _in_private_turn(event):
         return HookResult()
-    sanitizer = privacy.Sanitizer()
+    sanitizer = redaction.Sanitizer()
     prompt_id = str(event.raw.get("prompt_id") or "")
     payload = {
         "hook_event_name": event.hook_event_name,

@@ -80,11 +80,11 @@ def sanitize(text: str) -> str:
 def _privacy_pass(text: str) -> str:
     try:
         # guarded: if privacy cannot be imported, the text goes on unscrubbed rather than lost
-        from memory import privacy
+        from memory.privacy import redaction
     except ImportError:
         return text
     try:
-        return privacy.redact_text(privacy.strip_tags(text))
+        return redaction.redact_text(redaction.strip_tags(text))
     except Exception:  # noqa: BLE001 - the local pass above already ran
         return text
 

@@ -22,7 +22,7 @@ import sys
 # its module body (with posixpath and _collections_abc) is 1.2 ms of a 10 ms interpreter
 # start. The path needs the environment, a join and the C `posix` calls only;
 # the spool and the worker start, which need more, import `os` then (`hookclient.os`, via
-# __getattr__ below, is that module).
+# the client module's __getattr__, is that module).
 try:
     import posix as _posix
 except ImportError:  # not POSIX: `os` it is

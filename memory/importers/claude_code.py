@@ -24,7 +24,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from memory import config, privacy
+from memory import config
 from memory.agents import claude_code
 from memory.agents.base import HookInputError
 from memory.compression.tasks import session_events_process_task
@@ -40,6 +40,7 @@ from memory.importers.session_store import (
     timestamp_parse,
 )
 from memory.models import Event, Session
+from memory.privacy import redaction
 from memory.projects import Project, project_for_cwd
 
 # Prompts Claude Code writes itself (slash-command echoes, local command output): not the user's.
@@ -248,7 +249,7 @@ def transcript_session_import(
             last=parsed.last,
         )
         report.add("session", created)
-        sanitizer = privacy.Sanitizer()
+        sanitizer = redaction.Sanitizer()
         private = imported_prompts_store(
             session=session,
             prompts=parsed.prompts,
@@ -285,7 +286,7 @@ def _tool_use_import(
     report: ImportReport,
     only: ImportFilter,
     skip_tools: set[str],
-    sanitizer: privacy.Sanitizer,
+    sanitizer: redaction.Sanitizer,
 ) -> bool:
     too_old = bool(only.since and use.at and use.at < only.since)
     if not use.answered or use.name in skip_tools or too_old:

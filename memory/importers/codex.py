@@ -28,7 +28,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from memory import config, privacy
+from memory import config
 from memory.agents import codex
 from memory.agents.base import HookInputError
 from memory.compression.tasks import session_events_process_task
@@ -45,6 +45,7 @@ from memory.importers.session_store import (
     timestamp_parse,
 )
 from memory.models import Event, Session
+from memory.privacy import redaction
 from memory.projects import project_for_cwd
 
 SHELL_TOOLS = {"exec_command", "shell", "local_shell"}
@@ -192,7 +193,7 @@ def rollout_import(*, rollout: Rollout, report: ImportReport, only: ImportFilter
         report.add("session", created=False)
         return None
     skip_tools = set(config.get_list("CLAUDE_MEM_SKIP_TOOLS"))
-    sanitizer = privacy.Sanitizer()
+    sanitizer = redaction.Sanitizer()
     queued = False
     with transaction.atomic():
         session, created = imported_session_get_or_create(

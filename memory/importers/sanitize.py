@@ -14,7 +14,7 @@ from typing import Any
 
 from memory.agents.base import HookEvent
 from memory.capture import ingest as capture
-from memory.privacy import Sanitizer, is_internal_notification
+from memory.privacy.redaction import Sanitizer, is_internal_notification
 from memory.projects import Project
 
 

@@ -13,10 +13,10 @@ from typing import Any
 
 from django.utils import timezone
 
-from memory import privacy
 from memory.importers.report import ImportReport
 from memory.importers.sanitize import prompt_sanitize
 from memory.models import Prompt, Session
+from memory.privacy import redaction
 from memory.projects import Project, is_excluded
 
 
@@ -102,7 +102,7 @@ def imported_prompts_store(
     *,
     session: Session,
     prompts: list[tuple[str, datetime | None]],
-    sanitizer: privacy.Sanitizer,
+    sanitizer: redaction.Sanitizer,
     report: ImportReport,
     since: datetime | None,
 ) -> set[int]:

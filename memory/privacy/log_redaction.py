@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import logging
 
-from memory import privacy
+from memory.privacy import redaction
 
 
 class RedactingFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        return privacy.redact_text(privacy.strip_tags(super().format(record)))
+        return redaction.redact_text(redaction.strip_tags(super().format(record)))

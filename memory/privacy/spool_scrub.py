@@ -23,7 +23,8 @@ import json
 import re
 from typing import Any
 
-from memory import config, privacy
+from memory import config
+from memory.privacy import redaction
 
 # Case-insensitive like memory.privacy: `<PRIVATE>` is as private as `<private>`.
 _PRIVATE_RE = re.compile(r"<private(?:\s[^>]*)?>.*?</private\s*>", re.DOTALL | re.IGNORECASE)
@@ -34,7 +35,7 @@ _UNCLOSED_RE = re.compile(r"<private(?:\s[^>]*)?>.*\Z", re.DOTALL | re.IGNORECAS
 SPOOL_TEXT_MAX_BYTES = 1024 * 1024
 
 
-def _text(value: str, sanitizer: privacy.Sanitizer) -> str:
+def _text(value: str, sanitizer: redaction.Sanitizer) -> str:
     if sanitizer.cap > 0 and len(value) > sanitizer.cap + 4096:
         return sanitizer.text(value)
     if "<private" in value.lower():
@@ -44,19 +45,19 @@ def _text(value: str, sanitizer: privacy.Sanitizer) -> str:
         cut = value.rfind("<private></private>")
         head, tail = (value[: cut + 19], value[cut + 19 :]) if cut >= 0 else ("", value)
         value = head + _UNCLOSED_RE.sub("<private></private>", tail)
-    return privacy.redact_text(value) if sanitizer.redact else value
+    return redaction.redact_text(value) if sanitizer.redact else value
 
 
-def _walk(value: Any, sanitizer: privacy.Sanitizer, key: str = "") -> Any:
+def _walk(value: Any, sanitizer: redaction.Sanitizer, key: str = "") -> Any:
     if isinstance(value, str):
         if (
             sanitizer.redact
             and key
-            and privacy._SECRET_KEY_RE.search(key)
+            and redaction._SECRET_KEY_RE.search(key)
             and len(value) >= 4
             and not value.startswith("[REDACTED")
         ):
-            return f"[REDACTED:{privacy._slug(key)}]"
+            return f"[REDACTED:{redaction._slug(key)}]"
         return _text(value, sanitizer)
     if isinstance(value, dict):
         return {str(k): _walk(v, sanitizer, str(k)) for k, v in value.items()}
@@ -76,7 +77,7 @@ def spool_scrub(body: bytes) -> bytes | None:
         return None
     # The worker's rules exactly (detect-secrets' plugins come from a snapshot, so there is
     # no import to pay here).
-    sanitizer = privacy.Sanitizer(settings=config.load())
+    sanitizer = redaction.Sanitizer(settings=config.load())
     # Handed-over file bytes (memory.capture.handover) are base64: the walk would take them
     # for a high-entropy secret. They are scrubbed as the files they are instead.
     handover = data.pop("cmem_handover", None)
@@ -95,16 +96,16 @@ def _handover_scrub(handover: dict[str, Any]) -> dict[str, Any]:
     attachment's title and note scrubbed like any other text."""
     raw_files = handover.get("files")
     files: list[Any] = raw_files if isinstance(raw_files, list) else []
-    sanitizer = privacy.Sanitizer(settings=config.load())
+    sanitizer = redaction.Sanitizer(settings=config.load())
     out: list[dict[str, Any]] = []
     text_left = SPOOL_TEXT_MAX_BYTES
     for entry in files:
         if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
             continue
-        kept: dict[str, Any] = {"path": privacy.redact_text(entry["path"])}
+        kept: dict[str, Any] = {"path": redaction.redact_text(entry["path"])}
         for key in ("refused", "skipped"):
             if isinstance(entry.get(key), str):
-                kept[key] = privacy.redact_text(entry[key])
+                kept[key] = redaction.redact_text(entry[key])
         if entry.get("attached") is True:
             kept["attached"] = True
             for key in ("title", "note"):
@@ -125,7 +126,7 @@ def _handover_scrub(handover: dict[str, Any]) -> dict[str, Any]:
                     out.append(kept)
                     continue
                 text_left -= len(raw)
-                raw = privacy.redact_text(text).encode("utf-8")
+                raw = redaction.redact_text(text).encode("utf-8")
             kept.update(
                 size=len(raw),
                 sha256=hashlib.sha256(raw).hexdigest(),

@@ -6,7 +6,8 @@ import logging
 
 import pytest
 
-from memory import config, privacy
+from memory import config
+from memory.privacy import redaction
 
 
 def test_a_negative_field_cap_does_not_disable_the_cap(
@@ -20,7 +21,7 @@ def test_a_negative_field_cap_does_not_disable_the_cap(
     assert cap == low > 0
     assert "CLAUDE_MEM_FIELD_CAP: -5 is outside" in caplog.text
     assert any("CLAUDE_MEM_FIELD_CAP" in p for p in config.problems())
-    stored = privacy.Sanitizer().text("x" * 50_000)
+    stored = redaction.Sanitizer().text("x" * 50_000)
     assert len(stored) < 1000 and "characters cut" in stored
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memory import privacy
+from memory.privacy import redaction
 from tests.support import CLAUDE_FIXTURES, LiveWorker
 
 # Realistic shapes (fake values): each must disappear, and the kind must be named.
@@ -26,7 +26,7 @@ SECRETS = {
 def test_provider_keys_are_redacted_by_kind(kind: str) -> None:
     secret = SECRETS[kind]
     text = f'export SOME_VAR={secret}\ncurl -d \'{{"k": "{secret}"}}\' https://api.example.com'
-    out = privacy.redact_text(text)
+    out = redaction.redact_text(text)
     assert secret not in out
     assert f"[REDACTED:{kind}]" in out
 
@@ -62,14 +62,14 @@ def test_provider_keys_are_redacted_by_kind(kind: str) -> None:
 def test_assignments_bearer_tokens_and_detect_secrets_plugins(
     text: str, secret: str, kind: str
 ) -> None:
-    out = privacy.redact_text(text)
+    out = redaction.redact_text(text)
     assert secret not in out and f"[REDACTED:{kind}]" in out
 
 
 def test_private_key_blocks_are_redacted_whole() -> None:
     body = "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunVTLw\n" * 20
     text = f"before\n-----BEGIN RSA PRIVATE KEY-----\n{body}-----END RSA PRIVATE KEY-----\nafter"
-    out = privacy.redact_text(text)
+    out = redaction.redact_text(text)
     assert out == "before\n[REDACTED:private-key]\nafter"
 
 
@@ -80,7 +80,7 @@ def test_a_key_cut_by_the_field_cap_leaves_no_fragment() -> None:
         + f"-----BEGIN OPENSSH PRIVATE KEY-----\n{body}\n-----END OPENSSH PRIVATE KEY-----"
         + "y" * 9000
     )
-    out = privacy.Sanitizer(cap=12000, redact=True).text(text)
+    out = redaction.Sanitizer(cap=12000, redact=True).text(text)
     assert "QUJDREVG" not in out
 
 
@@ -90,30 +90,30 @@ def test_ordinary_code_is_left_alone() -> None:
         "def login(password: str) -> None: ...\nsha = '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08'\n"
         "task-list-abcdefghijklmnopqrstuvwxyz0123456789"
     )
-    assert privacy.redact_text(code) == code
+    assert redaction.redact_text(code) == code
 
 
 def test_a_guarded_trigger_is_searched_for_whenever_it_occurs() -> None:
     # The guards only skip searches that cannot succeed: every trigger is found wherever it
     # stands, alone or among the others, exactly as searching for each one finds it.
-    literals = [literal for literal, _ in privacy._trigger_plan()]
-    assert all(guard in literals for _, guard in privacy._trigger_plan() if guard)
+    literals = [literal for literal, _ in redaction._trigger_plan()]
+    assert all(guard in literals for _, guard in redaction._trigger_plan() if guard)
     for literal in literals:
-        assert literal in privacy.triggers_present(f"x {literal} y")
+        assert literal in redaction.triggers_present(f"x {literal} y")
     texts = ["ghp_x sk-ant- passwd=1", "secretaccesskey accountkey=", *literals, "plain text"]
     for text in [*texts, " ".join(texts), "".join(reversed(literals))]:
-        assert privacy.triggers_present(text) == {t for t in literals if t in text}
+        assert redaction.triggers_present(text) == {t for t in literals if t in text}
 
 
 def test_redaction_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CLAUDE_MEM_REDACT_SECRETS", "false")
-    assert privacy.Sanitizer().text(SECRETS["github"]) == SECRETS["github"]
+    assert redaction.Sanitizer().text(SECRETS["github"]) == SECRETS["github"]
 
 
 def test_tags_are_stripped_with_their_content() -> None:
     text = 'a<private>x</private>b<system-reminder kind="1">y</system-reminder>c<claude-mem-context>z</claude-mem-context>d'
-    assert privacy.strip_tags(text) == "abcd"
-    assert privacy.strip_tags("keep <private>never closed secret") == "keep "
+    assert redaction.strip_tags(text) == "abcd"
+    assert redaction.strip_tags("keep <private>never closed secret") == "keep "
 
 
 def test_secret_named_keys_are_redacted_in_json() -> None:
@@ -122,7 +122,7 @@ def test_secret_named_keys_are_redacted_in_json() -> None:
         "input_tokens": 12,
         "items": ["password=abcd1234"],
     }
-    assert privacy.sanitize(value) == {
+    assert redaction.sanitize(value) == {
         "env": {"API_KEY": "[REDACTED:api-key]", "HOME": "/home/dev"},
         "input_tokens": 12,
         "items": ["password=[REDACTED:password]"],

@@ -7,7 +7,7 @@ import json
 import logging
 from pathlib import Path
 
-from memory import privacy
+from memory.privacy import redaction
 from memory.privacy.secret_patterns import PLUGIN_PATTERNS, live_plugin_patterns
 from memory.privacy.spool_scrub import spool_scrub
 
@@ -32,7 +32,7 @@ def test_the_spool_applies_detect_secrets_plugins_too() -> None:
     assert scrubbed is not None
     assert SENDGRID.encode() not in scrubbed and NPM.encode() not in scrubbed
     # ...exactly as the worker stores it.
-    assert SENDGRID not in privacy.Sanitizer().text(SENDGRID + " tail")
+    assert SENDGRID not in redaction.Sanitizer().text(SENDGRID + " tail")
 
 
 def test_log_lines_are_redacted_and_private_passages_dropped() -> None:

@@ -110,3 +110,32 @@ def _timed(fn: object) -> float:
     started = time.monotonic()
     fn()  # type: ignore[operator]
     return time.monotonic() - started
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("path", "builder"),
+    [
+        ("/api/search?q=checkout", "memory.api.retrieval.search_body"),
+        ("/api/observations?ids=1", "memory.api.retrieval.observations_body"),
+        ("/api/observations/by-file?path=a.py&project=p", "memory.api.insights.by_file_body"),
+        ("/api/health", "memory.api.core.health_body"),
+    ],
+)
+def test_the_reads_a_caller_waits_on_run_in_the_foreground(
+    client, monkeypatch: pytest.MonkeyPatch, path: str, builder: str
+) -> None:
+    """Through Django's handler, as the hot lane did before it was removed: while a search,
+    observations, a file's observations or health are built, background work waits."""
+    seen: list[int] = []
+    module, name = builder.rsplit(".", 1)
+    real = getattr(__import__(module, fromlist=[name]), name)
+
+    def recording(*args: object, **kwargs: object) -> object:
+        seen.append(foreground._busy[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(builder, recording)
+    assert client.get(path).status_code == 200
+    assert seen and seen[0] >= 1
+    assert foreground._busy[0] == 0

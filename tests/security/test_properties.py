@@ -13,11 +13,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from memory import privacy
 from memory.agents import claude_code, codex
 from memory.compression.parse import ParseError, parse_observations, parse_summary
 from memory.compression.prompts import TYPES
 from memory.hooks.dispatch import HookInputError, decode_body
+from memory.privacy import redaction
 from memory.privacy.spool_scrub import spool_scrub
 
 FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -249,7 +249,7 @@ def test_a_secret_never_survives_sanitizing_whatever_surrounds_it(
     fragment = core[-12:] if not secret.startswith("-----") else core.splitlines()[1][:24]
     assume(fragment not in before + after and core[:12] not in before + after)
     text = f"{before} {secret} {after}"
-    out = privacy.Sanitizer(redact=True, cap=cap).text(text)
+    out = redaction.Sanitizer(redact=True, cap=cap).text(text)
     assert core not in out
     if cap == 0:
         assert "[REDACTED:" in out
@@ -267,7 +267,7 @@ def test_secrets_are_redacted_anywhere_in_a_json_value(secret: str, key: str, de
     value: Any = {key: f"use {secret} now"}
     for _ in range(depth):
         value = {"nested": [value, "x"]}
-    out = json.dumps(privacy.Sanitizer(redact=True, cap=16000).field(value))
+    out = json.dumps(redaction.Sanitizer(redact=True, cap=16000).field(value))
     assert _payload_part(secret) not in out
     scrubbed = spool_scrub(json.dumps({"session_id": "s", "tool_input": value}).encode())
     assert scrubbed is not None and _payload_part(secret).encode() not in scrubbed
@@ -288,6 +288,6 @@ def test_private_passages_never_survive(before: str, hidden: str, after: str, cl
         if closed
         else f"{before}<private>{marker}{after}"
     )
-    assert marker not in privacy.Sanitizer(redact=True, cap=16000).text(text)
+    assert marker not in redaction.Sanitizer(redact=True, cap=16000).text(text)
     scrubbed = spool_scrub(json.dumps({"session_id": "s", "prompt": text}).encode())
     assert scrubbed is not None and marker.encode() not in scrubbed

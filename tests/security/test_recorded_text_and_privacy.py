@@ -12,7 +12,7 @@ import pytest
 from django.test import Client
 
 from memory.models import Event, FileView, Prompt
-from memory.privacy import Sanitizer, ScanStats, redact_text, strip_tags
+from memory.privacy.redaction import Sanitizer, ScanStats, redact_text, strip_tags
 from memory.privacy.spool_scrub import spool_scrub
 from tests.briefing.gate_helpers import (
     added_context,
