@@ -17,6 +17,34 @@ def estimate_tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
 
+def currency_tags(
+    *,
+    status: str,
+    certainty: str = "",
+    origin: str = "observer",
+    person_edited: bool = False,
+    superseded_by: int | None = None,
+) -> list[str]:
+    """How current a memory is and where it came from, as short labels every surface shows
+    the same way: the index, the gate, prompt recall, search, get_observations, the pages."""
+    tags: list[str] = []
+    if status == "superseded":
+        tags.append(f"superseded by #{superseded_by}" if superseded_by else "superseded")
+    elif status != "current":
+        tags.append({"abandoned": "abandoned hypothesis"}.get(status, status))
+    if origin == "agent":
+        tags.append("agent-written")
+    elif origin == "user":
+        tags.append("written by you")
+    elif person_edited:
+        tags.append("corrected")
+    if certainty == "hypothesis":
+        tags.append("hypothesis")
+    elif certainty == "dead_end":
+        tags.append("dead end")
+    return tags
+
+
 class SessionQuerySet(models.QuerySet["Session"]):
     def for_project(self, project: str) -> SessionQuerySet:
         return self.filter(project=project)
@@ -167,6 +195,17 @@ class ObservationQuerySet(models.QuerySet["Observation"]):
     def for_project(self, project: str) -> ObservationQuerySet:
         return self.filter(project=project)
 
+    def current(self) -> ObservationQuerySet:
+        """Rows still true: not wrong, outdated, superseded, abandoned or retired."""
+        return self.filter(status=Observation.Status.CURRENT)
+
+    def briefed(self, project: str) -> ObservationQuerySet:
+        """What the SessionStart index may show for `project`: current, not demoted, this
+        project's rows and the user's all-projects memories."""
+        return self.current().filter(
+            Q(project=project) | Q(scope=Observation.Scope.ALL), demoted=False
+        )
+
 
 class Observation(models.Model):
     class Type(models.TextChoices):
@@ -179,6 +218,35 @@ class Observation(models.Model):
         SECURITY_ALERT = "security_alert", "Security Alert"
         SECURITY_NOTE = "security_note", "Security Note"
         SENSITIVE = "sensitive", "Sensitive Info"
+        # Kinds only a memory written on purpose has (`remember`), never the observer.
+        PREFERENCE = "preference", "Preference"
+        NOTE = "note", "Note"
+
+    class Status(models.TextChoices):
+        """Whether the row is still true. Only `current` rows are briefed as current; the
+        others stay searchable, labelled, and can be restored (memory/curation/)."""
+
+        CURRENT = "current", "Current"
+        WRONG = "wrong", "Wrong"
+        OUTDATED = "outdated", "Outdated"
+        SUPERSEDED = "superseded", "Superseded"
+        ABANDONED = "abandoned", "Abandoned hypothesis"
+        RETIRED = "retired", "Retired"
+
+    class Certainty(models.TextChoices):
+        UNKNOWN = "", "Unknown"
+        CONFIRMED = "confirmed", "Confirmed"
+        HYPOTHESIS = "hypothesis", "Hypothesis"
+        DEAD_END = "dead_end", "Dead end"
+
+    class Origin(models.TextChoices):
+        OBSERVER = "observer", "Observer"
+        AGENT = "agent", "Written by the agent"
+        USER = "user", "Written by a person"
+
+    class Scope(models.TextChoices):
+        PROJECT = "project", "This project"
+        ALL = "all", "All of the user's projects"
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="observations")
     project = models.CharField(max_length=200)
@@ -201,11 +269,46 @@ class Observation(models.Model):
     cache_write_tokens = models.PositiveIntegerField(default=0)
     content_hash = models.CharField(max_length=32, blank=True)
     created = models.DateTimeField(default=timezone.now)
+    # Curation (migration 0011): what is true now, who wrote it, who changed it.
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.CURRENT, db_default="current"
+    )
+    status_reason = models.TextField(blank=True, default="", db_default="")
+    superseded_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="supersedes"
+    )
+    pinned = models.BooleanField(default=False, db_default=False)
+    demoted = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text="Left out of the SessionStart index (never recalled for weeks); still searchable.",
+    )
+    certainty = models.CharField(
+        max_length=16, blank=True, choices=Certainty.choices, default="", db_default=""
+    )
+    origin = models.CharField(
+        max_length=16, choices=Origin.choices, default=Origin.OBSERVER, db_default="observer"
+    )
+    person_edited = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text="A person wrote or edited it: neither the agent nor consolidation may change it.",
+    )
+    topic = models.CharField(max_length=200, blank=True, default="", db_default="")
+    scope = models.CharField(
+        max_length=16, choices=Scope.choices, default=Scope.PROJECT, db_default="project"
+    )
+    edited = models.DateTimeField(null=True, blank=True)
+    last_recalled = models.DateTimeField(null=True, blank=True)
 
     objects: models.Manager[Observation] = ObservationQuerySet.as_manager()  # type: ignore[assignment]
 
     class Meta:
         indexes = [
+            # Used by `remember`'s topic upsert and the consolidation pass.
+            models.Index(
+                fields=["project", "topic"], condition=~Q(topic=""), name="obs_project_topic_idx"
+            ),
             # Used by the SessionStart index and the timeline: a project's newest observations.
             models.Index(fields=["project", "-created"], name="obs_project_recent_idx"),
             # Used by session pages and summaries: a session's observations in order.
@@ -254,7 +357,75 @@ class Observation(models.Model):
             "tool_name": self.tool_name,
             "prompt_number": self.prompt_number,
             "created_at": self.created.isoformat(),
+            "status": self.status,
+            "status_reason": self.status_reason,
+            "superseded_by": self.superseded_by_id,
+            "pinned": self.pinned,
+            "demoted": self.demoted,
+            "certainty": self.certainty,
+            "origin": self.origin,
+            "person_edited": self.person_edited,
+            "topic": self.topic,
+            "scope": self.scope,
+            "edited_at": self.edited.isoformat() if self.edited else None,
         }
+
+    @property
+    def is_current(self) -> bool:
+        return self.status == Observation.Status.CURRENT
+
+    @property
+    def tags(self) -> list[str]:
+        return currency_tags(
+            status=self.status,
+            certainty=self.certainty,
+            origin=self.origin,
+            person_edited=self.person_edited,
+            superseded_by=self.superseded_by_id,
+        )
+
+
+class ObservationRevision(models.Model):
+    """One change to an observation: who made it, why, and the fields before and after.
+
+    Every curation is a revision, so every one can be undone (memory/curation/history.py).
+    `forget` deletes the row and, by cascade, its revisions; a redacting edit blanks the
+    text of every earlier revision of the row.
+    """
+
+    class Actor(models.TextChoices):
+        USER = "user", "a person"
+        AGENT = "agent", "the agent"
+        CONSOLIDATION = "consolidation", "consolidation"
+
+    observation = models.ForeignKey(Observation, on_delete=models.CASCADE, related_name="revisions")
+    action = models.CharField(max_length=24)
+    actor = models.CharField(max_length=16, choices=Actor.choices)
+    # Team mode: the user whose token made the change (a staff member correcting a
+    # teammate's row is named here); None on a local worker.
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="cmem_revisions",
+    )
+    reason = models.TextField(blank=True)
+    before = models.JSONField(default=dict)
+    after = models.JSONField(default=dict)
+    # A consolidation pass's id: its page lists a pass's changes together.
+    batch = models.CharField(max_length=32, blank=True)
+    undone = models.DateTimeField(null=True, blank=True)
+    created = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["observation", "created"], name="obsrev_obs_created_idx"),
+            models.Index(fields=["actor", "-created"], name="obsrev_actor_recent_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.action} #{self.observation_id} by {self.actor}"
 
 
 class ObservationFile(models.Model):

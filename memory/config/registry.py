@@ -559,6 +559,55 @@ REGISTRY: tuple[Setting, ...] = (
         help="Token budget of the SessionStart index.",
     ),
     Setting(
+        "CLAUDE_MEM_CONTEXT_PINNED_TOKENS",
+        "300",
+        kind="int",
+        bounds=(0, 5_000),
+        label="Pinned memories (tokens)",
+        section=SESSION_START,
+        help="Pinned memories lead the index, within this many tokens (0: pins are not shown first).",
+    ),
+    Setting(
+        "CLAUDE_MEM_CONSOLIDATE",
+        "auto",
+        kind="choice",
+        choices=("auto", "rules", "model", "off"),
+        label="Consolidation",
+        section=OBSERVER,
+        help=(
+            "The background pass that folds duplicates, marks reversed decisions superseded and"
+            " refuted hypotheses abandoned, and demotes memories never recalled. auto: the"
+            " observer's model when it has one, else offline rules."
+        ),
+    ),
+    Setting(
+        "CLAUDE_MEM_CONSOLIDATE_EVERY_HOURS",
+        "24",
+        kind="int",
+        bounds=(1, 24 * 30),
+        label="Consolidate every (hours)",
+        section=OBSERVER,
+        help="How often the consolidation pass runs in the background.",
+    ),
+    Setting(
+        "CLAUDE_MEM_CONSOLIDATE_MAX_TOKENS",
+        "30000",
+        kind="int",
+        bounds=(0, 2_000_000),
+        label="Consolidation budget (tokens a pass)",
+        section=OBSERVER,
+        help="Model tokens one consolidation pass may spend; past it, the rest waits for the next pass.",
+    ),
+    Setting(
+        "CLAUDE_MEM_DEMOTE_AFTER_WEEKS",
+        "8",
+        kind="int",
+        bounds=(0, 520),
+        label="Demote unrecalled memories after (weeks)",
+        section=OBSERVER,
+        help="Memories never recalled for this long leave the index (not search). 0: never.",
+    ),
+    Setting(
         "CLAUDE_MEM_READ_GATE",
         "adaptive",
         kind="choice",
