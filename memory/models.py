@@ -522,6 +522,9 @@ class LedgerEntry(models.Model):
         # A cmem memory tool's answer (get_observations, smart_outline, smart_unfold) that
         # the agent called in the session: shown tokens, often in place of a refused read.
         MEMORY_TOOL = "memory_tool"
+        # A consolidation pass's model request (memory/curation/consolidation/): its tokens
+        # and cost, booked like the observer's.
+        CONSOLIDATION = "consolidation"
 
     class Outcome(models.TextChoices):
         """What a refusal (GATE_DENY) led to in its session; blank: nothing (yet)."""

@@ -228,4 +228,20 @@ class Migration(migrations.Migration):
             model_name="observationrevision",
             index=models.Index(fields=["actor", "-created"], name="obsrev_actor_recent_idx"),
         ),
+        migrations.AlterField(
+            model_name="ledgerentry",
+            name="kind",
+            field=models.CharField(
+                choices=[
+                    ("gate_deny", "Gate Deny"),
+                    ("gate_context", "Gate Context"),
+                    ("gate_retry", "Gate Retry"),
+                    ("injection", "Injection"),
+                    ("observer", "Observer"),
+                    ("memory_tool", "Memory Tool"),
+                    ("consolidation", "Consolidation"),
+                ],
+                max_length=32,
+            ),
+        ),
     ]
