@@ -1,4 +1,6 @@
 """`cmem bench hooks`: what a hook costs the agent on this machine, against the bare interpreter.
+`cmem bench truth`: whether every surface shows the current memory after corrections
+(memory/management/benches/truth.py).
 
 Starts its own worker (`cmem serve` on a free port, in a temporary data dir: never your
 memory), then runs, interleaved so machine noise hits all three alike: `python -c pass`,
@@ -28,7 +30,7 @@ from argparse import ArgumentParser
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 ENTRY = str(Path(__file__).resolve().parents[2] / "hookclient" / "entry.py")
 
@@ -73,15 +75,35 @@ PRE_TOOL_USE = {
 
 
 class Command(BaseCommand):
-    help = "What a hook costs on this machine: hook processes against `python -c pass`."
+    help = (
+        "hooks: what a hook costs on this machine, against `python -c pass`. truth: whether"
+        " the index, the gate, prompt recall and search show the current memory after"
+        " corrections and consolidation (scripted histories)."
+    )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
-        parser.add_argument("name", choices=["hooks"])
+        parser.add_argument("name", choices=["hooks", "truth"])
         parser.add_argument("--quick", action="store_true", help="Fewer runs, for a smoke run.")
         parser.add_argument("--runs", type=int, default=None, help="Runs of each hook.")
+        parser.add_argument(
+            "--scenarios",
+            type=Path,
+            default=None,
+            help="truth: a folder of scenario .toml files (default: the shipped ones).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        self.stdout.write("== bench hooks ==")
+        self.stdout.write(f"== bench {options['name']} ==")
+        if options["name"] == "truth":
+            from memory.management.benches import truth
+
+            try:
+                held = truth.run(out=self.stdout, folder=options["scenarios"] or truth.SCENARIOS)
+            except truth.ScenarioError as exc:
+                raise CommandError(str(exc)) from exc
+            if not held:
+                raise CommandError("some truth checks failed (above)")
+            return
         run(out=self.stdout, options=options)
 
 
