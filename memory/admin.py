@@ -34,6 +34,7 @@ from memory.models import (
     LedgerEntry,
     Observation,
     ObservationFile,
+    ObservationRevision,
     Prompt,
     Session,
     Summary,
@@ -194,6 +195,14 @@ class ObservationFileInline(ReadOnlyInline):
     show_change_link = False
 
 
+class ObservationRevisionInline(ReadOnlyInline):
+    model = ObservationRevision
+    fk_name = "observation"
+    fields = ("created", "action", "actor", "user", "reason", "undone")
+    readonly_fields = fields
+    show_change_link = False
+
+
 class PruneForm(forms.Form):
     older_than_days = forms.IntegerField(
         min_value=0,
@@ -220,13 +229,13 @@ class ObservationAdmin(ReadOnlyAdmin):
         "tokens",
         "created",
     )
-    list_filter = ("type", "project", "compressor", "created")
+    list_filter = ("type", "status", "origin", "pinned", "project", "compressor", "created")
     search_fields = ("title", "subtitle", "narrative")
     list_select_related = ("session",)
     raw_id_fields = ("session",)
     date_hierarchy = "created"
     ordering = ("-created",)
-    inlines = [ObservationFileInline]
+    inlines = [ObservationFileInline, ObservationRevisionInline]
     actions = ["prune_observations"]
     change_list_template = "admin/memory/observation/change_list.html"
 
@@ -309,6 +318,24 @@ class ObservationFileAdmin(ReadOnlyAdmin):
 
     @admin.display(description="observation")
     def observation_link(self, obj: ObservationFile) -> str:
+        url = reverse("admin:memory_observation_change", args=[obj.observation_id])
+        return format_html('<a href="{}">{}</a>', url, preview(obj.observation.title, 60))
+
+
+@admin.register(ObservationRevision)
+class ObservationRevisionAdmin(ReadOnlyAdmin):
+    """Read-only like the rest of the admin: corrections are made on the observation page,
+    the CLI or the API, where who may change what is enforced."""
+
+    list_display = ("id", "action", "actor", "user", "observation_link", "reason", "created")
+    list_filter = ("action", "actor", "created")
+    search_fields = ("reason",)
+    list_select_related = ("observation", "user")
+    raw_id_fields = ("observation", "user")
+    ordering = ("-created",)
+
+    @admin.display(description="observation")
+    def observation_link(self, obj: ObservationRevision) -> str:
         url = reverse("admin:memory_observation_change", args=[obj.observation_id])
         return format_html('<a href="{}">{}</a>', url, preview(obj.observation.title, 60))
 

@@ -42,6 +42,18 @@ _OBSERVATION_FIELDS = (
     "type", "title", "subtitle", "facts", "narrative", "concepts", "files_read", "files_modified", "tool_name",
     "prompt_number", "compressor", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "content_hash",
 )  # fmt: skip
+# Curation (issue 31), each with the values an import accepts; anything else keeps the
+# default. `superseded_by` names a local row id and is not carried (the status is).
+_CURATION_CHOICES: dict[str, tuple[Any, ...]] = {
+    "status": tuple(Observation.Status.values),
+    "certainty": tuple(Observation.Certainty.values),
+    "origin": tuple(Observation.Origin.values),
+    "scope": tuple(Observation.Scope.values),
+    "pinned": (True, False),
+    "demoted": (True, False),
+    "person_edited": (True, False),
+}
+_CURATION_TEXT = ("status_reason", "topic")
 _SUMMARY_FIELDS = (
     "prompt_number", "request", "investigated", "learned", "completed", "next_steps", "notes", "compressor",
     "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
@@ -100,6 +112,8 @@ def memory_export(*, project: str = "") -> ExportDocument:
         row["observations"] = [
             {
                 **{f: getattr(o, f) for f in _OBSERVATION_FIELDS},
+                **{f: getattr(o, f) for f in (*_CURATION_CHOICES, *_CURATION_TEXT)},
+                "edited": time_export(o.edited),
                 "created": time_export(o.created),
                 "files": [
                     {
@@ -204,6 +218,10 @@ def observation_import(*, session: Session, data: dict[str, Any]) -> Observation
     Without explicit `files`, the rows come from files_read/files_modified, made relative to
     the session's project root the way the gate looks them up."""
     fields = {f: data[f] for f in _OBSERVATION_FIELDS if f in data and data[f] is not None}
+    fields |= {f: data[f] for f, allowed in _CURATION_CHOICES.items() if data.get(f) in allowed}
+    fields |= {f: data[f][:2000] for f in _CURATION_TEXT if isinstance(data.get(f), str)}
+    if data.get("edited"):
+        fields["edited"] = time_import(data["edited"])
     observation = Observation(
         session=session, project=session.project, created=time_import(data.get("created")), **fields
     )

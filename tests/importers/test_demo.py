@@ -41,4 +41,4 @@ def test_demo_twice_does_not_duplicate() -> None:
     out = StringIO()
     call_command("demo", stdout=out)
     assert "already loaded" in out.getvalue()
-    assert Observation.objects.count() == 11
+    assert Observation.objects.count() == 13
