@@ -24,6 +24,7 @@ from huey.contrib.djhuey import HUEY
 
 from memory import config
 from memory.agents.base import HookEvent, HookResult
+from memory.agents.tool_names import is_cmem_tool
 from memory.briefing import prompt_recall
 from memory.briefing.file_views import absolute_path, file_facts, file_view_record_from_tool
 from memory.capture.transcript_model import model_name_clean, transcript_model
@@ -278,8 +279,16 @@ def files_facts(*, event: HookEvent, project: Project) -> list[dict[str, Any]]:
     return out
 
 
+# cmem's own curation tools store what they change themselves, labelled; observing the call
+# as well would make an unlabelled observer copy of agent-written text that stays current
+# after the memory is superseded.
+CURATION_TOOLS = ("remember", "memory_correct", "forget")
+
+
 def _skipped_tool(event: HookEvent, settings: dict[str, str]) -> bool:
     if not event.tool_name or event.tool_name in config.skip_tools(settings):
+        return True
+    if any(is_cmem_tool(event.tool_name, tool) for tool in CURATION_TOOLS):
         return True
     # claude-mem's rule: its own session-memory files are meta, never observed.
     return any("session-memory" in p for p in _tool_paths(event))
