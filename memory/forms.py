@@ -246,7 +246,7 @@ class ObservationEditForm(forms.Form):
     narrative = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 8}))
     facts = forms.CharField(required=False, widget=LINES, help_text="One fact per line.")
     type = forms.ChoiceField(choices=Observation.Type.choices)
-    reason = forms.CharField(required=False, label="Why (optional)")
+    reason = forms.CharField(required=False, label="Why this edit (optional)")
     redact = forms.BooleanField(
         required=False, label="Redact: purge the old text from the history too"
     )

@@ -283,7 +283,8 @@ def _field_changes(revision: ObservationRevision) -> list[FieldChange]:
             after=_shown(name, revision.after.get(name)),
         )
         for name, old in revision.before.items()
-        if revision.after.get(name) != old
+        # "by a person" follows from who made the change, shown on the line already.
+        if revision.after.get(name) != old and name != "person_edited"
     ]
 
 
