@@ -226,3 +226,98 @@ class SettingsForm(forms.Form):
             else:
                 out[key] = str(value).strip()
         return out
+
+
+# The observation page's curation forms. They check shapes only (a known type or action, a
+# whole number); sizes and who may change what are the curation service's (memory.curation),
+# whose errors the page shows as they are.
+
+LINES = forms.Textarea(attrs={"rows": 5})
+
+
+def _one_newline(text: str) -> str:
+    """Browsers send a textarea's lines joined by CRLF; stored text uses LF."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+class ObservationEditForm(forms.Form):
+    title = forms.CharField(strip=True)
+    subtitle = forms.CharField(required=False)
+    narrative = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 8}))
+    facts = forms.CharField(required=False, widget=LINES, help_text="One fact per line.")
+    type = forms.ChoiceField(choices=Observation.Type.choices)
+    reason = forms.CharField(required=False, label="Why this edit (optional)")
+    redact = forms.BooleanField(
+        required=False, label="Redact: purge the old text from the history too"
+    )
+
+    @classmethod
+    def for_row(cls, row: Observation) -> ObservationEditForm:
+        facts = row.facts if isinstance(row.facts, list) else []
+        return cls(
+            initial={
+                "title": row.title,
+                "subtitle": row.subtitle,
+                "narrative": row.narrative,
+                "facts": "\n".join(str(f) for f in facts),
+                "type": row.type,
+            }
+        )
+
+    def changes(self, row: Observation) -> dict[str, Any]:
+        """The fields that differ from the row; all text fields for a redacting edit (the
+        old text goes from the history even when the current text stays)."""
+        data = self.cleaned_data
+        new: dict[str, Any] = {
+            "title": data["title"],
+            "subtitle": _one_newline(data["subtitle"]).strip(),
+            "narrative": _one_newline(data["narrative"]).strip(),
+            "facts": [
+                line.strip() for line in _one_newline(data["facts"]).split("\n") if line.strip()
+            ],
+            "type": data["type"],
+        }
+        if data["redact"]:
+            return new
+        return {k: v for k, v in new.items() if getattr(row, k) != v}
+
+
+# The actions the page offers; the service knows more (abandon, demote: consolidation's).
+MARK_ACTIONS = [
+    ("pin", "Pin"),
+    ("unpin", "Unpin"),
+    ("wrong", "Mark wrong"),
+    ("outdated", "Mark outdated"),
+    ("supersede", "Superseded by"),
+    ("retire", "Retire"),
+    ("restore", "Restore"),
+]
+
+
+class ObservationMarkForm(forms.Form):
+    action = forms.ChoiceField(choices=MARK_ACTIONS)
+    reason = forms.CharField(required=False)
+    superseded_by = forms.CharField(required=False, max_length=24, label="By memory #")
+
+    def clean_superseded_by(self) -> int | None:
+        raw = self.cleaned_data["superseded_by"].strip().removeprefix("#").strip()
+        if not raw:
+            return None
+        if not raw.isdigit() or not 0 < int(raw) < 2**63:
+            raise forms.ValidationError("Give the id of a memory, such as 12 or #12.")
+        return int(raw)
+
+
+class RememberForm(forms.Form):
+    project = forms.CharField(max_length=200)
+    title = forms.CharField()
+    text = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 6}))
+    kind = forms.ChoiceField(choices=Observation.Type.choices, initial=Observation.Type.NOTE)
+    topic = forms.CharField(
+        required=False,
+        help_text="Optional key: remembering under the same topic again replaces this memory.",
+    )
+    scope = forms.ChoiceField(choices=Observation.Scope.choices, initial=Observation.Scope.PROJECT)
+
+    def clean_text(self) -> str:
+        return _one_newline(self.cleaned_data["text"]).strip()

@@ -10,8 +10,19 @@ from django.db.models import Exists, Max, OuterRef, Q
 from memory import config, extensions
 from memory.briefing.context import context_text
 from memory.briefing.gate_policy import project_gate_mode
+from memory.curation.history import history_of
+from memory.curation.proposals import PREFIX as PROPOSAL_PREFIX
+from memory.curation.proposals import open_proposals
 from memory.hooks.spool import spool_backlog
-from memory.models import ContextCache, Event, Observation, Prompt, Session, Summary
+from memory.models import (
+    ContextCache,
+    Event,
+    Observation,
+    ObservationRevision,
+    Prompt,
+    Session,
+    Summary,
+)
 from memory.team import scope
 
 
@@ -172,3 +183,118 @@ def gate_modes_list(*, project: str = "") -> list[ProjectGate]:
         for name in names
         for found in [project_gate_mode(project=name, settings=settings)]
     ]
+
+
+# The observation page: its history, the agent's open proposals, what it replaced
+
+# How each revision's action reads on the page ("a person marked it wrong").
+ACTION_LABELS = {
+    "remember": "wrote it",
+    "edit": "edited it",
+    "redact": "edited it and purged the old text",
+    "wrong": "marked it wrong",
+    "outdated": "marked it outdated",
+    "supersede": "marked it superseded",
+    "retire": "retired it",
+    "restore": "restored it",
+    "pin": "pinned it",
+    "unpin": "unpinned it",
+    "abandon": "marked it an abandoned hypothesis",
+    "demote": "left it out of the index",
+    "undo": "undid a change",
+    "scope_all": "made it a memory of all projects",
+    "propose_pin": "proposed pinning it",
+    "propose_unpin": "proposed unpinning it",
+    "propose_scope_all": "proposed it for all projects",
+}
+FIELD_LABELS = {
+    "superseded_by_id": "superseded by",
+    "status_reason": "reason",
+    "person_edited": "by a person",
+}
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    field: str
+    before: str
+    after: str
+
+
+@dataclass
+class RevisionLine:
+    revision: ObservationRevision
+    who: str
+    what: str
+    changes: list[FieldChange]
+    undoable: bool
+    # A proposal's `undone` is when it was answered, not an undo.
+    is_proposal: bool
+
+
+@dataclass
+class ObservationCuration:
+    history: list[RevisionLine]
+    proposals: list[ObservationRevision]
+    supersedes: list[Observation]
+
+
+def observation_curation(*, observation: Observation) -> ObservationCuration:
+    """What the observation page shows about the row's curation: every revision (who, what,
+    before → after, whether it can still be undone), the agent's open proposals, and the
+    rows this one replaced."""
+    lines = [
+        RevisionLine(
+            revision=rev,
+            who=_revision_who(rev),
+            what=ACTION_LABELS.get(rev.action, rev.action.replace("_", " ")),
+            changes=_field_changes(rev),
+            is_proposal=rev.action.startswith(PROPOSAL_PREFIX),
+            undoable=rev.undone is None
+            and bool(rev.before)
+            and not rev.action.startswith(PROPOSAL_PREFIX),
+        )
+        for rev in history_of(observation)
+    ]
+    return ObservationCuration(
+        history=lines,
+        proposals=open_proposals(observation),
+        supersedes=list(observation.supersedes.order_by("created", "pk")),
+    )
+
+
+def _revision_who(revision: ObservationRevision) -> str:
+    who = (
+        str(ObservationRevision.Actor(revision.actor).label)
+        if revision.actor in ObservationRevision.Actor.values
+        else revision.actor
+    )
+    # Team mode: the user whose login or token made it (a staff member correcting a row).
+    return f"{who} ({revision.user.get_username()})" if revision.user else who
+
+
+def _field_changes(revision: ObservationRevision) -> list[FieldChange]:
+    if not revision.before:
+        return []  # written, or a proposal: nothing was there before
+    return [
+        FieldChange(
+            field=FIELD_LABELS.get(name, name),
+            before=_shown(name, old),
+            after=_shown(name, revision.after.get(name)),
+        )
+        for name, old in revision.before.items()
+        # "by a person" follows from who made the change, shown on the line already.
+        if revision.after.get(name) != old and name != "person_edited"
+    ]
+
+
+def _shown(name: str, value: Any) -> str:
+    if value is None or value == "" or value == []:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if name == "superseded_by_id":
+        return f"#{value}"
+    if isinstance(value, list):
+        return "; ".join(str(v) for v in value)
+    return str(value)

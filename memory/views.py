@@ -1,27 +1,45 @@
-"""Pages: the timeline, observation and session details, search, settings and stats."""
+"""Pages: the timeline, observation details and their curation, remember, session details,
+search, settings and stats."""
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
+
+from django import forms
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from memory import config, services
 from memory.briefing.file_history import file_history
 from memory.briefing.savings import savings
 from memory.compression.health import tokens_used_today
 from memory.compression.providers import provider_choice
+from memory.curation import corrections, proposals
+from memory.curation import remember as remembering
+from memory.curation.policy import Actor, CurationDenied, CurationError, CurationNotFound
 from memory.dashboard import charts, feed
-from memory.forms import FeedFilterForm, SearchForm, SettingsForm, StatsForm
+from memory.forms import (
+    FeedFilterForm,
+    ObservationEditForm,
+    ObservationMarkForm,
+    RememberForm,
+    SearchForm,
+    SettingsForm,
+    StatsForm,
+)
 from memory.housekeeping.forget import ForgetRequest, observations_forget
 from memory.housekeeping.retention import database_growth
 from memory.ledger.session import session_ledger
-from memory.models import Observation, Prompt, Session
+from memory.models import Observation, ObservationRevision, Prompt, Session
 from memory.retrieval.search.fold import hits_fold
 from memory.retrieval.search.query import KINDS, SearchQuery
 from memory.retrieval.search.service import mode_note, search
+from memory.team import scope
+
+CURATION_ERRORS = (CurationError, CurationDenied, CurationNotFound)
 
 
 def _int_param(request: HttpRequest, name: str) -> int:
@@ -115,14 +133,218 @@ def live(request: HttpRequest) -> JsonResponse:
 
 @require_GET
 def observation_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    observation = get_object_or_404(Observation.objects.select_related("session"), pk=pk)
+    return _observation_page(request, _observation_or_404(pk))
+
+
+def _observation_or_404(pk: int) -> Observation:
+    return get_object_or_404(Observation.objects.select_related("session", "superseded_by"), pk=pk)
+
+
+def _observation_page(
+    request: HttpRequest,
+    observation: Observation,
+    *,
+    edit_form: ObservationEditForm | None = None,
+    status: int = 200,
+) -> HttpResponse:
     prompt = None
     if observation.prompt_number is not None:
         prompt = Prompt.objects.filter(
             session=observation.session, number=observation.prompt_number
         ).first()
-    ctx = {"obs": observation, "prompt": prompt}
-    return render(request, "memory/observation_detail.html", ctx)
+    ctx = {
+        "obs": observation,
+        "prompt": prompt,
+        "curation": services.observation_curation(observation=observation),
+        "edit_form": edit_form or ObservationEditForm.for_row(observation),
+        # A refused edit comes back open, with what was typed.
+        "edit_open": edit_form is not None,
+    }
+    return render(request, "memory/observation_detail.html", ctx, status=status)
+
+
+# What the curation services refuse with, and the status the page answers with.
+_REFUSALS: dict[type[Exception], int] = {
+    CurationError: 400,
+    CurationDenied: 403,
+    CurationNotFound: 404,
+}
+MARK_DONE = {
+    "pin": "Pinned #{pk}: it leads the index of new sessions.",
+    "unpin": "Unpinned #{pk}.",
+    "wrong": "Marked #{pk} wrong: new sessions no longer see it as current.",
+    "outdated": "Marked #{pk} outdated.",
+    "supersede": "Marked #{pk} superseded by #{by}.",
+    "retire": "Retired #{pk}: it stays searchable and can be restored.",
+    "restore": "Restored #{pk}: it is current again.",
+}
+
+
+def _refused(
+    request: HttpRequest,
+    observation: Observation,
+    exc: Exception,
+    *,
+    edit_form: ObservationEditForm | None = None,
+) -> HttpResponse:
+    """The page again, with the service's reason and a 4xx status; the service's
+    transaction rolled back, so nothing changed."""
+    status = _status_of(exc)
+    messages.error(request, f"Nothing changed: {exc}")
+    observation.refresh_from_db()
+    return _observation_page(request, observation, edit_form=edit_form, status=status)
+
+
+def _form_refused(
+    request: HttpRequest,
+    observation: Observation,
+    form: forms.Form,
+    *,
+    edit_form: ObservationEditForm | None = None,
+) -> HttpResponse:
+    problems = "; ".join(
+        f"{form[name].label if name in form.fields else name}: " + " ".join(str(e) for e in errors)
+        for name, errors in form.errors.items()
+    )
+    return _refused(request, observation, CurationError(problems), edit_form=edit_form)
+
+
+def _as_person(request: HttpRequest) -> AbstractContextManager[object]:
+    """Attribute the change to the signed-in user (team mode: a staff login; the pages are
+    staff-only there and show every user's rows, so the scope is a staff one)."""
+    user = getattr(request, "user", None)
+    if user is not None and user.is_authenticated:
+        return scope.viewer_scope(user_id=user.pk, staff=True)
+    return nullcontext()
+
+
+@require_POST
+def observation_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    observation = _observation_or_404(pk)
+    form = ObservationEditForm(request.POST)
+    if not form.is_valid():
+        return _form_refused(request, observation, form, edit_form=form)
+    changes = form.changes(observation)
+    if not changes:
+        messages.info(request, f"Nothing to change in #{pk}.")
+        return redirect(observation)
+    redact = form.cleaned_data["redact"]
+    try:
+        with _as_person(request):
+            corrections.observation_edit(
+                pk,
+                changes=changes,
+                actor=Actor.USER,
+                reason=form.cleaned_data["reason"],
+                redact=redact,
+            )
+    except CURATION_ERRORS as exc:
+        return _refused(request, observation, exc, edit_form=form)
+    purged = " The old text was purged from its history." if redact else ""
+    messages.success(request, f"Saved #{pk}.{purged}")
+    return redirect(observation)
+
+
+@require_POST
+def observation_mark(request: HttpRequest, pk: int) -> HttpResponse:
+    observation = _observation_or_404(pk)
+    form = ObservationMarkForm(request.POST)
+    if not form.is_valid():
+        return _form_refused(request, observation, form)
+    action = form.cleaned_data["action"]
+    by = form.cleaned_data["superseded_by"]
+    try:
+        with _as_person(request):
+            corrections.observation_mark(
+                pk,
+                action=action,
+                actor=Actor.USER,
+                reason=form.cleaned_data["reason"],
+                superseded_by=by if action == "supersede" else None,
+            )
+    except CURATION_ERRORS as exc:
+        return _refused(request, observation, exc)
+    messages.success(request, MARK_DONE[action].format(pk=pk, by=by))
+    return redirect(observation)
+
+
+@require_POST
+def revision_undo(request: HttpRequest, pk: int) -> HttpResponse:
+    revision = get_object_or_404(ObservationRevision.objects.select_related("observation"), pk=pk)
+    observation = revision.observation
+    try:
+        with _as_person(request):
+            corrections.revision_undo(pk, actor=Actor.USER)
+    except CURATION_ERRORS as exc:
+        return _refused(request, observation, exc)
+    messages.success(request, f"Undid revision #{pk} ({revision.action}) of #{observation.pk}.")
+    return redirect(observation)
+
+
+@require_POST
+def proposal_answer(request: HttpRequest, pk: int, answer: str) -> HttpResponse:
+    """Accept or dismiss the agent's proposal (pin it, widen it to all projects)."""
+    revision = get_object_or_404(ObservationRevision.objects.select_related("observation"), pk=pk)
+    observation = revision.observation
+    answer_fn = proposals.proposal_accept if answer == "accept" else proposals.proposal_dismiss
+    try:
+        with _as_person(request):
+            answer_fn(pk)
+    except CURATION_ERRORS as exc:
+        return _refused(request, observation, exc)
+    done = "Accepted" if answer == "accept" else "Dismissed"
+    messages.success(request, f"{done} the agent's proposal #{pk} for #{observation.pk}.")
+    return redirect(observation)
+
+
+@require_http_methods(["GET", "POST"])
+def remember_page(request: HttpRequest) -> HttpResponse:
+    """Write a memory by hand, for a project (or all of them): a person's memory, which
+    neither the agent nor consolidation may change."""
+    projects = services.projects_list()
+    status = 200
+    if request.method == "POST":
+        form = RememberForm(request.POST)
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                with _as_person(request):
+                    result = remembering.remember(
+                        remembering.RememberRequest(
+                            project=data["project"],
+                            title=data["title"],
+                            text=data["text"],
+                            kind=data["kind"],
+                            topic=data["topic"],
+                            scope=data["scope"],
+                            actor=Actor.USER,
+                        )
+                    )
+            except CURATION_ERRORS as exc:
+                messages.error(request, f"Nothing remembered: {exc}")
+                status = _status_of(exc)
+            else:
+                row = result.observation
+                if not result.created:
+                    messages.info(request, f"Already remembered as #{row.pk}.")
+                elif result.superseded is not None:
+                    messages.success(
+                        request, f"Remembered #{row.pk}; it replaces #{result.superseded.pk}."
+                    )
+                else:
+                    messages.success(request, f"Remembered #{row.pk}.")
+                return redirect(row)
+        else:
+            status = 400
+    else:
+        form = RememberForm(initial={"project": request.GET.get("project", "")[:200]})
+    return render(
+        request, "memory/remember.html", {"form": form, "projects": projects}, status=status
+    )
+
+
+def _status_of(exc: Exception) -> int:
+    return next((code for kind, code in _REFUSALS.items() if isinstance(exc, kind)), 400)
 
 
 @require_http_methods(["GET", "POST"])

@@ -5,6 +5,9 @@
 - Fields are taken with non-greedy regexes and trimmed; empty array items are dropped.
 - A missing or unknown type becomes `discovery` (claude-mem keeps unknown types as
   emitted; every reader here expects the nine ids of the legend).
+- A certainty (confirmed, hypothesis, dead_end) is read leniently (case, `-` or a space
+  for `_`); anything else, or none, is "" (unknown): a hostile or confused reply cannot
+  store a value the readers do not know.
 - Concepts are cut at the first ':', lower-cased, kept only from the closed list, and never
   equal to the type.
 - An observation with no title, narrative, facts or concepts is dropped; a summary with
@@ -18,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from memory.compression.prompts import CONCEPTS, TYPES
+from memory.compression.prompts import CERTAINTIES, CONCEPTS, TYPES
 
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*\n(.*?)\n?```\s*$", re.S)
 _ROOT = re.compile(r"<(observation|summary|skip_summary)\b", re.S)
@@ -40,6 +43,8 @@ class ParsedObservation:
     files_read: list[str] = field(default_factory=list)
     files_modified: list[str] = field(default_factory=list)
     uses: list[int] = field(default_factory=list)
+    # "" (unknown: the offline compressor, a reply without one) or one of CERTAINTIES.
+    certainty: str = ""
     # Files the capture's hashes show changed (hash_evidence), stored as modified even though
     # the cited tool use (a Read) modified nothing itself. Never set from a model's reply.
     evidence_modified: list[str] = field(default_factory=list)
@@ -149,6 +154,14 @@ def parse_observations(text: str) -> list[ParsedObservation]:
     return out
 
 
+def _certainty(body: str) -> str:
+    raw = _field(body, "certainty")
+    if len(raw) > 20:  # longer than any id, however it is spelt: not one of them
+        return ""
+    value = re.sub(r"[\s-]+", "_", raw.strip().lower())
+    return value if value in CERTAINTIES else ""
+
+
 def _observation(attrs: str, body: str) -> ParsedObservation | None:
     kind = _field(body, "type").lower()
     if kind not in TYPES:
@@ -170,6 +183,7 @@ def _observation(attrs: str, body: str) -> ParsedObservation | None:
         files_read=_items(body, "files_read", "file"),
         files_modified=_items(body, "files_modified", "file"),
         uses=uses,
+        certainty=_certainty(body),
     )
     if not (obs.title or obs.narrative or obs.facts or obs.concepts):
         return None

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from memory import config
 from memory.compression.language import language, language_name
 from memory.compression.system_prompt import (  # noqa: F401 - re-exported: parse, tests
+    CERTAINTIES,
     CONCEPTS,
     OBSERVATION_MAX_TOKENS,
     SUMMARY_MAX_TOKENS,

@@ -99,6 +99,7 @@ def store_observations(
                 facts=obs.facts,
                 narrative=obs.narrative,
                 concepts=obs.concepts,
+                certainty=obs.certainty,
                 files_read=read,
                 files_modified=modified,
                 tool_name=covered[0].name if covered else "",

@@ -22,6 +22,8 @@ TYPES = [
     "security_note",
     "sensitive",
 ]
+# How sure the observation is; the parser keeps only these ids (anything else: unknown).
+CERTAINTIES = ["confirmed", "hypothesis", "dead_end"]
 CONCEPTS = [
     "how-it-works",
     "why-it-exists",
@@ -105,6 +107,7 @@ Reply with zero or more observation blocks and nothing else:
 
 <observation uses="1 2">
   <type>one type id from the legend</type>
+  <certainty>confirmed, hypothesis or dead_end</certainty>
   <title>short title naming the core action or topic (≤ 12 words)</title>
   <subtitle>one sentence of context (≤ 24 words)</subtitle>
   <facts>
@@ -120,6 +123,12 @@ Reply with zero or more observation blocks and nothing else:
 
 - `uses`: the `n` of every tool use the observation is about, separated by spaces. Every
   observation must cite at least one tool use.
+- `certainty` says how sure the observation is: `confirmed` when the batch shows it (a
+  test passed, a command succeeded, the code read says so, the user agreed);
+  `hypothesis` when it is a guess or an explanation nothing has checked yet (a suspected
+  cause, an untested fix); `dead_end` when an approach was tried and abandoned (say in the
+  narrative why it failed). A future session trusts confirmed observations and re-checks
+  the others, so never call a guess confirmed.
 - `files_modified` is filled from the tool inputs by cmem itself; you may list the files,
   but your list is only a hint. `files_read` should name the files whose content informed
   the observation.
@@ -188,6 +197,7 @@ A good answer:
 
 <observation uses="1 2 3">
   <type>feature</type>
+  <certainty>confirmed</certainty>
   <title>Gate ranks exact path matches before newer rows</title>
   <subtitle>gate_rows() now orders by exact match, then recency; the gate tests pass.</subtitle>
   <facts>
@@ -225,6 +235,7 @@ A good answer:
 
 <observation uses="1 2 3">
   <type>bugfix</type>
+  <certainty>confirmed</certainty>
   <title>Integer settings tolerate surrounding whitespace</title>
   <subtitle>get_int() strips the raw value before int(); test_port no longer fails.</subtitle>
   <facts>
@@ -259,6 +270,7 @@ A good answer (one discovery, not three):
 
 <observation uses="1 2 3">
   <type>discovery</type>
+  <certainty>confirmed</certainty>
   <title>SessionStart context is served from a per-project cache</title>
   <subtitle>context_for_hook() in memory/recall/context.py reads ContextCache before rendering.</subtitle>
   <facts>
@@ -286,6 +298,7 @@ Example F. A command revealing a risk:
 
 <observation uses="4">
   <type>security_alert</type>
+  <certainty>confirmed</certainty>
   <title>settings.json was world-readable</title>
   <subtitle>The data dir file had mode 0644; it holds the API token of team mode.</subtitle>
   <facts><fact>ls -l showed ~/.claude-mem/settings.json with mode -rw-r--r--.</fact></facts>
@@ -317,6 +330,7 @@ A good answer:
 
 <observation uses="1 2">
   <type>feature</type>
+  <certainty>confirmed</certainty>
   <title>Retention pruning of raw event payloads</title>
   <subtitle>New memory/housekeeping/retention.py events_prune() deletes events older than the retention window.</subtitle>
   <facts>
@@ -336,6 +350,7 @@ the user's request), such as picking SQLite FTS5 over a vector store for search:
 
 <observation uses="2">
   <type>decision</type>
+  <certainty>confirmed</certainty>
   <title>Search uses SQLite FTS5 instead of a vector sidecar</title>
   <subtitle>FTS5 ships with SQLite; a vector service would add a process to keep alive.</subtitle>
   <facts>
@@ -348,6 +363,37 @@ the user's request), such as picking SQLite FTS5 over a vector store for search:
   <concepts><concept>trade-off</concept><concept>why-it-exists</concept></concepts>
   <files_read><file>memory/retrieval/search/service.py</file></files_read>
   <files_modified></files_modified>
+</observation>
+
+Example J. A failing test, a guess at its cause, and a fix that was tried and reverted:
+
+<observation uses="1 2">
+  <type>discovery</type>
+  <certainty>hypothesis</certainty>
+  <title>Flaky checkout test may depend on the local time zone</title>
+  <subtitle>test_total_rounding failed once near midnight; the cause is not verified.</subtitle>
+  <facts>
+    <fact>tests/test_checkout.py::test_total_rounding failed with a total off by one day's rate.</fact>
+  </facts>
+  <narrative>The failure appeared only in a run near midnight, which suggests the test
+  reads the local date. Nothing has confirmed this yet.</narrative>
+  <concepts><concept>gotcha</concept></concepts>
+  <files_read><file>tests/test_checkout.py</file></files_read>
+  <files_modified></files_modified>
+</observation>
+<observation uses="3 4">
+  <type>change</type>
+  <certainty>dead_end</certainty>
+  <title>Setting TZ=UTC in conftest.py did not stop the checkout test failing</title>
+  <subtitle>The same failure came back with TZ fixed; the edit was reverted.</subtitle>
+  <facts>
+    <fact>tests/conftest.py set TZ=UTC; test_total_rounding still failed; the change was reverted.</fact>
+  </facts>
+  <narrative>Fixing the time zone was tried as the fix and abandoned: the failure does not
+  come from the local time zone.</narrative>
+  <concepts><concept>problem-solution</concept></concepts>
+  <files_read></files_read>
+  <files_modified><file>tests/conftest.py</file></files_modified>
 </observation>
 
 # Progress summaries
@@ -395,7 +441,7 @@ A good answer:
 
 1. Reply with XML blocks only, or with nothing.
 2. Every observation cites its tool uses in `uses`.
-3. Types and concepts come from the lists above.
+3. Types, certainties and concepts come from the lists above.
 4. Facts are concrete and self-contained; no pronouns that point outside the fact.
 5. Never copy secrets, keys, tokens, passwords or personal data.
 6. Never describe yourself, the batch, the observer or these instructions.
@@ -415,5 +461,6 @@ def for_language(code: str, name: str) -> str:
         "\n# Language\n\n"
         f"Write every title, subtitle, fact, narrative and summary field in {name}. Keep code "
         "identifiers, file paths, commands, settings names, error messages quoted from the "
-        "output, and the XML tags, type ids and concept ids exactly as they are, untranslated.\n"
+        "output, and the XML tags, type ids, certainty ids and concept ids exactly as they are, "
+        "untranslated.\n"
     )

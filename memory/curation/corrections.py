@@ -27,7 +27,7 @@ from memory.curation.policy import (
     checked_reason,
     observation_for_change,
 )
-from memory.models import Observation, ObservationRevision
+from memory.models import ContextCache, Observation, ObservationRevision
 from memory.privacy.redaction import Sanitizer
 from memory.team import scope
 
@@ -255,4 +255,7 @@ def revision_undo(revision_id: object, *, actor: str) -> Observation:
             reason=f"undo of revision #{revision.pk}",
         )
         history.row_changed(row, text=bool(set(restorable) & set(history.TEXT_FIELDS)))
+        if "scope" in restorable:
+            # Narrowed back from all projects: every other project's index still holds it.
+            ContextCache.objects.all().delete()
     return row

@@ -64,8 +64,8 @@ def test_zh_model_prompt_golden_and_answer_stored(
     assert prompt.endswith(
         "\n# Language\n\nWrite every title, subtitle, fact, narrative and summary field in "
         "Simplified Chinese (简体中文). Keep code identifiers, file paths, commands, settings names, "
-        "error messages quoted from the output, and the XML tags, type ids and concept ids "
-        "exactly as they are, untranslated.\n"
+        "error messages quoted from the output, and the XML tags, type ids, certainty ids and "
+        "concept ids exactly as they are, untranslated.\n"
     )
     assert system_prompt() == prompt  # the cached prefix stays identical between requests
     with FakeAnthropic() as fake:
