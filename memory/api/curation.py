@@ -178,7 +178,9 @@ def _project(payload: RememberIn) -> tuple[str, str]:
 @router.post("/memories", response={201: RememberOut, 200: RememberOut, **_ANSWERS})
 def remember_endpoint(request: HttpRequest, payload: RememberIn) -> Status[dict[str, Any]]:
     """Remember a decision, preference or conclusion: 201 with the new memory, 200 when the
-    same memory already existed."""
+    same memory already existed. On this and every curation endpoint, the header
+    `X-Cmem-Actor: agent` (the MCP server sends it) makes the request the agent's; `user` or
+    no header is the user's; any other value is a 400."""
     try:
         project, root = _project(payload)
         result = remember(RememberRequest(
