@@ -173,8 +173,8 @@ def _checked(request: RememberRequest) -> tuple[str, str, str, list[str]]:
 def _topic_row(project: str, topic: str, actor: str) -> Observation | None:
     """The current memory of this topic, which the new one replaces; a topic whose latest
     memory was retired or marked wrong is refused (restore it, or choose another topic)."""
-    # A topic is the writer's own: a staff member's `remember` never replaces a teammate's
-    # memory of the same topic (staff may read every row, but topics do not cross owners).
+    # A topic is the writer's own key: staff read every row, but their topic never
+    # replaces a teammate's memory (None: the local worker, whose rows have no owner).
     rows = Observation.objects.filter(
         project=project, topic=topic, session__owner_id=scope.writer_id()
     )

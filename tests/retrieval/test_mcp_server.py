@@ -27,6 +27,8 @@ TOOLS = {
     "smart_unfold",
     "smart_search",
     "forget",
+    "remember",
+    "memory_correct",
     # Registered by deliverables (memory.retrieval.mcp_registry), not by mcp_server itself.
     "work_state_write",
 }

@@ -187,11 +187,13 @@ def _component(name: str, schema: dict[str, Any]) -> list[str]:
     props = schema.get("properties", {})
     if props:
         required = set(schema.get("required", []))
-        lines += ["| field | type | required |", "|---|---|---|"]
+        # A description column only where a field has one (Field(description=...)).
+        described = any(sub.get("description") for sub in props.values())
+        head = "| field | type | required |" + (" description |" if described else "")
+        lines += [head, "|---|---|---|" + ("---|" if described else "")]
         for field, sub in props.items():
-            lines.append(
-                f"| `{field}` | {_cell(_schema_type(sub))} | {'yes' if field in required else 'no'} |"
-            )
+            row = f"| `{field}` | {_cell(_schema_type(sub))} | {'yes' if field in required else 'no'} |"
+            lines.append(row + (f" {_cell(sub.get('description', ''))} |" if described else ""))
         lines.append("")
     return lines
 
