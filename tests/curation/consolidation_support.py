@@ -37,7 +37,9 @@ def obs(
         **fields,
     )
     ObservationFile.objects.bulk_create(
-        ObservationFile(observation=row, project=row.project, path=p, role="modified", created=created)
+        ObservationFile(
+            observation=row, project=row.project, path=p, role="modified", created=created
+        )
         for p in files
     )
     return row

@@ -65,11 +65,35 @@ def test_model_mode_batches_groups_applies_valid_changes_and_books_the_ledger(ap
         for group in groups_of(body):
             ids = [r["id"] for r in group["rows"]]
             if group["kind"] == "duplicates":
-                changes.append({"group": group["group"], "action": "duplicate", "id": min(ids), "by": max(ids), "reason": "same finding"})
+                changes.append(
+                    {
+                        "group": group["group"],
+                        "action": "duplicate",
+                        "id": min(ids),
+                        "by": max(ids),
+                        "reason": "same finding",
+                    }
+                )
             elif group["kind"] == "decisions":
-                changes.append({"group": group["group"], "action": "supersede", "id": ids[1], "by": ids[0], "reason": "moved to Redis"})
+                changes.append(
+                    {
+                        "group": group["group"],
+                        "action": "supersede",
+                        "id": ids[1],
+                        "by": ids[0],
+                        "reason": "moved to Redis",
+                    }
+                )
             else:
-                changes.append({"group": group["group"], "action": "abandon", "id": ids[0], "by": ids[1], "reason": "DNS, not the pool"})
+                changes.append(
+                    {
+                        "group": group["group"],
+                        "action": "abandon",
+                        "id": ids[0],
+                        "by": ids[1],
+                        "reason": "DNS, not the pool",
+                    }
+                )
         return answer(changes)  # fmt: skip
 
     api.default = Reply(fn=judge)
@@ -79,7 +103,9 @@ def test_model_mode_batches_groups_applies_valid_changes_and_books_the_ledger(ap
     kinds = sorted(g["kind"] for g in groups_of(api.requests[0].body))
     assert kinds == ["decisions", "duplicates", "hypothesis"]
     assert fresh(rows["dup_old"]).superseded_by_id == rows["dup_new"].pk
-    assert fresh(rows["dup_old"]).status_reason == f"duplicate of #{rows['dup_new'].pk}: same finding"
+    assert (
+        fresh(rows["dup_old"]).status_reason == f"duplicate of #{rows['dup_new'].pk}: same finding"
+    )
     assert fresh(rows["dec_old"]).superseded_by_id == rows["dec_new"].pk
     assert fresh(rows["guess"]).status == Observation.Status.ABANDONED
     assert fresh(rows["fact"]).status == CURRENT and fresh(rows["dec_new"]).status == CURRENT
@@ -87,7 +113,9 @@ def test_model_mode_batches_groups_applies_valid_changes_and_books_the_ledger(ap
     # The ledger: one line per request, with the fake's usage and a price.
     line = LedgerEntry.objects.get(kind=LedgerEntry.Kind.CONSOLIDATION)
     usage = api.requests[0].usage
-    assert line.input_tokens == usage["input_tokens"] and line.output_tokens == usage["output_tokens"]
+    assert (
+        line.input_tokens == usage["input_tokens"] and line.output_tokens == usage["output_tokens"]
+    )
     assert line.tokens_spent == report.tokens > 0 and line.provider == "anthropic"
     assert line.cost_usd == pytest.approx(report.cost_usd) and line.cost_usd > 0
     assert line.session_id is None and line.project == "shop"
@@ -110,7 +138,14 @@ def test_groups_already_judged_are_not_sent_again(api) -> None:
 def test_hostile_model_output_is_ignored_and_nothing_is_applied(api) -> None:
     sess = session()
     rows = _three_topics(sess)
-    person = obs(sess, "Checkout rounds before tax (per Ana)", narrative="totals off by a cent", files=("c.py",), days_ago=2.5, person_edited=True)
+    person = obs(
+        sess,
+        "Checkout rounds before tax (per Ana)",
+        narrative="totals off by a cent",
+        files=("c.py",),
+        days_ago=2.5,
+        person_edited=True,
+    )
     outsider = obs(session(project="other"), "Unrelated row of another project", days_ago=1)
 
     def hostile(body: dict[str, Any]) -> Reply:
@@ -171,11 +206,25 @@ def test_recorded_text_travels_as_data_inside_json(api) -> None:
     assert group["rows"][0]["text"].startswith(hostile)
 
 
-def test_the_budget_stops_requests_before_it_is_passed(api, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_budget_stops_requests_before_it_is_passed(
+    api, monkeypatch: pytest.MonkeyPatch
+) -> None:
     sess = session()
     for n in range(6):  # six separate duplicate pairs, one per file
-        obs(sess, f"Finding number {n} about module", narrative="same words here", files=(f"m{n}.py",), days_ago=2)
-        obs(sess, f"Finding number {n} about module", narrative="same words here too", files=(f"m{n}.py",), days_ago=1)
+        obs(
+            sess,
+            f"Finding number {n} about module",
+            narrative="same words here",
+            files=(f"m{n}.py",),
+            days_ago=2,
+        )
+        obs(
+            sess,
+            f"Finding number {n} about module",
+            narrative="same words here too",
+            files=(f"m{n}.py",),
+            days_ago=1,
+        )
     monkeypatch.setattr(model, "REQUEST_CHARS", 600)  # about two groups a request
     requests = list(model.batches(model.model_groups(_window(), _plan())))
     assert len(requests) >= 3
@@ -189,11 +238,21 @@ def test_the_budget_stops_requests_before_it_is_passed(api, monkeypatch: pytest.
     assert 0 < report.tokens <= one
     assert report.groups_left == 6 - report.groups > 0
     assert any("budget" in n for n in report.notes)
+    # The next pass goes on where this one stopped: it never re-sends what was judged.
+    first_ids = {r["id"] for g in groups_of(api.requests[0].body) for r in g["rows"]}
+    consolidation_run()
+    second_ids = {r["id"] for g in groups_of(api.requests[1].body) for r in g["rows"]}
+    assert second_ids and not first_ids & second_ids
+    while consolidation_run().requests:
+        pass
+    sent = [r["id"] for req in api.requests for g in groups_of(req.body) for r in g["rows"]]
+    assert len(sent) == len(set(sent)) == 12  # every pair judged once
     # A budget of 0 sends nothing.
     monkeypatch.setenv("CLAUDE_MEM_CONSOLIDATE_MAX_TOKENS", "0")
     obs(sess, "Finding number 9 about module", narrative="new", files=("m9.py",))
     obs(sess, "Finding number 9 about module", narrative="new", files=("m9.py",))
-    assert consolidation_run().requests == 0 and len(api.requests) == 1
+    before = len(api.requests)
+    assert consolidation_run().requests == 0 and len(api.requests) == before
 
 
 def _window():

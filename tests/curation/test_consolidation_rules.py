@@ -73,7 +73,13 @@ def test_a_much_fuller_older_row_is_kept_over_a_thin_newer_repeat() -> None:
         files=("c.py",),
         days_ago=2,
     )
-    thin = obs(sess, "Checkout total rounded before tax", narrative="Rounds early.", files=("c.py",), days_ago=1)
+    thin = obs(
+        sess,
+        "Checkout total rounded before tax",
+        narrative="Rounds early.",
+        files=("c.py",),
+        days_ago=1,
+    )
     consolidation_run()
     assert fresh(thin).superseded_by_id == full.pk and fresh(full).status == CURRENT
 
@@ -109,9 +115,29 @@ def test_embedding_cosine_joins_rephrased_duplicates_when_vectors_exist() -> Non
 
 def test_a_persons_rows_are_never_changed_and_are_kept_when_they_repeat() -> None:
     sess = session()
-    edited = obs(sess, "Checkout total rounded before tax", narrative="rounds early", files=("c.py",), days_ago=3, person_edited=True)
-    written = obs(sess, "Checkout total rounded before tax", narrative="rounds early", files=("c.py",), days_ago=2, origin="user")
-    observer = obs(sess, "Checkout total rounded before tax", narrative="rounds early", files=("c.py",), days_ago=1)
+    edited = obs(
+        sess,
+        "Checkout total rounded before tax",
+        narrative="rounds early",
+        files=("c.py",),
+        days_ago=3,
+        person_edited=True,
+    )
+    written = obs(
+        sess,
+        "Checkout total rounded before tax",
+        narrative="rounds early",
+        files=("c.py",),
+        days_ago=2,
+        origin="user",
+    )
+    observer = obs(
+        sess,
+        "Checkout total rounded before tax",
+        narrative="rounds early",
+        files=("c.py",),
+        days_ago=1,
+    )
     pinned = obs(sess, "Old thing nobody recalls", days_ago=100, pinned=True)
     report = consolidation_run()
     assert fresh(edited).status == CURRENT and fresh(written).status == CURRENT
@@ -119,14 +145,24 @@ def test_a_persons_rows_are_never_changed_and_are_kept_when_they_repeat() -> Non
     # The observer's repeat folds into a person's row (the person's row is the keeper).
     assert fresh(observer).superseded_by_id in {edited.pk, written.pk}
     assert report.applied == 1
-    assert not ObservationRevision.objects.filter(observation__in=[edited, written, pinned]).exists()
+    assert not ObservationRevision.objects.filter(
+        observation__in=[edited, written, pinned]
+    ).exists()
 
 
 # -- reversed decisions -------------------------------------------------------------------------
 def test_a_newer_decision_that_reverses_an_older_one_on_the_same_file_supersedes_it() -> None:
     sess = session()
-    old = obs(sess, "Use memcached for the session cache", type="decision", files=("settings.py",), days_ago=5)
-    other = obs(sess, "Use gzip for API responses", type="decision", files=("settings.py",), days_ago=4)
+    old = obs(
+        sess,
+        "Use memcached for the session cache",
+        type="decision",
+        files=("settings.py",),
+        days_ago=5,
+    )
+    other = obs(
+        sess, "Use gzip for API responses", type="decision", files=("settings.py",), days_ago=4
+    )
     new = obs(
         sess,
         "Session cache moved to Redis",
@@ -146,9 +182,24 @@ def test_a_newer_decision_that_reverses_an_older_one_on_the_same_file_supersedes
 def test_same_topic_reversal_supersedes_and_no_reversal_words_changes_nothing() -> None:
     sess = session()
     old = obs(sess, "Deploys go through Jenkins", type="decision", topic="deploy", days_ago=3)
-    new = obs(sess, "Deploys: GitHub Actions", narrative="We no longer deploy from Jenkins.", type="decision", topic="deploy", days_ago=1)
-    plain_old = obs(sess, "Use black for formatting", type="decision", files=("pyproject.toml",), days_ago=3)
-    obs(sess, "Use ruff format for formatting", type="decision", files=("pyproject.toml",), days_ago=1)
+    new = obs(
+        sess,
+        "Deploys: GitHub Actions",
+        narrative="We no longer deploy from Jenkins.",
+        type="decision",
+        topic="deploy",
+        days_ago=1,
+    )
+    plain_old = obs(
+        sess, "Use black for formatting", type="decision", files=("pyproject.toml",), days_ago=3
+    )
+    obs(
+        sess,
+        "Use ruff format for formatting",
+        type="decision",
+        files=("pyproject.toml",),
+        days_ago=1,
+    )
     consolidation_run()
     assert fresh(old).superseded_by_id == new.pk
     assert fresh(plain_old).status == CURRENT
@@ -157,7 +208,13 @@ def test_same_topic_reversal_supersedes_and_no_reversal_words_changes_nothing() 
 # -- refuted hypotheses -------------------------------------------------------------------------
 def test_a_hypothesis_a_later_row_contradicts_is_abandoned() -> None:
     sess = session()
-    guess = obs(sess, "Login timeout caused by the connection pool", certainty="hypothesis", files=("db.py",), days_ago=3)
+    guess = obs(
+        sess,
+        "Login timeout caused by the connection pool",
+        certainty="hypothesis",
+        files=("db.py",),
+        days_ago=3,
+    )
     obs(
         sess,
         "Login timeout traced to DNS",
@@ -174,7 +231,13 @@ def test_a_hypothesis_a_later_row_contradicts_is_abandoned() -> None:
 
 def test_hedged_observer_row_and_a_confirmed_fix_naming_another_cause() -> None:
     sess = session()
-    hedged = obs(sess, "Flaky export test", narrative="The flake is probably the timezone of the CI runner.", files=("export.py",), days_ago=4)
+    hedged = obs(
+        sess,
+        "Flaky export test",
+        narrative="The flake is probably the timezone of the CI runner.",
+        files=("export.py",),
+        days_ago=4,
+    )
     obs(
         sess,
         "Fix flaky export test",
@@ -184,8 +247,18 @@ def test_hedged_observer_row_and_a_confirmed_fix_naming_another_cause() -> None:
         files=("export.py",),
         days_ago=1,
     )
-    confirmed_guess = obs(sess, "Slow search suspect the missing index", files=("search.py",), days_ago=4)
-    obs(sess, "Added the missing index to search", narrative="Search is fast: the missing index was the cause.", type="bugfix", certainty="confirmed", files=("search.py",), days_ago=1)
+    confirmed_guess = obs(
+        sess, "Slow search suspect the missing index", files=("search.py",), days_ago=4
+    )
+    obs(
+        sess,
+        "Added the missing index to search",
+        narrative="Search is fast: the missing index was the cause.",
+        type="bugfix",
+        certainty="confirmed",
+        files=("search.py",),
+        days_ago=1,
+    )
     consolidation_run()
     assert fresh(hedged).status == Observation.Status.ABANDONED
     assert "names another cause" in fresh(hedged).status_reason
@@ -193,12 +266,18 @@ def test_hedged_observer_row_and_a_confirmed_fix_naming_another_cause() -> None:
 
 
 # -- demotion -------------------------------------------------------------------------------------
-def test_rows_never_recalled_for_weeks_are_demoted_not_the_pinned_or_recalled(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rows_never_recalled_for_weeks_are_demoted_not_the_pinned_or_recalled(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("CLAUDE_MEM_DEMOTE_AFTER_WEEKS", "8")
     sess = session()
     stale = obs(sess, "Stale row about the old build", days_ago=70)
-    recalled = obs(sess, "Recalled row", days_ago=70, last_recalled=timezone.now() - timedelta(days=3))
-    long_ago = obs(sess, "Recalled long ago", days_ago=90, last_recalled=timezone.now() - timedelta(days=60))
+    recalled = obs(
+        sess, "Recalled row", days_ago=70, last_recalled=timezone.now() - timedelta(days=3)
+    )
+    long_ago = obs(
+        sess, "Recalled long ago", days_ago=90, last_recalled=timezone.now() - timedelta(days=60)
+    )
     pinned = obs(sess, "Pinned row", days_ago=70, pinned=True)
     person = obs(sess, "A person's row", days_ago=70, origin="user")
     young = obs(sess, "Young row", days_ago=20)
@@ -225,7 +304,9 @@ def test_dry_run_changes_nothing_and_says_what_it_would_do() -> None:
     assert last_pass() is None  # a dry run is not the scheduled pass
 
 
-def test_undo_restores_and_the_pass_never_redoes_an_undone_change(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_undo_restores_and_the_pass_never_redoes_an_undone_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     sess = session()
     old, richer, newest = _duplicates(sess)
     stale = obs(sess, "Stale", days_ago=100)
@@ -245,7 +326,9 @@ def test_undo_restores_and_the_pass_never_redoes_an_undone_change(monkeypatch: p
     assert fresh(old).superseded_by_id == newer_repeat.pk
 
 
-def test_a_row_a_person_took_over_between_plan_and_apply_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_row_a_person_took_over_between_plan_and_apply_is_skipped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     sess = session()
     old, _richer, newest = _duplicates(sess)
     from memory.curation.consolidation import run as run_module
@@ -276,7 +359,9 @@ def _bulk(sess, count: int) -> None:
     )  # fmt: skip
 
 
-def test_queries_do_not_grow_with_the_rows_and_the_window_bounds_what_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_queries_do_not_grow_with_the_rows_and_the_window_bounds_what_is_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     sess = session()
     _bulk(sess, 30)
     with CaptureQueriesContext(connection) as small:
@@ -320,7 +405,9 @@ def test_the_command_refuses_the_model_without_a_provider(monkeypatch: pytest.Mo
         call_command("consolidate", "--mode", "model", stdout=io.StringIO())
 
 
-def test_the_background_task_runs_when_due_and_not_again_before_the_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_background_task_runs_when_due_and_not_again_before_the_interval(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("CLAUDE_MEM_CONSOLIDATE_EVERY_HOURS", "24")
     sess = session()
     _duplicates(sess)

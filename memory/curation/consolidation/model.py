@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from memory.curation.consolidation.candidates import (
@@ -63,6 +64,10 @@ class Group:
     kind: str
     rows: tuple[Row, ...]
 
+    @property
+    def newest(self) -> datetime:
+        return max(r.created for r in self.rows)
+
     def as_json(self) -> str:
         return json.dumps(
             {
@@ -107,6 +112,9 @@ def model_groups(window: Window, plan: Plan, *, since: Any = None) -> list[Group
                 found.append((HYPOTHESIS, [row, *later[: GROUP_MAX - 1]]))
     groups: list[Group] = []
     seen: set[tuple[str, frozenset[int]]] = set()
+    # Oldest news first: a pass the budget cuts short has judged everything up to a date,
+    # and the next one starts after it.
+    found.sort(key=lambda item: max((r.created, r.id) for r in item[1]))
     for kind, rows in found:
         key = (kind, frozenset(r.id for r in rows))
         if key in seen or any(r.id in plan.taken for r in rows):

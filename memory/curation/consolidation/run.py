@@ -229,6 +229,12 @@ def _model_pass(window: Window, plan: Plan, report: PassReport, *, judged: dict[
         report.ignored += ignored
         sent += len(chunk)
         report.groups += len(chunk)
+        # Groups go oldest news first: every group up to this chunk's newest row is judged
+        # (less a microsecond when an unsent group ties with it, so that one is not lost).
+        upto = chunk[-1].newest
+        if sent < len(groups) and groups[sent].newest <= upto:
+            upto -= timedelta(microseconds=1)
+        judged[key] = upto.isoformat()
     if window.rows:
         judged[key] = max(r.created for r in window.rows).isoformat()
 
