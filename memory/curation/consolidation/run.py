@@ -127,7 +127,7 @@ def mode_resolved(requested: str | None = None) -> str:
         return "model"
     if asked == "model":
         raise ConsolidationError(
-            f"the model mode needs the observer's model provider, and there is none ({why});"
+            f"the model mode needs the observer's model provider, and it is not available ({why});"
             " use --mode rules, or configure a provider (docs/guide/observers.md)"
         )
     return "rules"
