@@ -116,9 +116,14 @@ def test_a_post_that_asks_for_nothing_or_the_model_without_one_is_refused(
 def test_the_page_is_the_owners_only(client: Client) -> None:
     from memory.runtime.credentials import OWNER_SOCKET_ENVIRON
 
+    old, _new = _folded()
+    revision = ObservationRevision.objects.get(observation=old)
     stranger = Client(**{OWNER_SOCKET_ENVIRON: False})
-    assert stranger.get(URL).status_code in {302, 401, 403}
-    assert stranger.post(URL, {"run": "on"}).status_code in {302, 401, 403}
+    assert stranger.get(URL).status_code == 403
+    assert stranger.post(URL, {"undo": revision.pk}).status_code == 403
+    assert fresh(old).status == "superseded"
+    resp = stranger.post("/api/consolidation/run", "{}", content_type="application/json")
+    assert resp.status_code == 401
 
 
 # -- the API ------------------------------------------------------------------------------------
@@ -180,3 +185,14 @@ def test_changes_are_scoped_to_their_owner_in_team_mode(django_user_model) -> No
     ):
         assert row.superseded_by.session.owner_id == row.session.owner_id
     assert Observation.objects.filter(status="superseded").count() == 2
+
+
+def test_recorded_markup_is_shown_as_text(client: Client) -> None:
+    sess = session()
+    title = '<script>alert("x")</script> Checkout rounds'
+    obs(sess, title, narrative="off by a cent", files=("c.py",), days_ago=2)
+    obs(sess, title, narrative="off by a cent", files=("c.py",), days_ago=1)
+    consolidation_run()
+    body = client.get(URL).content.decode()
+    assert "<script>alert" not in body
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; Checkout rounds" in body
