@@ -8,6 +8,7 @@ from ninja import NinjaAPI
 
 from deliverables.api import router as deliverables_router
 from memory import config
+from memory.api.consolidation import router as consolidation_router
 from memory.api.core import router as memory_router
 from memory.api.curation import router as curation_router
 from memory.api.insights import router as insights_router
@@ -22,6 +23,7 @@ api.add_router("/", retrieval_router)
 api.add_router("/", insights_router)
 api.add_router("/", curation_router)
 api.add_router("/", deliverables_router)
+api.add_router("/", consolidation_router)
 
 
 @api.exception_handler(DataError)

@@ -53,6 +53,7 @@ VERBS: tuple[Verb, ...] = (
     Verb("import", "memory", "Import Claude Code transcripts, a claude-mem database, Codex sessions or a cmem export.", ("cmem import claude-code", "cmem import json backup.json")),
     Verb("demo", "memory", "Load a demo history (project acme-shop) to look around.", ("cmem demo",)),
     Verb("embeddings", "memory", "Embed rows that lack a vector of the configured model (backfill), or show coverage (status).", ("cmem embeddings status", "cmem embeddings backfill")),
+    Verb("consolidate", "memory", "Fold duplicates, supersede reversed decisions, demote unused memories (undoable).", ("cmem consolidate --dry-run", "cmem consolidate --project shop --mode rules")),
     Verb("prune", "memory", "Empty old raw payloads (observations stay), then VACUUM.", ("cmem prune --dry-run", "cmem prune --days 14")),
     # corrections
     Verb("remember", "corrections", "Remember a decision, preference or conclusion no file shows (--topic replaces the topic's memory).", ('cmem remember "Prices are stored in cents" "Floats broke refunds." --kind decision --topic money', "cmem remember 'Prefer ruff over black' --kind preference --all-projects")),

@@ -321,3 +321,23 @@ class RememberForm(forms.Form):
 
     def clean_text(self) -> str:
         return _one_newline(self.cleaned_data["text"]).strip()
+
+
+class ConsolidationForm(forms.Form):
+    """The consolidation page's POST: run the pass (`run`), or undo one change (`undo`)."""
+
+    undo = forms.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
+    run = forms.BooleanField(required=False)
+    dry_run = forms.BooleanField(required=False)
+    mode = forms.ChoiceField(
+        required=False, choices=[("", "As set"), ("rules", "Offline rules"), ("model", "Model")]
+    )
+    project = forms.CharField(required=False, max_length=200)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if not data.get("run") and not data.get("undo"):
+            raise forms.ValidationError("say what to do: run the pass, or undo one change")
+        if data.get("project") and "\x00" in data["project"]:
+            raise forms.ValidationError("a project name has no NUL character")
+        return data

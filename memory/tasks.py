@@ -8,7 +8,8 @@ tasks. Each task takes ids and calls one service of its room:
   sessions whose consumer vanished;
 - memory/retrieval/embeddings/tasks.py: embed what lacks a vector;
 - memory/hooks/tasks.py: drain the spool the hook client wrote while the worker was down;
-- memory/housekeeping/tasks.py: the nightly retention job.
+- memory/housekeeping/tasks.py: the nightly retention job;
+- memory/curation/tasks.py: the consolidation pass, every CLAUDE_MEM_CONSOLIDATE_EVERY_HOURS.
 
 The tasks keep the names huey first registered them under (memory/runtime/task_names.py):
 a message queued before an upgrade still finds its task after it.
@@ -21,6 +22,7 @@ from memory.compression.tasks import (
     events_sweep_task,
     session_events_process_task,
 )
+from memory.curation.tasks import consolidation_task
 from memory.hooks.tasks import (
     spool_ingest_at_start,
     spool_ingest_periodic_task,
@@ -30,6 +32,7 @@ from memory.housekeeping.tasks import retention_task
 from memory.retrieval.embeddings.tasks import embeddings_sweep_task
 
 __all__ = [
+    "consolidation_task",
     "embeddings_sweep_task",
     "events_sweep_on_start",
     "events_sweep_task",

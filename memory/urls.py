@@ -39,4 +39,5 @@ urlpatterns = [
     path("settings/", views.settings_page, name="memory-settings"),
     path("settings/preview/", views.context_preview, name="memory-context-preview"),
     path("stats/", views.stats_page, name="memory-stats"),
+    path("consolidation/", views.consolidation_page, name="memory-consolidation"),
 ]

@@ -19,9 +19,16 @@ from memory.compression.health import tokens_used_today
 from memory.compression.providers import provider_choice
 from memory.curation import corrections, proposals
 from memory.curation import remember as remembering
+from memory.curation.consolidation.recent import (
+    consolidation_changes,
+    consolidation_changes_include,
+)
+from memory.curation.consolidation.run import ConsolidationError, consolidation_run
+from memory.curation.consolidation.run import last_pass as consolidation_last_pass
 from memory.curation.policy import Actor, CurationDenied, CurationError, CurationNotFound
 from memory.dashboard import charts, feed
 from memory.forms import (
+    ConsolidationForm,
     FeedFilterForm,
     ObservationEditForm,
     ObservationMarkForm,
@@ -487,3 +494,69 @@ def _database_growth_line() -> str:
         return database_growth().describe()
     except Exception:  # noqa: BLE001 - the size is a footnote; never fail the page over it
         return ""
+
+
+# -- the consolidation page (memory/curation/consolidation/) ---------------------------------
+@require_http_methods(["GET", "POST"])
+def consolidation_page(request: HttpRequest) -> HttpResponse:
+    """Every change the pass made, with its reason and an undo; a run (dry run first).
+
+    POST `undo=<revision>` puts back one change as the person; POST `run` runs the pass
+    (a dry run renders what it would do; a real run redirects with its summary)."""
+    report = None
+    status = 200
+    form = ConsolidationForm(request.POST or None)
+    if request.method == "POST":
+        if not form.is_valid():
+            messages.error(request, " ".join(str(m) for e in form.errors.values() for m in e))
+            status = 400
+        elif form.cleaned_data.get("undo"):
+            status = _consolidation_undo(request, form.cleaned_data["undo"])
+            if status == 200:
+                return redirect("memory-consolidation")
+        else:
+            try:
+                report = consolidation_run(
+                    project=form.cleaned_data.get("project") or None,
+                    mode=form.cleaned_data.get("mode") or None,
+                    dry_run=form.cleaned_data.get("dry_run", False),
+                )
+            except ConsolidationError as exc:
+                messages.error(request, str(exc))
+                status = 400
+            else:
+                if not report.dry_run:
+                    messages.success(request, report.summary())
+                    return redirect("memory-consolidation")
+    ctx = {
+        "changes": consolidation_changes(limit=200),
+        "report": report,
+        "projects": services.projects_list(),
+        "mode": config.consolidate_mode(),
+        "every_hours": config.consolidate_every_hours(),
+        "last_pass": consolidation_last_pass(),
+    }
+    return render(request, "memory/consolidation.html", ctx, status=status)
+
+
+def _consolidation_undo(request: HttpRequest, revision_id: int) -> int:
+    """Undo one consolidation change as the person; the HTTP status the page answers with."""
+    if not consolidation_changes_include(revision_id):
+        messages.error(request, f"No consolidation change #{revision_id}.")
+        return 404
+    try:
+        row = corrections.revision_undo(revision_id, actor=Actor.USER)
+    except CurationNotFound as exc:
+        messages.error(request, str(exc))
+        return 404
+    except CurationDenied as exc:
+        messages.error(request, str(exc))
+        return 403
+    except CurationError as exc:
+        messages.error(request, str(exc))
+        return 400
+    messages.success(
+        request,
+        f"Undid change #{revision_id}: #{row.pk} is {row.status} again; the pass will not redo it.",
+    )
+    return 200

@@ -111,6 +111,27 @@ def ledger_record_observer(*, session: Session | None, project: str, usage: Any)
     )
 
 
+def ledger_record_consolidation(*, project: str, usage: Any, owner_id: int | None = None) -> None:
+    """Record one consolidation request (memory/curation/consolidation/): spent like the
+    observer's, with its provider, model, split and cost; no session (a pass runs for a
+    project, in the background). `owner_id`: whose rows it judged (team mode)."""
+    if not usage.total:
+        return
+    LedgerEntry.objects.create(
+        session=None,
+        owner_id=owner_id,
+        project=project,
+        kind=LedgerEntry.Kind.CONSOLIDATION,
+        tokens_spent=usage.total,
+        provider=usage.provider[:40],
+        model=usage.model[:120],
+        input_tokens=usage.input,
+        cached_tokens=usage.cache_read + usage.cache_write,
+        output_tokens=usage.output,
+        cost_usd=usage.cost_usd,
+    )
+
+
 def ledger_record_retry(*, session: Session, project: str, path: str) -> LedgerEntry | None:
     """The model read a file the gate refused: cancel the refusal's avoided tokens, and note
     on the refusal that it was read again (the adaptive gate weighs that outcome)."""
@@ -237,8 +258,13 @@ class Money:
     spent: float = 0.0
 
 
+# Rows whose money is what was recorded on them (a model request of cmem's own), not tokens
+# priced at the session's main model.
+SPENT_KINDS = (LedgerEntry.Kind.OBSERVER, LedgerEntry.Kind.CONSOLIDATION)
+
+
 def row_money(*, kind: str, shown: int, avoided: int, cost_usd: float, model: str) -> Money:
-    if kind == LedgerEntry.Kind.OBSERVER:
+    if kind in SPENT_KINDS:
         return Money(spent=cost_usd)
     return Money(shown=input_usd(model, shown), avoided=input_usd(model, avoided))
 
@@ -317,7 +343,7 @@ def ledger_report(
         "session__model",
     ).iterator():
         main = model or default_model
-        if kind != LedgerEntry.Kind.OBSERVER:
+        if kind not in SPENT_KINDS:
             report.models[main] = report.models.get(main, 0) + 1
         money = row_money(kind=kind, shown=shown, avoided=avoided, cost_usd=cost, model=main)
         day = clock.to_local(created, zone).date().isoformat()
