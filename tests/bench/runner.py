@@ -29,6 +29,7 @@ BENCHMARKS = [
     "offline",
     "economy",
     "handover",
+    "index_consolidation",
 ]
 # Where a benchmark lives when not in tests/bench/.
 MODULES = {"hooks": "memory.management.commands.bench"}
