@@ -30,6 +30,7 @@ BENCHMARKS = [
     "economy",
     "handover",
     "consolidation",
+    "index_consolidation",
 ]
 # Where a benchmark lives when not in tests/bench/.
 MODULES = {"hooks": "memory.management.commands.bench"}
