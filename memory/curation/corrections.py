@@ -210,7 +210,11 @@ def _cleaned(changes: dict[str, Any]) -> dict[str, Any]:
 def revision_undo(revision_id: object, *, actor: str) -> Observation:
     """Put back what one revision changed. Undoing is itself a revision (so it can be
     undone too); a redacted text cannot come back."""
-    if isinstance(revision_id, bool) or not isinstance(revision_id, int) or revision_id <= 0:
+    if (
+        isinstance(revision_id, bool)
+        or not isinstance(revision_id, int)
+        or not 0 < revision_id < 2**63  # a larger number names no row (SQLite overflows on it)
+    ):
         raise CurationError(f"revision ids are positive whole numbers, not {revision_id!r}")
     with transaction.atomic():
         revision = (

@@ -11,6 +11,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from memory.curation.policy import CurationError, CurationNotFound
 from memory.models import ContextCache, Embedding, Observation, ObservationRevision
 from memory.team import scope
 
@@ -98,3 +99,14 @@ def history_of(row: Observation) -> list[ObservationRevision]:
 
 def stamp_edited(row: Observation) -> None:
     row.edited = timezone.now()
+
+
+def observation_visible(obs_id: object) -> Observation:
+    """The row `obs_id` names, if this viewer may read it (no lock: for reading its history
+    or filling an edit form); CurationError / CurationNotFound otherwise."""
+    if isinstance(obs_id, bool) or not isinstance(obs_id, int) or not 0 < obs_id < 2**63:
+        raise CurationError(f"observation ids are positive whole numbers, not {obs_id!r}")
+    row = scope.owned(Observation.objects.filter(pk=obs_id)).first()
+    if row is None:
+        raise CurationNotFound(f"no observation #{obs_id}")
+    return row

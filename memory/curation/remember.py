@@ -173,7 +173,11 @@ def _checked(request: RememberRequest) -> tuple[str, str, str, list[str]]:
 def _topic_row(project: str, topic: str, actor: str) -> Observation | None:
     """The current memory of this topic, which the new one replaces; a topic whose latest
     memory was retired or marked wrong is refused (restore it, or choose another topic)."""
-    rows = scope.owned(Observation.objects.filter(project=project, topic=topic))
+    # A topic is the writer's own key: staff read every row, but their topic never
+    # replaces a teammate's memory (None: the local worker, whose rows have no owner).
+    rows = Observation.objects.filter(
+        project=project, topic=topic, session__owner_id=scope.writer_id()
+    )
     latest = rows.select_for_update().order_by("-created", "-pk").first()
     if latest is None:
         return None
