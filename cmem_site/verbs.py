@@ -24,7 +24,7 @@ class Verb:
         return self.command or self.name
 
 
-GROUPS = ("service", "agents", "memory", "team", "tools")
+GROUPS = ("service", "agents", "memory", "corrections", "team", "tools")
 
 VERBS: tuple[Verb, ...] = (
     # service
@@ -54,6 +54,16 @@ VERBS: tuple[Verb, ...] = (
     Verb("demo", "memory", "Load a demo history (project acme-shop) to look around.", ("cmem demo",)),
     Verb("embeddings", "memory", "Embed rows that lack a vector of the configured model (backfill), or show coverage (status).", ("cmem embeddings status", "cmem embeddings backfill")),
     Verb("prune", "memory", "Empty old raw payloads (observations stay), then VACUUM.", ("cmem prune --dry-run", "cmem prune --days 14")),
+    # corrections
+    Verb("remember", "corrections", "Remember a decision, preference or conclusion no file shows (--topic replaces the topic's memory).", ('cmem remember "Prices are stored in cents" "Floats broke refunds." --kind decision --topic money', "cmem remember 'Prefer ruff over black' --kind preference --all-projects")),
+    Verb("correct", "corrections", "Mark a memory wrong (say why), outdated, or superseded by another.", ("cmem correct 12 --wrong 'the leak was in the client'", "cmem correct 12 --outdated", "cmem correct 12 --superseded-by 40")),
+    Verb("pin", "corrections", "Pin a memory: it leads every SessionStart index of its project.", ("cmem pin 12",)),
+    Verb("unpin", "corrections", "Unpin a memory.", ("cmem unpin 12",)),
+    Verb("retire", "corrections", "Retire a memory: no longer briefed as current, still searchable, restorable.", ("cmem retire 12 --reason 'the service is gone'",)),
+    Verb("restore", "corrections", "Make a retired, wrong, outdated or superseded memory current again.", ("cmem restore 12",)),
+    Verb("edit", "corrections", "Edit a memory's title, type, facts and narrative in $EDITOR (--redact purges the old text).", ("cmem edit 12", "cmem edit 12 --redact --reason 'a key was pasted'")),
+    Verb("history", "corrections", "Every change of a memory: what, who, why, and the agent's proposals.", ("cmem history 12",)),
+    Verb("undo", "corrections", "Undo one change of a memory (a revision from `cmem history`).", ("cmem undo 41",)),
     # team
     Verb("token", "team", "Team mode: create, list and revoke API tokens.", ("cmem token create alice --name laptop", "cmem token list", "cmem token revoke 3")),
     # tools
