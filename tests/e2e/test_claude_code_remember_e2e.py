@@ -9,8 +9,11 @@ Five sessions share one worker, one scratch HOME and one project, in order:
    id and title, labelled agent-written;
 3. the model remembers the same topic again with new text: the first row is superseded;
 4. a new session: the index carries the new memory and never presents the old one as current;
-5. hostile: the model tries to retire and to supersede a memory a person wrote, and to
-   remember over that person's topic; each call is refused and the row is unchanged.
+5. hostile: after a person wrote a memory with `cmem remember`, the model tries to retire it,
+   mark it outdated, supersede it and remember over its topic: each call is refused and the
+   row and its history are unchanged.
+Between 3 and 4, once compression is done: the observer has not recorded the `remember` calls
+as observations of their own (an unlabelled copy that would outlive the supersede).
 The names are the `cmem install` route's (memory/agents/tool_names.py).
 """
 
@@ -264,10 +267,19 @@ def _answers(world: World, marker: str) -> list[tuple[str, bool]]:
 
 
 def _index(world: World, marker: str) -> str:
-    """The SessionStart index: what the run's first request to the model carries."""
+    """The SessionStart index the run's first request to the model carries: from Claude
+    Code's "hook additional context" line to the next top-level heading (the index's own
+    are `###`), so what follows it in Claude Code's prompt is not read as index rows."""
     said = request_text(world.sent[marker][0])
-    assert "SessionStart hook additional context" in said, said[:3000]
-    return said
+    start = said.find("SessionStart hook additional context")
+    assert start >= 0, said[:3000]
+    end = said.find("\n# ", start)
+    return said[start : end if end > 0 else len(said)]
+
+
+def _names(said: str, obs_id: int) -> bool:
+    """Whether `said` names memory #`obs_id` (not #`obs_id`0 or another)."""
+    return re.search(rf"#{obs_id}\b", said) is not None
 
 
 def _index_line(index: str, obs_id: int, title: str) -> str | None:
@@ -321,7 +333,7 @@ def run5(run4: World) -> World:
 
 def test_session1_the_tool_tells_the_model_it_remembered(run1: World) -> None:
     answers = _answers(run1, RUN1)
-    said = [(t, e) for t, e in answers if f"#{run1.ids['first']}" in t]
+    said = [(t, e) for t, e in answers if _names(t, run1.ids["first"])]
     assert said, answers
     answer, failed = said[-1]
     assert not failed and "remembered" in answer.lower(), answer
@@ -365,12 +377,12 @@ def test_session2_index_carries_the_memory_labelled_agent_written(run2: World) -
 def test_session3_the_same_topic_supersedes_the_first_memory(run3: World) -> None:
     first, second = run3.ids["first"], run3.ids["second"]
     answers = _answers(run3, RUN3)
-    said = [(t, e) for t, e in answers if f"#{second}" in t]
+    said = [(t, e) for t, e in answers if _names(t, second)]
     assert said, answers
     answer, failed = said[-1]
     assert not failed and "remembered" in answer.lower(), answer
     # The model is told which memory the new one replaced.
-    assert f"#{first}" in answer, answer
+    assert _names(answer, first), answer
     rows = {r["id"]: r for r in _agent_rows(run3)}
     assert rows[second]["title"] == SECOND_TITLE and rows[second]["status"] == "current"
     assert rows[second]["topic"] == TOPIC and rows[second]["origin"] == "agent"
@@ -403,8 +415,9 @@ def test_session4_index_shows_only_the_new_memory_as_current(run4: World) -> Non
     assert line, f"#{second} {SECOND_TITLE!r} is not in the index:\n{index[:4000]}"
     assert "agent-written" in line, line
     # The old memory may be named as what the new one replaced, never as a row of its own.
-    for old in [ln for ln in index.splitlines() if FIRST_TITLE in ln or f"#{first}" in ln]:
-        assert "supersed" in old.lower() or "replac" in old.lower(), (old, index[:4000])
+    named = [ln for ln in index.splitlines() if FIRST_TITLE in ln or _names(ln, first)]
+    for old in named:
+        assert "supersed" in old.lower() or "replac" in old.lower(), (old, index[:3000])
 
 
 def test_session5_the_agent_cannot_change_a_persons_memory(run5: World) -> None:
@@ -416,7 +429,7 @@ def test_session5_the_agent_cannot_change_a_persons_memory(run5: World) -> None:
     assert retire[1] and "retire" in retire[0], retire
     for answer, failed in hostile:
         assert failed, answer
-        assert f"#{person}" in answer and "person" in answer and "cannot" in answer, answer
+        assert _names(answer, person) and "person" in answer and "cannot" in answer, answer
     assert _person_row(run5) == run5.person_before
     assert _revisions(run5, person) == run5.person_revisions_before
     # No agent row took the person's topic.
