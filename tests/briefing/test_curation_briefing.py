@@ -147,7 +147,9 @@ def test_pins_lead_within_their_budget_and_overflow_pins_stay_ordinary_rows(
         assert f"\n{pin.pk} " not in "\n" + days
     assert f"\n{pins[2].pk} " in "\n" + days and f"\n{plain.pk} " in "\n" + days
     # The section leads: before the first day.
-    assert lines.index(PINNED_HEADING) < next(i for i, x in enumerate(lines) if x.startswith("### "))
+    assert lines.index(PINNED_HEADING) < next(
+        i for i, x in enumerate(lines) if x.startswith("### ")
+    )
 
     monkeypatch.setenv("CLAUDE_MEM_CONTEXT_PINNED_TOKENS", "0")
     off = index(client, root, session_id="s-other")
@@ -162,9 +164,7 @@ def test_an_all_projects_memory_shows_in_another_projects_index(
     obs(Session.objects.get(session_id="s1"), "Local row of my-app")
     before = index(client, root)
     wide = remember(
-        RememberRequest(
-            project="other-app", title="Always answer in British English", scope="all"
-        )
+        RememberRequest(project="other-app", title="Always answer in British English", scope="all")
     ).observation
     narrow = remember(
         RememberRequest(project="other-app", title="other-app builds with make")

@@ -70,7 +70,9 @@ def test_a_superseded_row_names_its_successor_in_search_and_get_observations(
     ).observation
     assert _ids(client, q="invoices numbered") == [new.pk]
     hit = next(
-        h for h in _search(client, q="invoices numbered", status="all")["results"] if h["id"] == old.pk
+        h
+        for h in _search(client, q="invoices numbered", status="all")["results"]
+        if h["id"] == old.pk
     )
     assert hit["superseded_by"] == new.pk and hit["tags"][0] == f"superseded by #{new.pk}"
 
@@ -83,9 +85,7 @@ def test_a_superseded_row_names_its_successor_in_search_and_get_observations(
     text = "\n".join(observation_body(rows[old.pk]))
     assert text.startswith(f"SUPERSEDED by #{new.pk}: Invoices are numbered per shop")
     assert before is None
-    assert all(
-        Observation.objects.get(pk=pk).last_recalled is not None for pk in (old.pk, new.pk)
-    )
+    assert all(Observation.objects.get(pk=pk).last_recalled is not None for pk in (old.pk, new.pk))
 
 
 def test_a_hypothesis_ranks_below_a_confirmed_row_of_equal_text_match(client: Client) -> None:
@@ -166,7 +166,10 @@ def test_the_timeline_labels_rows_no_longer_true(client: Client) -> None:
     items = {
         i["id"]: i for i in client.get("/api/timeline", {"anchor": str(anchor.pk)}).json()["items"]
     }
-    assert items[wrong.pk]["status"] == "wrong" and items[wrong.pk]["tags"] == ["wrong", "corrected"]
+    assert items[wrong.pk]["status"] == "wrong" and items[wrong.pk]["tags"] == [
+        "wrong",
+        "corrected",
+    ]
     assert items[anchor.pk]["status"] == "current" and items[anchor.pk]["tags"] == []
 
 

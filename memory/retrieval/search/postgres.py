@@ -370,11 +370,42 @@ def nearest(
     """pgvector where migrate installed it; else the fallback: the newest
     FALLBACK_SCAN_BOUND vectors (or, with filters, the rows they select) scanned in memory,
     plus the keyword candidates' own vectors, so a keyword match older than the bound is
-    still scored by meaning."""
+    still scored by meaning.
+
+    The status filter alone does not make the fallback a filtered scan (every current id
+    read first): the bounded scan's nearest 2k are read and the rows no longer true
+    dropped, and only when that leaves fewer than k of a longer list does the filtered
+    scan run (as on SQLite)."""
     scope = _scope(kind, query, hybrid.FILTER_SCAN_BOUND)
     found = pgvector.nearest(kind, model, vector, k=k, scope=scope, min_score=hybrid.MIN_SIMILARITY)
     if found is not None:
         return found
+    if scope is not None and kind == "observation" and query.current_only:
+        unfiltered = replace(query, status="all")
+        if _scope(kind, unfiltered, 1) is None:
+            near = _fallback_scan(kind, unfiltered, model, vector, 2 * k, candidates)
+            current = _current_ids([pk for _, pk in near])
+            kept = [(score, pk) for score, pk in near if pk in current]
+            if len(kept) >= k or len(near) < 2 * k:
+                return kept[:k]
+    return _fallback_scan(kind, query, model, vector, k, candidates)
+
+
+def _current_ids(ids: list[int]) -> set[int]:
+    if not ids:
+        return set()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id FROM memory_observation WHERE id = ANY(%s) AND status = %s",
+            [ids, "current"],
+        )
+        return {row[0] for row in cursor.fetchall()}
+
+
+def _fallback_scan(
+    kind: Kind, query: SearchQuery, model: str, vector: Any, k: int, candidates: list[int]
+) -> list[tuple[float, int]]:
+    scope = _scope(kind, query, hybrid.FILTER_SCAN_BOUND)
     if scope is not None:
         scan = index.nearest(
             kind, model, vector, k=k, allowed=allowed_ids(kind, query, hybrid.FILTER_SCAN_BOUND),
