@@ -331,3 +331,40 @@ def test_recall_shows_current_rows_tagged_hypotheses_last_and_stamps_them(
     stamped = dict(Observation.objects.values_list("pk", "last_recalled"))
     assert stamped[known.pk] is not None and stamped[guess.pk] is not None
     assert stamped[wrong.pk] is None
+
+
+# --- team mode: a teammate's index is read through the ORM, narrowed to their own rows -------
+
+
+def test_a_teammates_index_holds_only_their_own_current_and_all_projects_rows() -> None:
+    from django.contrib.auth import get_user_model
+
+    from memory.briefing.context import context_text
+    from memory.team.scope import viewer_scope
+
+    users = get_user_model().objects
+    alice, bob = users.create(username="alice"), users.create(username="bob")
+    with viewer_scope(user_id=alice.pk, staff=False):
+        alice_wide = remember(
+            RememberRequest(project="elsewhere", title="Alice prefers tabs", scope="all")
+        ).observation
+        alice_old = remember(
+            RememberRequest(project="my-app", title="Alice builds with make", topic="build")
+        ).observation
+        alice_new = remember(
+            RememberRequest(project="my-app", title="Alice builds with just", topic="build")
+        ).observation
+        observation_mark(alice_new.pk, action="pin", actor="user")
+    with viewer_scope(user_id=bob.pk, staff=False):
+        bob_wide = remember(
+            RememberRequest(project="elsewhere", title="Bob prefers spaces", scope="all")
+        ).observation
+        bob_text = context_text(project="my-app")
+    with viewer_scope(user_id=alice.pk, staff=False):
+        alice_text = context_text(project="my-app")
+    assert "Bob prefers spaces" in row_line(bob_text, bob_wide.pk)
+    assert "Alice" not in bob_text
+    assert "Alice prefers tabs" in row_line(alice_text, alice_wide.pk)
+    assert row_line(alice_text, alice_new.pk).endswith(f"replaces #{alice_old.pk}")
+    assert PINNED_HEADING in alice_text.splitlines()
+    assert "Bob" not in alice_text and "builds with make" not in alice_text
