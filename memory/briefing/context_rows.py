@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 
 from memory.models import (
     Observation,
@@ -119,18 +119,14 @@ def _wide(p: Mapping[str, Any], limit: int) -> QuerySet[Any]:
 
 
 def _pinned(p: Mapping[str, Any], limit: int) -> QuerySet[Any]:
-    """Pinned briefed rows of this project or all projects, newest first (obs_pinned_idx)."""
+    """Every pinned current row, newest first, with its project and scope: the partial
+    index obs_pinned_idx holds only those few rows. A project or scope filter here would
+    make SQLite read the project's whole range instead (no statistics tell it how few
+    pinned rows there are), so `pinned_observations` picks this project's in Python."""
     return (
-        scope.owned(
-            Observation.objects.filter(
-                Q(project=p["project"]) | Q(scope=p["all"]),
-                pinned=True,
-                status=p["current"],
-                demoted=False,
-            )
-        )
+        scope.owned(Observation.objects.filter(pinned=True, status=p["current"], demoted=False))
         .order_by("-created", "-pk")
-        .values_list(*OBS_FIELDS)[:limit]
+        .values_list(*OBS_FIELDS, "project", "scope")[:limit]
     )
 
 
@@ -145,7 +141,7 @@ def _summaries(p: Mapping[str, Any], limit: int) -> QuerySet[Any]:
 _BUILDERS: dict[str, tuple[Any, tuple[str, ...]]] = {
     "obs": (_observations, ("project", "current")),
     "wide": (_wide, ("project", "current", "all")),
-    "pinned": (_pinned, ("project", "current", "all")),
+    "pinned": (_pinned, ("current",)),
     "summary": (_summaries, ("project",)),
 }
 _BY_LIMIT: dict[tuple[str, int], CompiledQuery] = {}
@@ -221,13 +217,21 @@ def recent_observations(*, project: str, limit: int) -> list[ObsRow]:
     return rows_[:limit]
 
 
-# The pinned section holds what fits a few hundred tokens; this bounds the read.
+# The pinned section holds what fits a few hundred tokens; these bound the reads. Pins are
+# a person's deliberate act (the agent only proposes them): a few dozen, not thousands.
 PINNED_MAX = 50
+PINNED_READ = 1000
 
 
 def pinned_observations(*, project: str) -> list[ObsRow]:
-    """The pinned rows the index may show, newest first."""
-    return _obs_rows(_limited("pinned", project, PINNED_MAX))
+    """The pinned rows the index may show (briefed: this project's or all-projects),
+    newest first."""
+    found = [
+        row[:-2]
+        for row in _limited("pinned", project, PINNED_READ)
+        if row[-2] == project or row[-1] == Observation.Scope.ALL
+    ]
+    return _obs_rows(found[:PINNED_MAX])
 
 
 def recent_summaries(*, project: str, limit: int) -> list[SummaryRow]:
