@@ -315,6 +315,11 @@ class Observation(models.Model):
             models.Index(fields=["session", "created"], name="obs_session_created_idx"),
             # Used by the dashboard's unfiltered timeline.
             models.Index(fields=["-created"], name="obs_recent_idx"),
+            # Used by the SessionStart index: the user's all-projects memories, newest first
+            # (a parameter never matches a partial index's `scope = 'all'`, so a full one).
+            models.Index(fields=["scope", "-created"], name="obs_scope_recent_idx"),
+            # Used by the SessionStart index's pinned section: the few pinned rows.
+            models.Index(fields=["-created"], condition=Q(pinned=True), name="obs_pinned_idx"),
         ]
         constraints = [
             # Replays and imports never store the same observation twice in one session.

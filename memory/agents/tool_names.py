@@ -20,7 +20,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 SERVER = "cmem"
-TOOLS = ("search", "timeline", "get_observations", "smart_outline", "smart_unfold", "smart_search")
+TOOLS = (
+    "search",
+    "timeline",
+    "get_observations",
+    "smart_outline",
+    "smart_unfold",
+    "smart_search",
+    "remember",
+    "memory_correct",
+)
 
 
 def mcp_tool_name(tool: str, *, platform: str, route: str = "") -> str:
@@ -46,6 +55,8 @@ class ToolNames:
     smart_outline: str = "smart_outline"
     smart_unfold: str = "smart_unfold"
     smart_search: str = "smart_search"
+    remember: str = "remember"
+    memory_correct: str = "memory_correct"
 
 
 def tool_names(*, platform: str, route: str = "") -> ToolNames:

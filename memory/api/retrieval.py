@@ -13,13 +13,14 @@ from typing import Annotated, Any, Literal
 
 from django.db import connection
 from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
 from ninja import Query, Router, Schema, Status
 from pydantic import Field
 
 from memory import config
 from memory.api import json_answer
 from memory.housekeeping.forget import ForgetError, ForgetRequest, observations_forget
-from memory.models import Observation
+from memory.models import Observation, currency_tags
 from memory.protocol.netpolicy import is_loopback
 from memory.retrieval.outline.model import OutlineError
 from memory.retrieval.outline.outline import smart_outline
@@ -27,7 +28,7 @@ from memory.retrieval.outline.roots import code_path, recorded_roots
 from memory.retrieval.outline.symbols import render_search, smart_search
 from memory.retrieval.outline.unfold import smart_unfold
 from memory.retrieval.search.fold import hits_with_folds
-from memory.retrieval.search.query import KINDS, Kind, SearchQuery, as_datetime
+from memory.retrieval.search.query import KINDS, Kind, SearchQuery, StatusFilter, as_datetime
 from memory.retrieval.search.service import effective_mode, mode_note, search
 from memory.retrieval.timeline import TimelineError, TimelineNotFound, timeline_build
 from memory.runtime import compiled_sql as db
@@ -68,6 +69,15 @@ class SearchHitOut(Schema):
     )
     fold_size: int = Field(1, description="How many hits share this `fold` key.")
     fold_lead: bool = Field(True, description="The best-ranked hit of its fold.")
+    status: str = Field(
+        "current",
+        description="current, or wrong/outdated/superseded/abandoned/retired (only with status=all).",
+    )
+    tags: list[str] = Field(
+        default_factory=list,
+        description='How current the row is and who wrote it ("superseded by #12", "agent-written", "hypothesis", …).',
+    )
+    superseded_by: int | None = Field(None, description="The row that replaced this one.")
 
 
 class SearchOut(Schema):
@@ -98,6 +108,11 @@ class SearchFilters(Schema):
         "hybrid",
         description="keyword (words), semantic (meaning, by embedding) or hybrid (both, fused).",
     )
+    status: StatusFilter = Field(
+        "current",
+        description="current: only observations still true; all: the wrong, outdated, superseded, "
+        "abandoned and retired ones too, labelled in `tags` and ranked after.",
+    )
 
 
 def search_kinds(raw: str | None) -> tuple[Kind, ...]:
@@ -125,6 +140,7 @@ def _search_body(out: dict[str, Any], hits: list[dict[str, Any]]) -> dict[str, A
             "score": float(hit["score"]), "snippet": hit["snippet"], "highlights": hit["highlights"],
             "tokens": hit["tokens"], "session": hit["session"], "files": hit["files"],
             "fold": hit["fold"], "fold_size": hit["fold_size"], "fold_lead": hit["fold_lead"],
+            "status": hit["status"], "tags": hit["tags"], "superseded_by": hit["superseded_by"],
         }
         for hit in hits
     ]  # fmt: skip
@@ -150,7 +166,7 @@ def search_body(filters: SearchFilters, kinds: tuple[Kind, ...]) -> dict[str, An
     query = SearchQuery(
         text=filters.q, project=filters.project or None, kinds=kinds, types=types, concept=filters.concept or None,
         file=filters.file or None, since=filters.since, until=filters.until, limit=filters.limit, offset=filters.offset,
-        mode=filters.mode,
+        mode=filters.mode, status=filters.status,
     )  # fmt: skip
     hits = hits_with_folds(search(query))
     out = {
@@ -171,6 +187,9 @@ class TimelineItemOut(Schema):
     tokens: int
     session: int
     is_anchor: bool
+    status: str = "current"
+    tags: list[str] = Field(default_factory=list)
+    superseded_by: int | None = None
 
 
 class TimelineOut(Schema):
@@ -218,6 +237,20 @@ class ObservationOut(Schema):
     tool_name: str
     prompt_number: int | None
     created_at: datetime
+    # Curation (memory/curation/): how current the row is, who wrote it, what replaced it.
+    status: str = "current"
+    status_reason: str = ""
+    superseded_by: int | None = None
+    superseded_by_title: str = Field("", description="The title of the row that replaced it.")
+    tags: list[str] = Field(default_factory=list)
+    pinned: bool = False
+    demoted: bool = False
+    certainty: str = ""
+    origin: str = "observer"
+    person_edited: bool = False
+    topic: str = ""
+    scope: str = "project"
+    edited_at: datetime | None = None
 
 
 class ObservationsOut(Schema):
@@ -251,8 +284,10 @@ def observations_by_id(request: HttpRequest, ids: str) -> Status[dict[str, Any]]
 
 
 def observations_body(wanted: list[int]) -> dict[str, Any]:
-    """The 200 answer of /api/observations."""
+    """The 200 answer of /api/observations: each row with its currency tags and, when it was
+    superseded, its successor's title; the rows fetched are stamped as recalled."""
     found = _observations_found(wanted)
+    _curation_shown(found)
     return {
         "observations": [found[pk] for pk in dict.fromkeys(wanted) if pk in found],
         "missing": [pk for pk in dict.fromkeys(wanted) if pk not in found],
@@ -265,9 +300,13 @@ _AS_DICT_COLUMNS = (
     ("facts", "facts"), ("narrative", "narrative"), ("concepts", "concepts"),
     ("files_read", "files_read"), ("files_modified", "files_modified"), ("project", "project"),
     ("session", "session_id"), ("tool_name", "tool_name"), ("prompt_number", "prompt_number"),
-    ("created_at", "created"),
+    ("created_at", "created"), ("status", "status"), ("status_reason", "status_reason"),
+    ("superseded_by", "superseded_by_id"), ("pinned", "pinned"), ("demoted", "demoted"),
+    ("certainty", "certainty"), ("origin", "origin"), ("person_edited", "person_edited"),
+    ("topic", "topic"), ("scope", "scope"), ("edited_at", "edited"),
 )  # fmt: skip
 _JSON_KEYS = frozenset({"facts", "concepts", "files_read", "files_modified"})
+_BOOL_KEYS = frozenset({"pinned", "demoted", "person_edited"})
 
 
 def _observations_found(wanted: list[int]) -> dict[int, dict[str, Any]]:
@@ -283,6 +322,7 @@ def _observations_found(wanted: list[int]) -> dict[int, dict[str, Any]]:
         found = {pk: row.as_dict() for pk, row in rows.items()}
         for row in found.values():
             row["created_at"] = datetime.fromisoformat(row["created_at"])
+            row["edited_at"] = row["edited_at"] and datetime.fromisoformat(row["edited_at"])
         return found
     columns = ", ".join(column for _, column in _AS_DICT_COLUMNS)
     marks = ", ".join(["%s"] * len(wanted))
@@ -297,8 +337,31 @@ def _observations_found(wanted: list[int]) -> dict[int, dict[str, Any]]:
             for (key, _), value in zip(_AS_DICT_COLUMNS, record, strict=True)
         }
         row["created_at"] = as_datetime(row["created_at"])
+        row["edited_at"] = row["edited_at"] and as_datetime(row["edited_at"])
+        for key in _BOOL_KEYS:
+            row[key] = bool(row[key])
         found[row["id"]] = row
     return found
+
+
+def _curation_shown(found: dict[int, dict[str, Any]]) -> None:
+    """Each row's `tags` and `superseded_by_title` (one read of the successors the viewer
+    may see), and `last_recalled` stamped on the rows fetched (one UPDATE): what the
+    consolidation pass's demotion reads."""
+    successors = {row["superseded_by"] for row in found.values() if row["superseded_by"]}
+    titles = (
+        dict(owned(Observation.objects.filter(pk__in=successors)).values_list("pk", "title"))
+        if successors
+        else {}
+    )
+    for row in found.values():
+        row["tags"] = currency_tags(
+            status=row["status"], certainty=row["certainty"], origin=row["origin"],
+            person_edited=row["person_edited"], superseded_by=row["superseded_by"],
+        )  # fmt: skip
+        row["superseded_by_title"] = titles.get(row["superseded_by"], "")
+    if found:
+        Observation.objects.filter(pk__in=list(found)).update(last_recalled=timezone.now())
 
 
 # --- code outlines: these read files on this machine ------------------------------------------

@@ -7,11 +7,14 @@ Layout, chosen for tokens (every row is paid on every session start):
     # [proj] recent context, 2026-08-19 3:25pm PDT       <- rendered fresh on every call
     Legend: ◎session ●bugfix ◆feature …
     Rows: ID TIME TYPE TITLE ~tokens to fetch, under the file they touched. …
+    Pinned:                                              <- pinned memories, within a budget
+    40112 ⚖ Releases are cut from main only ~40 [written by you]
     ### Aug 18, 2026                                     <- days oldest first
     S812 10:02a ◎ Add retry to webhook sender            <- that day's session requests
     src/webhooks/sender.py:                              <- file groups, first seen first
     42290 10:05a ○ Webhook sender uses fixed 5s timeout ~85
     42291 " ● Fixed retry storm on 429 responses ~120    <- `"`: same time as the row above
+    42295 10:30a ⚖ Retry at most 3 times ~60 [agent-written] replaces #42280
     …
     Last summary (S815, Aug 19 3:02p): <request>
     Investigated: … / Learned: … / Completed: … / Next steps: …
@@ -19,6 +22,10 @@ Layout, chosen for tokens (every row is paid on every session start):
 Icons are BMP characters only: Claude Code may cut injected text in the middle of a UTF-16
 surrogate pair, which breaks the session (claude-mem #2787). The text never exceeds
 MAX_CHARS UTF-16 units (Claude Code's cap) and is only ever shortened by whole rows.
+
+Only what is true now is shown (context_rows: current rows, not demoted, of this project
+and the user's all-projects memories), each with its currency tags (`[agent-written]`,
+`[corrected]`, `[hypothesis]`, …) and, where it replaced other rows, which ones.
 
 Everything below the header line is cached per project (ContextCache); the header, with
 the current time, and the observer-health line are rendered on every call.
@@ -42,8 +49,10 @@ from memory.briefing.context_rows import (
     SummaryRow,
     file_rows,
     newest_stamp,
+    pinned_observations,
     recent_observations,
     recent_summaries,
+    replaced_rows,
     rows_of,
 )
 from memory.briefing.file_views import file_views_reset, session_ensure
@@ -60,7 +69,7 @@ from memory.runtime.compiled_sql import CompiledInsert, CompiledQuery, upsert_su
 from memory.team import scope
 
 MAX_CHARS = 10_000  # Claude Code cuts additionalContext here (JS string length: UTF-16 units)
-FORMAT_VERSION = "1"  # bump when the layout changes: cached bodies are then re-rendered
+FORMAT_VERSION = "2"  # bump when the layout changes: cached bodies are then re-rendered
 SOURCES = {"startup", "clear", "compact"}
 TITLE_MAX = 120
 SUMMARY_FIELD_MAX = 400
@@ -81,25 +90,38 @@ OTHER_ICON = "•"
 LEGEND_ORDER = [("session", SESSION_ICON), *ICONS.items(), ("other", OTHER_ICON)]
 HOWTO_TEXT = (
     "Rows: ID TIME TYPE TITLE ~tokens to fetch, under the file they touched. "
-    "Details: {get}([IDs]); older work: {search}(query), {timeline}(anchor=ID)."
+    "Details: {get}([IDs]); older work: {search}(query), {timeline}(anchor=ID). "
+    "Keep decisions/preferences: {remember}; fix a wrong memory: {correct}."
 )
 WELCOME_TEXT = (
     "No memory of this project yet. cmem records this session's work; from the next session on, "
     "an index of it appears here. Search past work any time with {search}(query)."
 )
 # The cached index names the tools bare; each SessionStart swaps in the agent's own names.
-HOWTO = HOWTO_TEXT.format(get="get_observations", search="search", timeline="timeline")
+HOWTO = HOWTO_TEXT.format(
+    get="get_observations",
+    search="search",
+    timeline="timeline",
+    remember="remember",
+    correct="memory_correct",
+)
 WELCOME = WELCOME_TEXT.format(search="search")
 
 
-# Characters the body leaves free for those longer names (three names, ~40 more each).
-NAMES_ROOM = 120
+# Characters the body leaves free for those longer names (five names, ~40 more each).
+NAMES_ROOM = 200
 _STATED = re.compile(r"This index: ~([\d,]+)t\.")
 
 
 def tools_named(text: str, names: ToolNames) -> str:
     """The index with cmem's tools called as this agent calls them; its stated cost follows."""
-    named = {"get": names.get_observations, "search": names.search, "timeline": names.timeline}
+    named = {
+        "get": names.get_observations,
+        "search": names.search,
+        "timeline": names.timeline,
+        "remember": names.remember,
+        "correct": names.memory_correct,
+    }
     out = text.replace(HOWTO, HOWTO_TEXT.format(**named)).replace(
         WELCOME, WELCOME_TEXT.format(search=names.search)
     )
@@ -200,16 +222,22 @@ def _context_text(
 
 
 def _cache_key(project: str, settings: dict[str, str]) -> str:
-    newest_obs, newest_sum = newest_stamp(project)
+    # The newest revision too: curating a row (status, pin, scope) moves no date, and
+    # history.row_changed's invalidation is the first guard, this the second.
+    newest_obs, newest_sum, newest_revision = newest_stamp(project)
     knobs = "|".join(
         config.get(name, settings)
         for name in (
             "CLAUDE_MEM_CONTEXT_OBSERVATIONS",
             "CLAUDE_MEM_CONTEXT_SESSION_COUNT",
             "CLAUDE_MEM_CONTEXT_TOKENS",
+            "CLAUDE_MEM_CONTEXT_PINNED_TOKENS",
         )
     )
-    raw = f"{FORMAT_VERSION}|{newest_obs}|{newest_sum}|{knobs}|{clock.zone_key(settings)}"
+    raw = (
+        f"{FORMAT_VERSION}|{newest_obs}|{newest_sum}|{newest_revision}|{knobs}|"
+        f"{clock.zone_key(settings)}"
+    )
     return hashlib.sha256(raw.encode()).hexdigest()[:32]
 
 
@@ -254,13 +282,54 @@ class _Row:
     """One line of the day timeline: an observation, or a session's request (summary)."""
 
     created: datetime
-    text_after_time: str  # "○ Title ~85"
+    text_after_time: str  # "○ Title ~85 [agent-written] replaces #12"
     label: str  # "42290" or "S812"
     file: str | None  # the file group; None for session lines
     kind: str  # legend entry: the observation type, or "session"
     pk: int
     day: str = ""  # local day heading and time, computed once (renders repeat while fitting)
     time: str = ""
+    agent: bool = False  # an agent wrote it (`remember`): the index says what that means
+
+
+PINNED_HEADING = "Pinned:"
+AGENT_TAG = framing.AGENT_TAG
+AGENT_NOTE = framing.AGENT_NOTE
+# A row that replaced several (a consolidation fold) names this many of them.
+REPLACES_SHOWN = 2
+
+
+def _suffix(tags: tuple[str, ...], replaced: list[int]) -> str:
+    """` [tag, tag] replaces #12, #13 +2`: how current the row is and what it replaced."""
+    out = f" [{', '.join(tags)}]" if tags else ""
+    if replaced:
+        shown = ", ".join(f"#{pk}" for pk in replaced[-REPLACES_SHOWN:])
+        more = len(replaced) - REPLACES_SHOWN
+        out += f" replaces {shown}" + (f" +{more}" if more > 0 else "")
+    return out
+
+
+def _obs_text(o: ObsRow, replaced: dict[int, list[int]]) -> str:
+    icon = ICONS.get(o.type, OTHER_ICON)
+    title = _one_line(o.title, TITLE_MAX)
+    return f"{icon} {title} ~{o.fetch_tokens}{_suffix(o.tags, replaced.get(o.pk, []))}"
+
+
+def _pinned_section(
+    pinned: list[ObsRow], replaced: dict[int, list[int]], budget: int
+) -> tuple[str, list[ObsRow]]:
+    """The pinned section within `budget` tokens (heading included), newest pin first, and
+    the rows it holds; a pin that does not fit is left to the timeline like any row."""
+    if budget <= 0 or not pinned:
+        return "", []
+    lines, kept = [PINNED_HEADING], []
+    for o in pinned:
+        line = f"{o.pk} {_obs_text(o, replaced)}"
+        if estimate_tokens("\n".join([*lines, line])) > budget:
+            break
+        lines.append(line)
+        kept.append(o)
+    return ("\n".join(lines), kept) if kept else ("", [])
 
 
 def context_body(
@@ -268,24 +337,35 @@ def context_body(
 ) -> str:
     """The index below the header, within `room` UTF-16 units and the token budget.
 
-    Oldest rows go first when it does not fit: the newest work matters most.
+    Pinned rows lead, within their own budget; then the day timeline, whose oldest rows go
+    first when it does not fit: the newest work matters most.
     """
     obs_limit = max(0, config.context_observations(settings))
     session_limit = max(0, config.context_session_count(settings))
     budget = max(0, config.context_tokens(settings))
-    observations = recent_observations(project=project, limit=obs_limit)
+    pinned_budget = max(0, config.context_pinned_tokens(settings))
+    pinned = pinned_observations(project=project) if pinned_budget else []
+    # Enough recent rows that those shown pinned can be left out of the timeline.
+    recent = (
+        recent_observations(project=project, limit=obs_limit + len(pinned)) if obs_limit else []
+    )
+    replaced = replaced_rows(list(dict.fromkeys(o.pk for o in [*pinned, *recent])))
+    pinned_text, pinned_kept = _pinned_section(pinned, replaced, pinned_budget)
+    in_section = {o.pk for o in pinned_kept}
+    observations = [o for o in recent if o.pk not in in_section][:obs_limit]
     summaries = recent_summaries(project=project, limit=session_limit)
-    if not observations and not summaries:
+    if not observations and not summaries and not pinned_kept:
         return WELCOME
     files = _file_of(observations, root)
     rows = [
         _Row(
             o.created,
-            f"{ICONS.get(o.type, OTHER_ICON)} {_one_line(o.title, TITLE_MAX)} ~{o.fetch_tokens}",
+            _obs_text(o, replaced),
             str(o.pk),
             files[o.pk],
             o.type if o.type in ICONS else "other",
             o.pk,
+            agent=AGENT_TAG in o.tags,
         )
         for o in observations
     ]
@@ -305,15 +385,21 @@ def context_body(
         local = clock.to_local(row.created, zone)
         row.day, row.time = clock.day_heading(local), clock.short_time(local)
     last = _last_summary(summaries[0], zone) if summaries else ""
+    pinned_kinds = {o.type if o.type in ICONS else "other" for o in pinned_kept}
+    pinned_agent = any(AGENT_TAG in o.tags for o in pinned_kept)
 
     def render(keep: int) -> str:
         kept = rows[len(rows) - keep :] if keep else []
         days = _days(kept)
-        parts = [
-            framing.NOTES_LINE,
-            _legend({row.kind for row in kept}),
+        parts = [framing.NOTES_LINE]
+        if pinned_agent or any(row.agent for row in kept):
+            parts.append(AGENT_NOTE)
+        parts += [
+            _legend({row.kind for row in kept} | pinned_kinds),
             HOWTO + " This index: ~{cost}t.",
         ]
+        if pinned_text:
+            parts.append(pinned_text)
         if days:
             parts.append(days)
         if last:

@@ -4,6 +4,12 @@ A cold render at 10k observations made nine ORM queries and built ~60 model inst
 (8.9 ms against a target of 3): each query's SQL is now built by the ORM once per vendor
 and run raw (memory/runtime/compiled_sql.py), and rows stay tuples. A teammate's token (memory/team/scope.py)
 still goes through the ORM, narrowed to their own rows in the query.
+
+Only what `Observation.objects.briefed(project)` allows is read: current rows, not demoted,
+of this project plus the user's all-projects memories. `briefed` itself is one query with an
+OR across two columns, which no index answers in date order; here it is two indexed reads
+(this project's rows by obs_project_recent_idx, the all-projects ones by
+obs_scope_recent_idx) merged, and the pinned rows a third (obs_pinned_idx).
 """
 
 from __future__ import annotations
@@ -17,7 +23,14 @@ from typing import Any
 from django.db import connection
 from django.db.models import QuerySet
 
-from memory.models import Observation, ObservationFile, Summary, estimate_tokens
+from memory.models import (
+    Observation,
+    ObservationFile,
+    ObservationRevision,
+    Summary,
+    currency_tags,
+    estimate_tokens,
+)
 from memory.runtime.compiled_sql import CompiledQuery, db_datetime, rows
 from memory.team import scope
 
@@ -31,6 +44,9 @@ OBS_FIELDS = (
     "created",
     "files_read",
     "files_modified",
+    "origin",
+    "person_edited",
+    "certainty",
 )
 SUMMARY_FIELDS = (
     "pk",
@@ -53,6 +69,8 @@ class ObsRow:
     # files_modified and files_read as stored (JSON text): decoded only for the few rows
     # without ObservationFile rows (files_listed), not for every row of every render.
     files_raw: tuple[Any, Any]
+    # currency_tags of a current row: who wrote it, whether a person corrected it, how sure.
+    tags: tuple[str, ...] = ()
 
     def files_listed(self) -> list[Any]:
         """files_modified, then files_read."""
@@ -71,11 +89,44 @@ class SummaryRow:
     next_steps: str
 
 
+# The values the compiled queries take for their constants: the ORM makes a string
+# constant a parameter, and a compiled query's parameters are all named.
+_CONSTANTS = {"current": Observation.Status.CURRENT.value, "all": Observation.Scope.ALL.value}
+
+
 def _observations(p: Mapping[str, Any], limit: int) -> QuerySet[Any]:
+    """This project's briefed rows, newest first (obs_project_recent_idx)."""
     return (
-        scope.owned(Observation.objects.filter(project=p["project"]))
+        scope.owned(
+            Observation.objects.filter(project=p["project"], status=p["current"], demoted=False)
+        )
         .order_by("-created", "-pk")
         .values_list(*OBS_FIELDS)[:limit]
+    )
+
+
+def _wide(p: Mapping[str, Any], limit: int) -> QuerySet[Any]:
+    """The user's all-projects memories of other projects, newest first (obs_scope_recent_idx)."""
+    return (
+        scope.owned(
+            Observation.objects.filter(scope=p["all"], status=p["current"], demoted=False).exclude(
+                project=p["project"]
+            )
+        )
+        .order_by("-created", "-pk")
+        .values_list(*OBS_FIELDS)[:limit]
+    )
+
+
+def _pinned(p: Mapping[str, Any], limit: int) -> QuerySet[Any]:
+    """Every pinned current row, newest first, with its project and scope: the partial
+    index obs_pinned_idx holds only those few rows. A project or scope filter here would
+    make SQLite read the project's whole range instead (no statistics tell it how few
+    pinned rows there are), so `pinned_observations` picks this project's in Python."""
+    return (
+        scope.owned(Observation.objects.filter(pinned=True, status=p["current"], demoted=False))
+        .order_by("-created", "-pk")
+        .values_list(*OBS_FIELDS, "project", "scope")[:limit]
     )
 
 
@@ -87,6 +138,12 @@ def _summaries(p: Mapping[str, Any], limit: int) -> QuerySet[Any]:
     )
 
 
+_BUILDERS: dict[str, tuple[Any, tuple[str, ...]]] = {
+    "obs": (_observations, ("project", "current")),
+    "wide": (_wide, ("project", "current", "all")),
+    "pinned": (_pinned, ("current",)),
+    "summary": (_summaries, ("project",)),
+}
 _BY_LIMIT: dict[tuple[str, int], CompiledQuery] = {}
 _NEWEST_OBS = CompiledQuery(
     lambda p: (
@@ -102,6 +159,11 @@ _NEWEST_SUMMARY = CompiledQuery(
     ),
     "project",
 )
+# Any curation anywhere (every one writes a revision): a status, pin or scope change moves
+# no observation's date, and an all-projects memory is in every project's index.
+_NEWEST_REVISION = CompiledQuery(
+    lambda p: ObservationRevision.objects.order_by("-pk").values_list("pk")[:1]
+)
 
 
 def rows_of(query: CompiledQuery, **values: Any) -> list[tuple[Any, ...]]:
@@ -109,26 +171,30 @@ def rows_of(query: CompiledQuery, **values: Any) -> list[tuple[Any, ...]]:
 
 
 def _limited(kind: str, project: str, limit: int) -> list[tuple[Any, ...]]:
-    build = _observations if kind == "obs" else _summaries
+    build, names = _BUILDERS[kind]
     if limit <= 0:
         return []
+    values = {"project": project, **_CONSTANTS}
     if scope.restricted_owner() is not None:
         # Narrowed before the LIMIT (build applies scope.owned): never compiled, per viewer.
-        return list(build({"project": project}, limit))
+        return list(build(values, limit))
     key = (kind, limit)
     query = _BY_LIMIT.get(key)
     if query is None:
-        query = _BY_LIMIT[key] = CompiledQuery(lambda p: build(p, limit), "project")
-    return rows_of(query, project=project)
+        query = _BY_LIMIT[key] = CompiledQuery(lambda p: build(p, limit), *names)
+    return rows_of(query, **{name: values[name] for name in names})
 
 
-def recent_observations(*, project: str, limit: int) -> list[ObsRow]:
-    """The project's newest `limit` observations, newest first."""
+def _obs_rows(found: list[tuple[Any, ...]]) -> list[ObsRow]:
     out = []
-    for pk, obs_type, title, subtitle, narrative, facts, created, read, modified in _limited(
-        "obs", project, limit
-    ):
+    for (
+        pk, obs_type, title, subtitle, narrative, facts, created, read, modified,
+        origin, person_edited, certainty,
+    ) in found:  # fmt: skip
         text = "".join([title, subtitle, narrative, *map(str, _json_list(facts))])
+        tags = currency_tags(
+            status="current", certainty=certainty, origin=origin, person_edited=bool(person_edited)
+        )
         out.append(
             ObsRow(
                 pk,
@@ -137,9 +203,35 @@ def recent_observations(*, project: str, limit: int) -> list[ObsRow]:
                 db_datetime(created),
                 estimate_tokens(text) + 20,
                 (modified, read),
+                tuple(tags),
             )
         )
     return out
+
+
+def recent_observations(*, project: str, limit: int) -> list[ObsRow]:
+    """The newest `limit` rows the index may show (briefed: current, not demoted, this
+    project's or the user's all-projects memories), newest first."""
+    rows_ = _obs_rows([*_limited("obs", project, limit), *_limited("wide", project, limit)])
+    rows_.sort(key=lambda row: (row.created, row.pk), reverse=True)
+    return rows_[:limit]
+
+
+# The pinned section holds what fits a few hundred tokens; these bound the reads. Pins are
+# a person's deliberate act (the agent only proposes them): a few dozen, not thousands.
+PINNED_MAX = 50
+PINNED_READ = 1000
+
+
+def pinned_observations(*, project: str) -> list[ObsRow]:
+    """The pinned rows the index may show (briefed: this project's or all-projects),
+    newest first."""
+    found = [
+        row[:-2]
+        for row in _limited("pinned", project, PINNED_READ)
+        if row[-2] == project or row[-1] == Observation.Scope.ALL
+    ]
+    return _obs_rows(found[:PINNED_MAX])
 
 
 def recent_summaries(*, project: str, limit: int) -> list[SummaryRow]:
@@ -150,14 +242,17 @@ def recent_summaries(*, project: str, limit: int) -> list[SummaryRow]:
     ]
 
 
-def newest_stamp(project: str) -> tuple[tuple[int, datetime] | None, int | None]:
-    """(pk, created) of the newest observation and pk of the newest summary: what a cached
-    index was rendered from (not narrowed by owner: the cache is for unrestricted reads)."""
+def newest_stamp(project: str) -> tuple[tuple[int, datetime] | None, int | None, int | None]:
+    """(pk, created) of the newest observation, pk of the newest summary and pk of the
+    newest revision: what a cached index was rendered from (not narrowed by owner: the
+    cache is for unrestricted reads)."""
     obs = rows_of(_NEWEST_OBS, project=project)
     summary = rows_of(_NEWEST_SUMMARY, project=project)
+    revision = rows_of(_NEWEST_REVISION)
     return (
         (obs[0][0], db_datetime(obs[0][1])) if obs else None,
         summary[0][0] if summary else None,
+        revision[0][0] if revision else None,
     )
 
 
@@ -166,8 +261,23 @@ def file_rows(ids: list[int]) -> list[tuple[int, str, str]]:
     recorded (the index groups a row under its first modified, else first read, file)."""
     if not ids:
         return []
-    found: list[tuple[int, str, str]] = rows(_files_sql(len(ids)), ids)
+    found: list[tuple[int, str, str]] = rows(_in_sql("files", _files_query, len(ids)), ids)
     return found
+
+
+def replaced_rows(ids: list[int]) -> dict[int, list[int]]:
+    """For each of these rows, the rows it replaced (theirs is superseded_by it), oldest
+    first. A teammate's token sees only their own replaced rows."""
+    if not ids:
+        return {}
+    if scope.restricted_owner() is not None:
+        found = list(scope.owned(_replaced_query(ids)))
+    else:
+        found = rows(_in_sql("replaced", _replaced_query, len(ids)), ids)
+    out: dict[int, list[int]] = {}
+    for successor, pk in found:
+        out.setdefault(successor, []).append(pk)
+    return out
 
 
 def _files_query(ids: list[int]) -> QuerySet[Any]:
@@ -178,19 +288,28 @@ def _files_query(ids: list[int]) -> QuerySet[Any]:
     )
 
 
+def _replaced_query(ids: list[int]) -> QuerySet[Any]:
+    # superseded_by's own foreign-key index answers it.
+    return (
+        Observation.objects.filter(superseded_by_id__in=ids)
+        .order_by("superseded_by_id", "pk")
+        .values_list("superseded_by_id", "pk")
+    )
+
+
 # The ORM's SQL for one id, its `IN (%s)` widened to each count (CompiledQuery takes named
 # scalars only, and an IN list's values are validated as integers while it builds).
-_FILES_SQL: dict[tuple[str, int], str] = {}
+_IN_SQL: dict[tuple[str, str, int], str] = {}
 
 
-def _files_sql(count: int) -> str:
-    key = (connection.vendor, count)
-    sql = _FILES_SQL.get(key)
+def _in_sql(name: str, build: Any, count: int) -> str:
+    key = (name, connection.vendor, count)
+    sql = _IN_SQL.get(key)
     if sql is None:
-        one, params = _files_query([0]).query.sql_with_params()
+        one, params = build([0]).query.sql_with_params()
         if one.count("IN (%s)") != 1 or list(params) != [0]:
             raise RuntimeError(f"unexpected compiled query {one!r}")
-        sql = _FILES_SQL[key] = one.replace("IN (%s)", f"IN ({', '.join(['%s'] * count)})")
+        sql = _IN_SQL[key] = one.replace("IN (%s)", f"IN ({', '.join(['%s'] * count)})")
     return sql
 
 

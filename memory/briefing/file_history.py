@@ -195,7 +195,9 @@ def file_history(*, project: str, path: str) -> FileHistory:
         candidate.unchanged = candidate_unchanged(candidate, facts) if facts else None
     history.total = len(candidates)
     limit = config.read_gate_limit()
-    history.days = _ranked_days(candidates_rank(candidates, limit))
+    # What the gate would show: the current rows only (the list below has them all, labelled).
+    current = [c for c in candidates if c.is_current]
+    history.days = _ranked_days(candidates_rank(current, limit))
     modified_ids = set(
         ObservationFile.objects.filter(
             project=project, path=rel, role=ObservationFile.Role.MODIFIED

@@ -6,7 +6,8 @@ Rules, cheapest checks first (the hot path must stay within a few milliseconds):
          excluded project;
   pass   a retry of a read this session was refused once (an Edit can never deadlock:
          Claude Code's Edit needs a prior full Read, and the second Read always passes);
-  pass   no observations of the file;
+  pass   no current observations of the file (wrong, outdated, superseded, abandoned and
+         retired rows are history, never shown as what memory knows now);
   mode   `adaptive` (the default) becomes `deny` or `context` by what this project's
          recent refusals led to (memory/briefing/gate_policy.py);
   deny   a re-read of a file this session already holds in full and unchanged;
@@ -15,6 +16,10 @@ Rules, cheapest checks first (the hot path must stay within a few milliseconds):
   deny   with the timeline otherwise.
 A plain pass answers `{}` (no permission decision: Claude Code's own permission rules
 still apply); only advisory context is sent as an explicit allow.
+
+Each row of the timeline carries its currency tags (`[agent-written]`, `[hypothesis]`, …);
+a row of the file that was superseded by a current one is named on one line with its
+successor, so the agent sees what replaced it rather than the old claim.
 """
 
 from __future__ import annotations
@@ -42,7 +47,14 @@ from memory.briefing.file_views import (
 from memory.briefing.gate_policy import adaptive_mode
 from memory.briefing.refusal import refusal_menu, refusal_outline
 from memory.ledger import file_tokens, ledger_insert, ledger_record_retry
-from memory.models import FileView, LedgerEntry, ObservationFile, Session
+from memory.models import (
+    FileView,
+    LedgerEntry,
+    Observation,
+    ObservationFile,
+    Session,
+    currency_tags,
+)
 from memory.projects import (
     Project,
     is_excluded,
@@ -58,6 +70,8 @@ from memory.team import scope
 # rare file touched by thousands of observations.
 FETCH_ROWS = 400
 TITLE_MAX = 160
+# Superseded rows of the file named with their successor, at most this many.
+REPLACED_SHOWN = 3
 
 MARKS = "[unchanged]/[changed]: the file now vs. what that observation saw.\n" + framing.NOTES_LINE
 # Added to MARKS only when a row is [unknown], so the seed message stays as it is otherwise.
@@ -83,6 +97,31 @@ class Candidate:
     content_hash: str
     files_touched: int
     unchanged: bool | None = None
+    # Curation (memory/curation/): whether the row is still true, and who wrote it.
+    status: str = "current"
+    superseded_by: int | None = None
+    certainty: str = ""
+    origin: str = "observer"
+    person_edited: bool = False
+
+    @property
+    def is_current(self) -> bool:
+        return self.status == Observation.Status.CURRENT
+
+    @property
+    def uncertain(self) -> bool:
+        """A hypothesis or a dead end: shown, but ranked below what is known."""
+        return self.certainty in (Observation.Certainty.HYPOTHESIS, Observation.Certainty.DEAD_END)
+
+    @property
+    def tags(self) -> list[str]:
+        return currency_tags(
+            status=self.status,
+            certainty=self.certainty,
+            origin=self.origin,
+            person_edited=self.person_edited,
+            superseded_by=self.superseded_by,
+        )
 
     @property
     def score(self) -> int:
@@ -126,7 +165,8 @@ def gate_decide(*, event: HookEvent, mode: str = "") -> HookResult:
     if view is not None and view.denied:
         _retry_pass(view, project)
         return PASS
-    candidates = file_candidates(project=project.name, rel_path=relative_path(path, project.root))
+    history = file_candidates(project=project.name, rel_path=relative_path(path, project.root))
+    candidates = [c for c in history if c.is_current]
     if not candidates:
         return PASS
     if mode == "adaptive":
@@ -144,7 +184,7 @@ def gate_decide(*, event: HookEvent, mode: str = "") -> HookResult:
         candidate.unchanged = candidate_unchanged(candidate, facts)
     newest_changed = candidates[0].unchanged is False
     rows = candidates_rank(candidates, config.read_gate_limit(settings))
-    timeline = _timeline(rows, zone)
+    timeline = _timeline(rows, zone) + _replaced(history, rows)
     if mode == "context" or newest_changed:
         intro = (CHANGED_INTRO if newest_changed else CONTEXT_INTRO).format(
             get=names.get_observations
@@ -229,7 +269,8 @@ def _retry_pass(view: FileView, project: Project) -> None:
 
 
 def file_candidates(*, project: str, rel_path: str) -> list[Candidate]:
-    """A file's observations, newest first, one entry per observation.
+    """A file's observations, newest first, one entry per observation, whatever their
+    status (the gate keeps the current ones; the file page lists them all, labelled).
 
     One indexed range read (obsfile_project_path_idx) joined to each observation by its
     primary key; the files an observation touched come from its files_read/files_modified.
@@ -242,7 +283,10 @@ def file_candidates(*, project: str, rel_path: str) -> list[Candidate]:
     else:
         rows = _CANDIDATES.rows(project=project, path=rel_path)
     merged: dict[int, Candidate] = {}
-    for obs_id, role, digest, created, session_pk, title, obs_type, read, written in rows:
+    for (
+        obs_id, role, digest, created, session_pk, title, obs_type, read, written,
+        status, superseded_by, certainty, origin, person_edited,
+    ) in rows:  # fmt: skip
         modified = role == ObservationFile.Role.MODIFIED
         known = merged.get(obs_id)
         if known is not None:
@@ -253,8 +297,10 @@ def file_candidates(*, project: str, rel_path: str) -> list[Candidate]:
             continue
         touched = len({*_paths(read), *_paths(written)}) or 1
         merged[obs_id] = Candidate(
-            obs_id, session_pk, title, obs_type, _aware(created), modified, digest, touched
-        )
+            obs_id, session_pk, title, obs_type, _aware(created), modified, digest, touched,
+            status=status, superseded_by=superseded_by, certainty=certainty, origin=origin,
+            person_edited=bool(person_edited),
+        )  # fmt: skip
     return list(merged.values())
 
 
@@ -275,6 +321,11 @@ def _candidates_query(*, project: str, path: str, owner: int | None = None) -> Q
         "observation__type",
         "observation__files_read",
         "observation__files_modified",
+        "observation__status",
+        "observation__superseded_by_id",
+        "observation__certainty",
+        "observation__origin",
+        "observation__person_edited",
     )[:FETCH_ROWS]
 
 
@@ -308,9 +359,10 @@ UNKNOWN_HASH = "unknown"
 
 
 def _marks(rows: list[Candidate]) -> str:
-    if any(row.unchanged is None for row in rows):
-        return UNKNOWN_MARK + MARKS
-    return MARKS
+    marks = UNKNOWN_MARK + MARKS if any(row.unchanged is None for row in rows) else MARKS
+    if any(row.origin == Observation.Origin.AGENT for row in rows):
+        marks += "\n" + framing.AGENT_NOTE
+    return marks
 
 
 def candidate_unchanged(candidate: Candidate, facts: FileFacts) -> bool | None:
@@ -329,8 +381,9 @@ def candidate_unchanged(candidate: Candidate, facts: FileFacts) -> bool | None:
 
 def candidates_rank(candidates: list[Candidate], limit: int) -> list[Candidate]:
     """One observation per session (its most specific, newest among equals), then the most
-    specific first, newest first among equals, at most `limit`."""
-    order = sorted(candidates, key=lambda c: (-c.score, -c.created.timestamp(), -c.id))
+    specific first, a hypothesis or dead end after a row as specific that is not one,
+    newest first among equals, at most `limit`."""
+    order = sorted(candidates, key=lambda c: (-c.score, c.uncertain, -c.created.timestamp(), -c.id))
     best: dict[int, Candidate] = {}
     for candidate in order:
         best.setdefault(candidate.session, candidate)
@@ -352,7 +405,7 @@ def file_observations_ranked(*, path: str, project: str, limit: int) -> FileRank
     local worker, each row says whether the file is still what the observation saw; a
     shared worker never reads files on its own disk on a caller's behalf."""
     rel = _project_relative(path, project)
-    candidates = file_candidates(project=project, rel_path=rel)
+    candidates = [c for c in file_candidates(project=project, rel_path=rel) if c.is_current]
     local = os.path.isabs(path) and not remote_request()
     facts = file_facts(path, with_hash=True) if local else None
     for candidate in candidates:
@@ -404,11 +457,36 @@ def _timeline(rows: list[Candidate], zone: tzinfo) -> str:
         f"### {heading}\n"
         + "\n".join(
             f"{row.id} {clock.clock_time(local)}  {framing.one_line(row.title, TITLE_MAX)}"
-            f" [{change_label(row.unchanged)}]"
+            f" [{change_label(row.unchanged)}]" + (f" [{', '.join(row.tags)}]" if row.tags else "")
             for row, local in rows_of_day
         )
         for heading, rows_of_day in days_grouped(rows, zone)
     )
+
+
+def _replaced(history: list[Candidate], shown: list[Candidate]) -> str:
+    """One line per superseded row of the file (newest first, at most REPLACED_SHOWN) whose
+    successor is current and not in the timeline already: what the old row now reads as.
+    Only on the deny/context path, so the pass path makes no extra read."""
+    listed = {row.id for row in shown}
+    old = [c for c in history if c.superseded_by is not None and c.superseded_by not in listed][
+        :REPLACED_SHOWN
+    ]
+    if not old:
+        return ""
+    titles = dict(
+        scope.owned(
+            Observation.objects.filter(
+                pk__in={c.superseded_by for c in old}, status=Observation.Status.CURRENT
+            )
+        ).values_list("pk", "title")
+    )
+    lines = [
+        f"{c.id} was superseded by {c.superseded_by}: {framing.one_line(titles[c.superseded_by], TITLE_MAX)}"
+        for c in old
+        if c.superseded_by in titles
+    ]
+    return "\n\nReplaced:\n" + "\n".join(lines) if lines else ""
 
 
 def _deny(

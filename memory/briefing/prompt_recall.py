@@ -15,6 +15,11 @@ The filtered scan the search service would run (every id of the project read fir
 the 16 ms this took at 10k) is the fallback, for a project whose rows are outnumbered in
 the nearest `WIDE_DEPTH` by other projects' rows, and team mode's path (PostgreSQL:
 pgvector's index or the bounded scan, never every user's vectors in this process).
+
+Only current rows are recalled (never a wrong, outdated, superseded, abandoned or retired
+one), each with its currency tags; a hypothesis or dead end comes after the rows that are
+not one, nearest first within each. The rows shown are stamped `last_recalled` (what the
+consolidation pass's demotion reads) in one UPDATE.
 """
 
 from __future__ import annotations
@@ -26,12 +31,14 @@ from datetime import datetime
 
 from django.db import connection
 from django.db.models import QuerySet
+from django.utils import timezone
 
 from memory import config
-from memory.models import Observation, Session, estimate_tokens
+from memory.models import Observation, Session, currency_tags, estimate_tokens
 from memory.retrieval import embeddings
 from memory.retrieval.embeddings import vector_index
 from memory.retrieval.embeddings.model import get_model
+from memory.retrieval.search.hybrid import rank_weight
 from memory.retrieval.search.query import SearchQuery, as_datetime
 from memory.retrieval.search.service import search
 from memory.runtime import compiled_sql as db
@@ -56,6 +63,10 @@ HEADER = (
 )
 
 
+CURRENT = Observation.Status.CURRENT.value
+UNCERTAIN = (Observation.Certainty.HYPOTHESIS.value, Observation.Certainty.DEAD_END.value)
+
+
 @dataclass(frozen=True)
 class _Note:
     id: int
@@ -63,6 +74,18 @@ class _Note:
     type: str
     title: str
     tokens: int
+    tags: tuple[str, ...] = ()
+    uncertain: bool = False
+    # Left out of the SessionStart index, so never among the rows it showed.
+    demoted: bool = False
+
+
+def _tags(certainty: str, origin: str, person_edited: bool) -> tuple[str, ...]:
+    return tuple(
+        currency_tags(
+            status=CURRENT, certainty=certainty, origin=origin, person_edited=person_edited
+        )
+    )
 
 
 def related_notes(*, session: Session, text: str) -> str:
@@ -79,14 +102,30 @@ def related_notes(*, session: Session, text: str) -> str:
     except Exception:
         log.exception("prompt-time recall failed")
         return ""
-    lines, used = [HEADER], len(HEADER) // 4
+    # A hypothesis or dead end after what is known; sorted() keeps nearest first in each.
+    notes = sorted(notes, key=lambda note: note.uncertain)
+    lines, used, shown = [HEADER], len(HEADER) // 4, []
     for note in notes:
-        line = f"- #{note.id} {note.created:%Y-%m-%d} {note.type}: {note.title} (~{note.tokens} tokens)"
+        tags = f" [{', '.join(note.tags)}]" if note.tags else ""
+        line = f"- #{note.id} {note.created:%Y-%m-%d} {note.type}: {note.title}{tags} (~{note.tokens} tokens)"
         if used + len(line) // 4 + 1 > TOKEN_BUDGET:
             break
         lines.append(line)
         used += len(line) // 4 + 1
-    return "\n".join(lines) if len(lines) > 1 else ""
+        shown.append(note.id)
+    if not shown:
+        return ""
+    _recalled(shown)
+    return "\n".join(lines)
+
+
+def _recalled(ids: list[int]) -> None:
+    """Stamp the rows shown as recalled now: one indexed UPDATE of a few primary keys, as
+    cheap as anything that could defer it (a queued task is itself a write)."""
+    try:
+        Observation.objects.filter(pk__in=ids).update(last_recalled=timezone.now())
+    except Exception:
+        log.exception("stamping recalled rows failed")  # the notes are still worth sending
 
 
 def _nearest_notes(session: Session, text: str, limit: int) -> list[_Note]:
@@ -109,7 +148,7 @@ def _nearest_notes(session: Session, text: str, limit: int) -> list[_Note]:
     notes = {
         pk: note
         for pk, note in _readable_notes(session, ranked).items()
-        if not shown.contains(note.created, pk)
+        if not shown.contains(note.created, pk, note.demoted)
     }
     if len(notes) >= limit or len(near) < depth:  # enough, or every row above the floor
         return [notes[pk] for pk in ranked if pk in notes][:limit]
@@ -122,7 +161,19 @@ def _nearest_notes(session: Session, text: str, limit: int) -> list[_Note]:
     return _filtered(session, text, limit, shown)
 
 
-_NOTE_FIELDS = ("id", "created", "type", "title", "subtitle", "narrative", "facts")
+_NOTE_FIELDS = (
+    "id",
+    "created",
+    "type",
+    "title",
+    "subtitle",
+    "narrative",
+    "facts",
+    "certainty",
+    "origin",
+    "person_edited",
+    "demoted",
+)
 
 
 def _readable_notes(session: Session, pks: list[int]) -> dict[int, _Note]:
@@ -135,27 +186,40 @@ def _readable_notes(session: Session, pks: list[int]) -> dict[int, _Note]:
         return {obs.pk: _note(obs) for obs in _readable(session, pks).only(*_NOTE_FIELDS)}
     marks = ", ".join(["%s"] * len(pks))
     found = db.rows(
-        f"SELECT id, created, type, title, subtitle, narrative, facts FROM {Observation._meta.db_table} "
-        f"WHERE id IN ({marks}) AND project = %s AND (session_id IS NULL OR session_id <> %s)",
-        [*pks, session.project, session.pk],
+        f"SELECT {', '.join(_NOTE_FIELDS)} FROM {Observation._meta.db_table} "
+        f"WHERE id IN ({marks}) AND project = %s AND (session_id IS NULL OR session_id <> %s) "
+        "AND status = %s",
+        [*pks, session.project, session.pk, CURRENT],
     )
     notes = {}
-    for pk, created, type_, title, subtitle, narrative, facts in found:
+    for (
+        pk, created, type_, title, subtitle, narrative, facts, certainty, origin, person_edited,
+        demoted,
+    ) in found:  # fmt: skip
         text = "".join([title, subtitle, narrative, *map(str, json.loads(facts))])
-        notes[pk] = _Note(pk, as_datetime(created), type_, title, estimate_tokens(text) + 20)
+        notes[pk] = _Note(
+            pk, as_datetime(created), type_, title, estimate_tokens(text) + 20,
+            _tags(certainty, origin, bool(person_edited)), certainty in UNCERTAIN, bool(demoted),
+        )  # fmt: skip
     return notes
 
 
 def _note(obs: Observation) -> _Note:
     """The note of a model instance (`Observation.fetch_tokens`, as `_readable_notes` counts it)."""
-    return _Note(obs.pk, obs.created, obs.type, obs.title, obs.fetch_tokens)
+    return _Note(
+        obs.pk, obs.created, obs.type, obs.title, obs.fetch_tokens,
+        _tags(obs.certainty, obs.origin, obs.person_edited), obs.certainty in UNCERTAIN,
+        obs.demoted,
+    )  # fmt: skip
 
 
 def _readable(session: Session, pks: list[int]) -> QuerySet[Observation]:
-    """Those of `pks` in the session's project, from an earlier session, that the viewer
-    may read (team mode: their own)."""
+    """Those of `pks` in the session's project, from an earlier session, current, that the
+    viewer may read (team mode: their own)."""
     return scope.owned(
-        Observation.objects.filter(pk__in=pks, project=session.project).exclude(session=session)
+        Observation.objects.filter(pk__in=pks, project=session.project, status=CURRENT).exclude(
+            session=session
+        )
     )
 
 
@@ -164,8 +228,15 @@ def _pick(session: Session, ranked: list[int], shown: IndexShown, limit: int) ->
     columns, whatever the depth."""
     if not ranked:
         return []
-    created = dict(_readable(session, ranked).values_list("pk", "created"))
-    return [pk for pk in ranked if pk in created and not shown.contains(created[pk], pk)][:limit]
+    found = {
+        pk: (created, demoted)
+        for pk, created, demoted in _readable(session, ranked).values_list(
+            "pk", "created", "demoted"
+        )
+    }
+    return [
+        pk for pk in ranked if pk in found and not shown.contains(found[pk][0], pk, found[pk][1])
+    ][:limit]
 
 
 def _notes(pks: list[int]) -> list[_Note]:
@@ -186,27 +257,37 @@ def _filtered(session: Session, text: str, limit: int, shown: IndexShown) -> lis
             limit=limit + min(shown.count, 200),
         )
     )  # fmt: skip
+    # The search's own ranking already put hypotheses after (hybrid.rank_weight); a hit's
+    # score is then below MIN_SIMILARITY only by that weight, so the floor reads the cosine.
     return [
-        _Note(hit.id, hit.created_at, hit.type, hit.title, hit.tokens)
+        _Note(
+            hit.id, hit.created_at, hit.type, hit.title, hit.tokens, tuple(hit.tags),
+            hit.certainty in UNCERTAIN, hit.demoted,
+        )
         for hit in hits
-        if hit.score >= MIN_SIMILARITY
+        if hit.score / rank_weight(hit.status, hit.certainty) >= MIN_SIMILARITY
         and hit.session != session.pk
-        and not shown.contains(hit.created_at, hit.id)
-    ][:limit]
+        and not shown.contains(hit.created_at, hit.id, hit.demoted)
+    ][:limit]  # fmt: skip
 
 
 @dataclass(frozen=True)
 class IndexShown:
-    """What the SessionStart index showed a session: the project's newest `count`
-    observations from before it started, in (created, id) order, held as the oldest one's
+    """What the SessionStart index showed a session: the project's newest `count` briefed
+    (current, not demoted) observations from before it started, in (created, id) order, held as the oldest one's
     (created, id) (None: it showed none), so a candidate is checked without a list."""
 
     count: int
     started: datetime
     oldest: tuple[datetime, int] | None
 
-    def contains(self, created: datetime, pk: int) -> bool:
-        return self.oldest is not None and created < self.started and (created, pk) >= self.oldest
+    def contains(self, created: datetime, pk: int, demoted: bool = False) -> bool:
+        return (
+            not demoted
+            and self.oldest is not None
+            and created < self.started
+            and (created, pk) >= self.oldest
+        )
 
 
 # Per (session, count, viewer): what a session's index showed does not change once it has
@@ -226,7 +307,12 @@ def index_shown(session: Session) -> IndexShown:
     if count:
         newest = (
             scope.owned(
-                Observation.objects.filter(project=session.project, created__lt=session.started)
+                Observation.objects.filter(
+                    project=session.project,
+                    created__lt=session.started,
+                    status=CURRENT,
+                    demoted=False,
+                )
             )
             .order_by("-created", "-pk")
             .values_list("created", "pk")[count - 1 : count]

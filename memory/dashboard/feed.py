@@ -100,6 +100,7 @@ def _search_ids(filters: FeedFilters, kind: FeedKind) -> list[int]:
         kinds=(kind,),
         types=(filters.type,) if filters.type and kind == "observation" else (),
         limit=SEARCH_CAP,
+        status="all",  # the feed lists every row, as without a query
     )
     return [hit.id for hit in search(query) if hit.kind == kind]
 

@@ -95,6 +95,7 @@ def _selection(kind: Kind, request: ForgetRequest) -> QuerySet[Any]:
                 since=request.since,
                 until=request.until,
                 limit=limit,
+                status="all",  # forgetting reaches retired and superseded rows too
             )
         )
         qs = qs.filter(pk__in=[hit.id for hit in hits])

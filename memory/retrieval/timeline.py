@@ -3,6 +3,9 @@
 The anchor is an observation (`123`), a summary (`S12`), a prompt (`P7`), or the best
 search hit of a query. The timeline holds up to `depth_before` rows before it and
 `depth_after` after it, of every kind, from the anchor's project only.
+
+Every observation is shown whatever its status (a timeline is what happened), and each
+carries its currency tags, so a wrong or superseded row never reads as current.
 """
 
 from __future__ import annotations
@@ -43,6 +46,9 @@ class TimelineItem:
     tokens: int
     session: int
     is_anchor: bool = False
+    status: str = "current"
+    tags: tuple[str, ...] = ()
+    superseded_by: int | None = None
 
     @property
     def order(self) -> tuple[datetime, int, int]:
@@ -60,6 +66,9 @@ class TimelineItem:
             "tokens": self.tokens,
             "session": self.session,
             "is_anchor": self.is_anchor,
+            "status": self.status,
+            "tags": list(self.tags),
+            "superseded_by": self.superseded_by,
         }
 
 
@@ -89,6 +98,9 @@ def _item(obj: Observation | Summary | Prompt, *, anchor: bool = False) -> Timel
             obj.fetch_tokens,
             obj.session_id,
             anchor,
+            obj.status,
+            tuple(obj.tags),
+            obj.superseded_by_id,
         )
     if isinstance(obj, Summary):
         title = (obj.request or obj.completed or obj.learned)[:160]

@@ -5,6 +5,8 @@ searchable table has a generated `search_vector` column with a GIN index (migrat
 `to_tsquery('english', …)` gives stemming like FTS5's porter tokenizer, `ts_rank` weights a
 title match (A) above a narrative (C) or file-name (D) match, and `ts_headline` marks the
 passage. Headlines re-parse the text, so they are made only for the page returned.
+An observation's status filters on its row (`o.status`), and its score is weighted by
+`hybrid.rank_weight_sql`, as on SQLite.
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ class _Kind:
     headline_text: str
     fallback_snippet: str
     files: str
+    # status, superseded_by, certainty, origin, person_edited, demoted
+    curation: str = "'current', NULL::bigint, '', 'observer', false, false"
 
 
 KINDS: dict[Kind, _Kind] = {
@@ -68,6 +72,7 @@ KINDS: dict[Kind, _Kind] = {
         headline_text="o.title || ' — ' || o.subtitle || ' ' || o.narrative",
         fallback_snippet="left(coalesce(nullif(o.subtitle, ''), o.narrative), 200)",
         files="o.files_modified || o.files_read",
+        curation="o.status, o.superseded_by_id, o.certainty, o.origin, o.person_edited, o.demoted",
     ),
     "summary": _Kind(
         table="memory_summary o",
@@ -135,6 +140,9 @@ def _filters(query: SearchQuery, kind: Kind, spec: _Kind) -> tuple[list[str], li
         where.append("o.created <= %s")
         params.append(query.until)
     if kind == "observation":
+        if query.status == "current":
+            where.append("o.status = %s")
+            params.append("current")
         if query.types:
             where.append("o.type = ANY(%s)")
             params.append(list(query.types))
@@ -165,7 +173,8 @@ def _filters(query: SearchQuery, kind: Kind, spec: _Kind) -> tuple[list[str], li
 def _select(query: SearchQuery, kind: Kind, tsquery: str, window: int) -> tuple[str, list[Any]]:
     spec = KINDS[kind]
     where, params = _filters(query, kind, spec)
-    columns = f"o.id, {spec.title}, {spec.project}, o.created, {spec.type}, {{score}}, {spec.tokens}, {spec.session}, {spec.files}"
+    columns = f"o.id, {spec.title}, {spec.project}, o.created, {spec.type}, {{score}}, {spec.tokens}, {spec.session}, {spec.files}, {spec.curation}"
+    rank = _RANK + (f" * {hybrid.rank_weight_sql('o')}" if kind == "observation" else "")
     if tsquery:
         # Rank only the newest RANK_WINDOW matches: ts_rank reads each match's tsvector, and a
         # common word in a million rows would cost a million of those; the inner query is the
@@ -176,7 +185,7 @@ def _select(query: SearchQuery, kind: Kind, tsquery: str, window: int) -> tuple[
             f"{''.join(' AND ' + w for w in where)} ORDER BY o.created DESC LIMIT {RANK_WINDOW}"
         )
         sql = (
-            f"SELECT {columns.format(score=_RANK)}, '' "
+            f"SELECT {columns.format(score=rank)}, '' "
             f"FROM {spec.table} {spec.join} CROSS JOIN to_tsquery('english', %s) AS q(q) "
             f"WHERE o.id IN ({matches}) ORDER BY 6 DESC, o.created DESC, o.id DESC LIMIT %s"
         )
@@ -225,6 +234,12 @@ def _run(query: SearchQuery, tsquery: str) -> list[SearchHit]:
                 tokens,
                 session,
                 files,
+                status,
+                superseded_by,
+                certainty,
+                origin,
+                person_edited,
+                demoted,
                 snippet,
             ) in cursor.fetchall():
                 hits.append(
@@ -240,6 +255,12 @@ def _run(query: SearchQuery, tsquery: str) -> list[SearchHit]:
                         session=session,
                         files=_paths(files),
                         snippet=snippet or "",
+                        status=status,
+                        superseded_by=superseded_by,
+                        certainty=certainty,
+                        origin=origin,
+                        person_edited=bool(person_edited),
+                        demoted=bool(demoted),
                     )
                 )
     return hits
@@ -295,16 +316,22 @@ def hits_by_ids(page: list[tuple[float, Kind, int]], text: str) -> list[SearchHi
             spec = KINDS[kind]
             cursor.execute(
                 f"SELECT o.id, {spec.title}, {spec.project}, o.created, {spec.type}, {spec.tokens}, "
-                f"{spec.session}, {spec.files}, {spec.fallback_snippet} FROM {spec.table} {spec.join} "
+                f"{spec.session}, {spec.files}, {spec.curation}, {spec.fallback_snippet} "
+                f"FROM {spec.table} {spec.join} "
                 "WHERE o.id = ANY(%s)",
                 [ids],
             )
             headlines = _headlines(kind, ids, tsquery) if tsquery else {}
-            for pk, title, project, created, type_, tokens, session, files, snippet in cursor:
+            for (
+                pk, title, project, created, type_, tokens, session, files,
+                status, superseded_by, certainty, origin, person_edited, demoted, snippet,
+            ) in cursor:  # fmt: skip
                 found[(kind, pk)] = SearchHit(
                     id=pk, kind=kind, title=title or "", project=project, created_at=created,
                     type=type_, tokens=int(tokens), session=session, files=_paths(files),
-                    snippet=headlines.get(pk) or snippet or "",
+                    snippet=headlines.get(pk) or snippet or "", status=status,
+                    superseded_by=superseded_by, certainty=certainty, origin=origin,
+                    person_edited=bool(person_edited), demoted=bool(demoted),
                 )  # fmt: skip
     return [
         replace(found[(kind, pk)], score=score) for score, kind, pk in page if (kind, pk) in found
@@ -343,11 +370,42 @@ def nearest(
     """pgvector where migrate installed it; else the fallback: the newest
     FALLBACK_SCAN_BOUND vectors (or, with filters, the rows they select) scanned in memory,
     plus the keyword candidates' own vectors, so a keyword match older than the bound is
-    still scored by meaning."""
+    still scored by meaning.
+
+    The status filter alone does not make the fallback a filtered scan (every current id
+    read first): the bounded scan's nearest 2k are read and the rows no longer true
+    dropped, and only when that leaves fewer than k of a longer list does the filtered
+    scan run (as on SQLite)."""
     scope = _scope(kind, query, hybrid.FILTER_SCAN_BOUND)
     found = pgvector.nearest(kind, model, vector, k=k, scope=scope, min_score=hybrid.MIN_SIMILARITY)
     if found is not None:
         return found
+    if scope is not None and kind == "observation" and query.current_only:
+        unfiltered = replace(query, status="all")
+        if _scope(kind, unfiltered, 1) is None:
+            near = _fallback_scan(kind, unfiltered, model, vector, 2 * k, candidates)
+            current = _current_ids([pk for _, pk in near])
+            kept = [(score, pk) for score, pk in near if pk in current]
+            if len(kept) >= k or len(near) < 2 * k:
+                return kept[:k]
+    return _fallback_scan(kind, query, model, vector, k, candidates)
+
+
+def _current_ids(ids: list[int]) -> set[int]:
+    if not ids:
+        return set()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id FROM memory_observation WHERE id = ANY(%s) AND status = %s",
+            [ids, "current"],
+        )
+        return {row[0] for row in cursor.fetchall()}
+
+
+def _fallback_scan(
+    kind: Kind, query: SearchQuery, model: str, vector: Any, k: int, candidates: list[int]
+) -> list[tuple[float, int]]:
+    scope = _scope(kind, query, hybrid.FILTER_SCAN_BOUND)
     if scope is not None:
         scan = index.nearest(
             kind, model, vector, k=k, allowed=allowed_ids(kind, query, hybrid.FILTER_SCAN_BOUND),

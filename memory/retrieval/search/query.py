@@ -14,11 +14,17 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from memory.models import currency_tags
+
 Kind = Literal["observation", "summary", "prompt"]
 KINDS: tuple[Kind, ...] = ("observation", "summary", "prompt")
 # keyword: FTS5/tsvector only; semantic: vectors only; hybrid: both, fused by rank.
 Mode = Literal["keyword", "semantic", "hybrid"]
 MODES: tuple[Mode, ...] = ("hybrid", "keyword", "semantic")
+# current: only observations still true (the default of every surface); all: the wrong,
+# outdated, superseded, abandoned and retired ones too, labelled and ranked after.
+StatusFilter = Literal["current", "all"]
+STATUS_FILTERS: tuple[StatusFilter, ...] = ("current", "all")
 
 # highlight() and ts_headline wrap matches in these private-use characters (never in real
 # text); SearchHit turns them into character offsets, so no marker reaches JSON, MCP text or
@@ -75,6 +81,13 @@ class SearchQuery:
     # Team mode: only rows of this user's sessions. Set by `search()` from the request's
     # viewer (memory/team/scope.py), never by a caller, so no surface can forget it.
     owner: int | None = None
+    # Observations only: "current" leaves out rows no longer true (memory/curation/);
+    # callers that select rows to act on whatever their status (forget) pass "all".
+    status: StatusFilter = "current"
+
+    @property
+    def current_only(self) -> bool:
+        return self.status == "current" and "observation" in self.kinds
 
     def wants(self, kind: Kind) -> bool:
         if kind not in self.kinds:
@@ -118,6 +131,24 @@ class SearchHit:
 
     # [start, end) character offsets of the matches in `snippet`.
     highlights: tuple[tuple[int, int], ...] = ()
+    # Curation (observations; summaries and prompts are always current, unknown certainty).
+    status: str = "current"
+    superseded_by: int | None = None
+    certainty: str = ""
+    origin: str = "observer"
+    person_edited: bool = False
+    demoted: bool = False
+
+    @property
+    def tags(self) -> list[str]:
+        """How current the row is and who wrote it (`currency_tags`)."""
+        return currency_tags(
+            status=self.status,
+            certainty=self.certainty,
+            origin=self.origin,
+            person_edited=self.person_edited,
+            superseded_by=self.superseded_by,
+        )
 
     def __post_init__(self) -> None:
         if HIGHLIGHT_OPEN in self.snippet or HIGHLIGHT_CLOSE in self.snippet:
@@ -139,6 +170,9 @@ class SearchHit:
             "tokens": self.tokens,
             "session": self.session,
             "files": self.files,
+            "status": self.status,
+            "tags": self.tags,
+            "superseded_by": self.superseded_by,
         }
 
 

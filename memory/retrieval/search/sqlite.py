@@ -2,6 +2,10 @@
 
 The external-content FTS5 tables of migrations 0002/0005, ranked by bm25; only the page
 returned is read and highlighted.
+
+An observation's status is a filter on the base table (`o.status`), not an FTS column: the
+ranking joins each match to its row by primary key, which also reads the row's
+`rank_weight` (hybrid.py), so a hypothesis ranks after a known row of similar score.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from typing import Any
 from django.db import connection
 
 from memory.retrieval.embeddings import vector_index
-from memory.retrieval.search.hybrid import FILTER_SCAN_BOUND, MIN_SIMILARITY
+from memory.retrieval.search.hybrid import FILTER_SCAN_BOUND, MIN_SIMILARITY, rank_weight_sql
 from memory.retrieval.search.query import (
     KINDS,
     STOPWORDS,
@@ -83,13 +87,15 @@ def _common_filters(
     return sql
 
 
-def _observation_filters(query: SearchQuery, *, in_fts: bool) -> _Sql:
+def _observation_filters(query: SearchQuery, *, in_fts: bool, status: bool = True) -> _Sql:
     sql = _common_filters(
         query,
         project_col=None if in_fts else "o.project",
         created_col="o.created",
         session_col="o.session_id",
     )
+    if status and query.status == "current":
+        sql.add("o.status = %s", "current")
     if query.types and not in_fts:
         sql.add(f"o.type IN ({', '.join(['%s'] * len(query.types))})", *query.types)
     if query.concept:
@@ -114,19 +120,24 @@ def _observation_filters(query: SearchQuery, *, in_fts: bool) -> _Sql:
     return sql
 
 
+# The first nine columns of every kind, then the curation columns (constants for summaries
+# and prompts), then the snippet text: `_COLUMNS` of them before the snippet.
 _OBS_COLUMNS = (
     "o.id, o.title, o.project, o.created, o.type, o.session_id, o.files_modified, o.files_read, "
-    "(length(o.title) + length(o.subtitle) + length(o.narrative) + length(o.facts) + 3) / 4 + 20"
+    "(length(o.title) + length(o.subtitle) + length(o.narrative) + length(o.facts) + 3) / 4 + 20, "
+    "o.status, o.superseded_by_id, o.certainty, o.origin, o.person_edited, o.demoted"
 )
+_ALWAYS_CURRENT = "'current', NULL, '', 'observer', 0, 0"
+_COLUMNS = 15
 _SUMMARY_TITLE = (
     "substr(coalesce(nullif(s.request, ''), nullif(s.completed, ''), s.learned), 1, 160)"
 )
 _SUMMARY_COLUMNS = (
     f"s.id, {_SUMMARY_TITLE}, s.project, s.created, 'summary', s.session_id, '[]', '[]', "
     "(length(s.request) + length(s.investigated) + length(s.learned) + length(s.completed) "
-    "+ length(s.next_steps) + length(s.notes) + 3) / 4 + 20"
+    f"+ length(s.next_steps) + length(s.notes) + 3) / 4 + 20, {_ALWAYS_CURRENT}"
 )
-_PROMPT_COLUMNS = "p.id, substr(p.text, 1, 160), ss.project, p.created, 'prompt', p.session_id, '[]', '[]', (length(p.text) + 3) / 4 + 10"
+_PROMPT_COLUMNS = f"p.id, substr(p.text, 1, 160), ss.project, p.created, 'prompt', p.session_id, '[]', '[]', (length(p.text) + 3) / 4 + 10, {_ALWAYS_CURRENT}"
 
 
 @dataclass(frozen=True)
@@ -176,11 +187,12 @@ _KIND_SQL: dict[Kind, _KindSql] = {
 }
 
 
-def _filters(kind: Kind, query: SearchQuery, *, in_fts: bool = False) -> _Sql:
+def _filters(kind: Kind, query: SearchQuery, *, in_fts: bool = False, status: bool = True) -> _Sql:
     """Row-level filters. `in_fts`: project and type are left out, because the FTS query
-    already filters them through the tags of migration 0005 (prompts have no tag)."""
+    already filters them through the tags of migration 0005 (prompts have no tag).
+    `status`: False leaves out the observation status filter."""
     if kind == "observation":
-        return _observation_filters(query, in_fts=in_fts)
+        return _observation_filters(query, in_fts=in_fts, status=status)
     if kind == "summary":
         return _common_filters(
             query,
@@ -203,7 +215,8 @@ def _hit(
     return SearchHit(
         id=row[0], kind=kind, title=row[1] or "", project=row[2], created_at=as_datetime(row[3]), type=row[4],
         session=row[5], files=hit_files(row[6], row[7]), tokens=int(row[8]), score=score, snippet=snippet or "",
-        highlights=highlights,
+        highlights=highlights, status=row[9], superseded_by=row[10], certainty=row[11], origin=row[12],
+        person_edited=bool(row[13]), demoted=bool(row[14]),
     )  # fmt: skip
 
 
@@ -216,7 +229,7 @@ def _recent(kind: Kind, query: SearchQuery) -> list[SearchHit]:
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [*filters.params, query.limit + query.offset])
-        return [_hit(kind, row[:9], 0.0, row[9]) for row in cursor.fetchall()]
+        return [_hit(kind, row[:_COLUMNS], 0.0, row[_COLUMNS]) for row in cursor.fetchall()]
 
 
 def fts_tag(prefix: str, value: str) -> str:
@@ -258,10 +271,12 @@ def _ranked(
     `rows`: (score, kind, id, row), the row's columns and snippet text read by the same
     statement, for a search whose every ranked row is a row it returns (`search_sqlite`)."""
     k, filters = _KIND_SQL[kind], _filters(kind, query, in_fts=True)
+    # An observation's score is weighted by its row's currency, so its row is always read.
+    weight = f" * {rank_weight_sql(k.alias)}" if kind == "observation" else ""
     # CROSS JOIN keeps the FTS table as the outer loop, so rowid order comes from the index.
     join = (
         f" CROSS JOIN {k.table} {k.alias} ON {k.alias}.id = {k.fts}.rowid{k.join}"
-        if filters.where
+        if filters.where or weight
         else ""
     )
     source = f"FROM {k.fts}{join} WHERE {k.fts} MATCH %s{filters.sql}"
@@ -271,7 +286,7 @@ def _ranked(
     probe = probe and page <= COMMON_WINDOW
     window = _window(k, source) if probe else str(RANK_WINDOW)
     rank_sql = (
-        f"SELECT rowid, score FROM (SELECT {k.fts}.rowid AS rowid, -bm25({k.fts}, {k.weights}) AS score "
+        f"SELECT rowid, score FROM (SELECT {k.fts}.rowid AS rowid, -bm25({k.fts}, {k.weights}){weight} AS score "
         f"{source} ORDER BY {k.fts}.rowid DESC LIMIT ({window})) ORDER BY score DESC LIMIT %s"
     )
     params = [*source_params, *(source_params if probe else ()), page]
@@ -289,7 +304,7 @@ def _ranked(
 
 def _highlighted(kind: Kind, row: tuple[Any, ...], score: float, words: list[str]) -> SearchHit:
     """The hit of a row read as `_KindSql.columns` then its snippet text."""
-    snippet, spans = highlight_spans(row[9] or "", words)
+    snippet, spans = highlight_spans(row[_COLUMNS] or "", words)
     return _hit(kind, row, score, snippet, tuple(spans))
 
 
@@ -401,11 +416,41 @@ def nearest(
 ) -> list[tuple[float, int]]:
     """The `k` nearest vectors of `kind` by the configured index (`vector_index`: the
     in-memory scan, or sqlite-vec where it loads and measures faster); with filters, only
-    the rows the keyword search's own filter SQL selects (`allowed_ids`)."""
+    the rows the keyword search's own filter SQL selects (`allowed_ids`).
+
+    The status filter alone does not make a search filtered: reading every current id
+    first (`allowed_ids`) is the slow path, and rows no longer true are few. The nearest
+    2k are read and the non-current dropped; only when that leaves fewer than k of a
+    longer list does the exact filtered scan run."""
     # Keyword candidates are in the full scan already.
-    scoped = bool(_filters(kind, query).where)
-    allowed = allowed_ids(kind, query, FILTER_SCAN_BOUND) if scoped else None
+    if _filters(kind, query, status=False).where or not (
+        kind == "observation" and query.current_only
+    ):
+        scoped = bool(_filters(kind, query).where)
+        allowed = allowed_ids(kind, query, FILTER_SCAN_BOUND) if scoped else None
+        return vector_index.nearest(
+            kind, model, vector, k=k, allowed=allowed, min_score=MIN_SIMILARITY
+        )
+    depth = 2 * k
+    near = vector_index.nearest(kind, model, vector, k=depth, min_score=MIN_SIMILARITY)
+    current = _current_ids([pk for _, pk in near])
+    kept = [(score, pk) for score, pk in near if pk in current]
+    if len(kept) >= k or len(near) < depth:
+        return kept[:k]
+    allowed = allowed_ids(kind, query, FILTER_SCAN_BOUND)
     return vector_index.nearest(kind, model, vector, k=k, allowed=allowed, min_score=MIN_SIMILARITY)
+
+
+def _current_ids(ids: list[int]) -> set[int]:
+    if not ids:
+        return set()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id FROM memory_observation WHERE id IN (SELECT value FROM json_each(%s)) "
+            "AND status = %s",
+            [json.dumps(ids), "current"],
+        )
+        return {row[0] for row in cursor.fetchall()}
 
 
 class SqliteBackend:
