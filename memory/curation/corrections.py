@@ -83,7 +83,9 @@ def observation_mark(
             row.status, row.status_reason = Status.SUPERSEDED, reason
         else:
             row.status, row.status_reason, row.superseded_by = _STATUS_OF[action], reason, None
-        if actor == Actor.USER:
+        if actor == Actor.USER and action not in PERSON_ONLY:
+            # A person's pin protects the row through `pinned` itself (policy.person_owned)
+            # and must not label it "corrected": its text is as the observer wrote it.
             row.person_edited = True
         changed = {k: v for k, v in before.items() if getattr(row, k) != v}
         if not changed:

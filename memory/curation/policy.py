@@ -48,8 +48,8 @@ def observation_for_change(obs_id: object) -> Observation:
 
 
 def person_owned(row: Observation) -> bool:
-    """A person wrote or edited it (or pinned, retired or corrected it)."""
-    return row.person_edited or row.origin == Observation.Origin.USER
+    """A person wrote, edited, corrected or pinned it."""
+    return row.person_edited or row.pinned or row.origin == Observation.Origin.USER
 
 
 def check_may_change(row: Observation, actor: str) -> None:

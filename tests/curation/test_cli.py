@@ -171,7 +171,7 @@ def test_pin_retire_restore_and_their_messages(capsys: pytest.CaptureFixture[str
     row = observed()
     assert (
         cmem(capsys, "pin", str(row.pk))[1]
-        == f"Pinned #{row.pk} [discovery] Found the pool leak (corrected).\n"
+        == f"Pinned #{row.pk} [discovery] Found the pool leak.\n"
     )
     assert (
         cmem(capsys, "pin", f"#{row.pk}")[1]

@@ -58,7 +58,9 @@ def test_the_agent_only_proposes_all_projects_and_pins() -> None:
     assert not row.pinned and row.revisions.filter(action="propose_pin").exists()
     observation_mark(row.pk, action="pin", actor="user")
     row.refresh_from_db()
-    assert row.pinned and row.person_edited
+    assert row.pinned and "corrected" not in row.tags
+    with pytest.raises(CurationDenied):  # the pin is the user's decision: the agent keeps off
+        observation_mark(row.pk, action="outdated", actor="agent")
 
 
 def test_the_agent_cannot_change_what_a_person_wrote() -> None:

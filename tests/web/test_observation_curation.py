@@ -140,7 +140,7 @@ def test_pin_and_unpin(owner: Client, obs: Observation) -> None:
     ContextCache.objects.create(project="shop", text="cached index")
     body = followed(owner, mark(owner, obs, action="pin"))
     obs.refresh_from_db()
-    assert obs.pinned and obs.person_edited
+    assert obs.pinned and "corrected" not in obs.tags  # a pin protects, it corrects nothing
     assert not ContextCache.objects.filter(project="shop").exists()  # the index is rebuilt
     assert "Pinned #" in body and ">pinned<" in body and ">Unpin<" in body
     assert "a person" in body and "pinned it" in body
@@ -337,7 +337,7 @@ def test_accepting_the_agents_pin_proposal_pins_it_as_the_user(
     body = followed(owner, post(owner, obs, accept, {}))
     obs.refresh_from_db()
     proposal.refresh_from_db()
-    assert obs.pinned and obs.person_edited
+    assert obs.pinned and "corrected" not in obs.tags
     assert proposal.undone is not None
     pin = obs.revisions.get(action="pin")
     assert pin.actor == "user" and f"revision #{proposal.pk}" in pin.reason
