@@ -309,6 +309,24 @@ def test_a_newer_change_saying_a_value_changed_supersedes_the_row_stating_it() -
         assert fresh(kept).status == CURRENT, kept.title
 
 
+def test_a_change_to_a_broader_subject_leaves_a_narrower_stated_value_alone() -> None:
+    sess = session()
+    ttl = obs(
+        sess, "Rate cache TTL raised to 1 hour", type="change", files=("cache.py",), days_ago=5
+    )
+    lru = obs(
+        sess,
+        "Rate cache is now an in-process 1 hour LRU",
+        narrative="cachetools TTLCache in each worker.",
+        type="change",
+        files=("cache.py",),
+        days_ago=1,
+    )
+    consolidation_run()
+    # "rate cache" changed, not "rate cache TTL": both rows stay.
+    assert fresh(ttl).status == CURRENT and fresh(lru).status == CURRENT
+
+
 def test_a_removed_pin_supersedes_the_pin_and_not_what_else_names_the_package() -> None:
     sess = session()
     pinned = obs(sess, "Pinned httpx to 0.27", type="change", files=("pyproject.toml",), days_ago=9)

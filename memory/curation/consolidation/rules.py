@@ -260,8 +260,43 @@ def _same_value_subject(older: Row, row: Row, phrase: str, subject: list[str]) -
         return False  # one shared word names a theme, not a subject
     if covered(title, row.title_words) < STATE_TITLE_OVERLAP:
         return False
+    # Both name the same subject, not one a part of the other: the words naming the subject
+    # before the older row's own value ("Rate cache TTL" of "Rate cache TTL is 15 minutes")
+    # are all in what the newer row says changed ("Rate cache TTL raised to 1 hour"), so
+    # "Rate cache is now in-process" never replaces "Rate cache TTL raised to 1 hour".
+    own = stated_subject(older.title)
+    if own and not own <= set(subject) | set(_subject_after(row, phrase)):
+        return False
     removal = REMOVAL.fullmatch(phrase) is not None
     return removal or _DIGIT.search(older.title) is not None
+
+
+# Verbs of change left out of a subject ("CARRIER_TIMEOUT_S lowered from 10" names the
+# carrier timeout).
+_VERBS = frozenset(
+    "raised lowered increased decreased reduced bumped changed set restored reverted upgraded "  # noqa: SIM905 - a word list reads better as text
+    "downgraded updated switched moved pinned unpinned removed dropped deleted back".split()
+)
+_VALUE_START = re.compile(r"\d|" + VALUE_CHANGE.pattern, re.IGNORECASE)
+
+
+def stated_subject(title: str) -> set[str]:
+    """The words naming what a title states the value of: up to three content words before
+    its first number or change verb, verbs left out; empty when it states no value."""
+    for clause in _clauses(title):
+        found = _VALUE_START.search(clause)
+        if found:
+            before = [w for w in words(clause[: found.start()]) if w not in _VERBS]
+            return set(before[-_SUBJECT_MAX:])
+    return set()
+
+
+def _subject_after(row: Row, phrase: str) -> list[str]:
+    """For a removal, the words after the verb in the newer row's title (its subject)."""
+    if REMOVAL.fullmatch(phrase) is None:
+        return []
+    found = REMOVAL.search(row.title)
+    return words(row.title[found.end() :])[:_SUBJECT_MAX] if found else []
 
 
 def supersede_fixed_bugs(window: Window, plan: Plan, folded: dict[int, int]) -> None:
