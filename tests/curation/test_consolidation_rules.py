@@ -205,6 +205,205 @@ def test_same_topic_reversal_supersedes_and_no_reversal_words_changes_nothing() 
     assert fresh(plain_old).status == CURRENT
 
 
+def test_a_reversal_reaches_an_old_decision_on_a_busy_file_past_the_bucket() -> None:
+    sess = session()
+    redis = obs(
+        sess, "Use Redis for the rate cache", type="decision", files=("cache.py",), days_ago=60
+    )
+    theme_only = obs(
+        sess,
+        "Cache entries expire with the tariff",
+        type="decision",
+        files=("cache.py",),
+        days_ago=59,
+    )
+    # More distinct rows on the file than a bucket holds (BUCKET_MAX), all newer.
+    for n in range(candidates.BUCKET_MAX + 10):
+        obs(
+            sess,
+            f"Lane {n} quote read word{n}x",
+            narrative=f"lookup {n} detail{n}y",
+            files=("cache.py",),
+            days_ago=50 - n / 10,
+        )
+    new = obs(
+        sess,
+        "Rate cache is now in-process (cachetools)",
+        narrative="Redis dropped: the rate cache no longer uses Redis.",
+        type="decision",
+        files=("cache.py",),
+        days_ago=1,
+    )
+    consolidation_run()
+    redis = fresh(redis)
+    assert redis.status == SUPERSEDED and redis.superseded_by_id == new.pk
+    assert redis.status_reason == f"reversed by #{new.pk} (“no longer”)"
+    # Same file, one shared word ("cache"): a theme, not the subject.
+    assert fresh(theme_only).status == CURRENT and fresh(new).status == CURRENT
+
+
+def test_reversal_words_of_a_folded_repeat_still_reverse_through_the_row_that_kept_it() -> None:
+    sess = session()
+    old = obs(
+        sess,
+        "Use Celery beat for the nightly sync",
+        type="decision",
+        files=("sync.py",),
+        days_ago=9,
+    )
+    repeat = obs(
+        sess,
+        "Nightly sync runs from cron",
+        narrative="The nightly sync is a cron job, no longer Celery beat.",
+        type="decision",
+        files=("sync.py",),
+        days_ago=3,
+    )
+    kept = obs(
+        sess,
+        "Nightly sync runs from cron",
+        narrative="The nightly sync is a cron job calling the sync command at two.",
+        type="decision",
+        files=("sync.py",),
+        days_ago=1,
+    )
+    consolidation_run()
+    assert fresh(repeat).superseded_by_id == kept.pk  # folded: same title, close text
+    old = fresh(old)
+    assert old.status == SUPERSEDED and old.superseded_by_id == kept.pk
+    assert old.status_reason == f"reversed by #{kept.pk} (“no longer”)"
+
+
+# -- changed values and fixed bugs ----------------------------------------------------------------
+def test_a_newer_change_saying_a_value_changed_supersedes_the_row_stating_it() -> None:
+    sess = session()
+    ttl = obs(sess, "Rate cache TTL is 15 minutes", files=("rates/cache.py",), days_ago=9)
+    keyed = obs(sess, "How rate cache entries are keyed", files=("rates/cache.py",), days_ago=8)
+    bucket = obs(
+        sess, "Rate cache key uses a 500g weight bucket", files=("rates/cache.py",), days_ago=8
+    )
+    bound = obs(
+        sess,
+        "Rate cache TTL must stay below the 2 hour tariff refresh",
+        files=("rates/cache.py",),
+        days_ago=8,
+    )
+    elsewhere = obs(sess, "Rate cache TTL is 15 minutes", files=("docs/cache.md",), days_ago=8)
+    raised = obs(
+        sess,
+        "Rate cache TTL raised to 1 hour",
+        narrative="Tariffs change nightly; a longer TTL halves the carrier calls.",
+        type="change",
+        files=("rates/cache.py",),
+        days_ago=1,
+    )
+    consolidation_run()
+    ttl = fresh(ttl)
+    assert ttl.status == SUPERSEDED and ttl.superseded_by_id == raised.pk
+    assert ttl.status_reason == (
+        f"superseded: newer change #{raised.pk} on the same file and subject says “raised to”"
+    )
+    # Near misses: the same theme without the subject, a number but another subject, the
+    # subject among other things, the same words on another file.
+    for kept in (keyed, bucket, bound, elsewhere, raised):
+        assert fresh(kept).status == CURRENT, kept.title
+
+
+def test_a_change_to_a_broader_subject_leaves_a_narrower_stated_value_alone() -> None:
+    sess = session()
+    ttl = obs(
+        sess, "Rate cache TTL raised to 1 hour", type="change", files=("cache.py",), days_ago=5
+    )
+    lru = obs(
+        sess,
+        "Rate cache is now an in-process 1 hour LRU",
+        narrative="cachetools TTLCache in each worker.",
+        type="change",
+        files=("cache.py",),
+        days_ago=1,
+    )
+    consolidation_run()
+    # "rate cache" changed, not "rate cache TTL": both rows stay.
+    assert fresh(ttl).status == CURRENT and fresh(lru).status == CURRENT
+
+
+def test_a_removed_pin_supersedes_the_pin_and_not_what_else_names_the_package() -> None:
+    sess = session()
+    pinned = obs(sess, "Pinned httpx to 0.27", type="change", files=("pyproject.toml",), days_ago=9)
+    uses = obs(
+        sess,
+        "Carrier clients use httpx with one shared client",
+        type="decision",
+        files=("pyproject.toml",),
+        days_ago=8,
+    )
+    hedged = obs(
+        sess,
+        "httpx 0.27 pin probably needed for the proxy",
+        files=("pyproject.toml",),
+        days_ago=8,
+    )
+    removed = obs(
+        sess,
+        "Removed the httpx 0.27 pin",
+        narrative="The proxy bug is fixed upstream.",
+        type="change",
+        files=("pyproject.toml",),
+        days_ago=1,
+    )
+    report = consolidation_run()
+    assert fresh(pinned).superseded_by_id == removed.pk
+    assert "“Removed”" in fresh(pinned).status_reason
+    assert fresh(uses).status == CURRENT  # names the package, not the pin
+    # A guess is not a stated value: the value rule leaves it alone (the confirmation rule
+    # asks for a fix or change that settles it, and this one does).
+    assert fresh(hedged).status != Observation.Status.ABANDONED
+    assert {c.observation_id for c in report.changes} <= {pinned.pk, hedged.pk}
+
+
+def test_a_value_change_on_other_files_or_an_older_change_supersedes_nothing() -> None:
+    sess = session()
+    five = obs(sess, "Carrier timeout set to 5s", type="change", files=("settings.py",), days_ago=5)
+    obs(sess, "Carrier timeout raised to 10s", type="change", files=("other.py",), days_ago=1)
+    later = obs(
+        sess, "Carrier timeout is 30s in staging", files=("settings.py",), days_ago=0.5
+    )  # newer than any change: nothing says it changed after
+    consolidation_run()
+    assert fresh(five).status == CURRENT and fresh(later).status == CURRENT
+
+
+def test_a_reported_bug_is_superseded_by_its_later_fix_and_not_by_another_fix() -> None:
+    sess = session()
+    bug = obs(
+        sess,
+        "Quote form accepts negative weights without error",
+        narrative="The weight field is not validated: -1 gives a quote.",
+        files=("web/QuoteForm.tsx",),
+        days_ago=5,
+    )
+    other_bug = obs(
+        sess,
+        "Quote form crashes on an empty zip",
+        files=("web/QuoteForm.tsx",),
+        days_ago=5,
+    )
+    plain = obs(sess, "Quote form sends weights in grams", files=("web/QuoteForm.tsx",), days_ago=5)
+    fix = obs(
+        sess,
+        "Quote form rejects negative weights",
+        narrative="The weight field has min=1; the API answers 422 for negative weights.",
+        type="bugfix",
+        files=("web/QuoteForm.tsx",),
+        days_ago=1,
+    )
+    consolidation_run()
+    bug = fresh(bug)
+    assert bug.status == SUPERSEDED and bug.superseded_by_id == fix.pk
+    assert bug.status_reason.startswith(f"fixed by #{fix.pk}: a later bugfix")
+    assert fresh(other_bug).status == CURRENT  # same form, another bug
+    assert fresh(plain).status == CURRENT  # not a defect
+
+
 # -- refuted hypotheses -------------------------------------------------------------------------
 def test_a_hypothesis_a_later_row_contradicts_is_abandoned() -> None:
     sess = session()
@@ -250,7 +449,7 @@ def test_hedged_observer_row_and_a_confirmed_fix_naming_another_cause() -> None:
     confirmed_guess = obs(
         sess, "Slow search suspect the missing index", files=("search.py",), days_ago=4
     )
-    obs(
+    fix = obs(
         sess,
         "Added the missing index to search",
         narrative="Search is fast: the missing index was the cause.",
@@ -262,7 +461,83 @@ def test_hedged_observer_row_and_a_confirmed_fix_naming_another_cause() -> None:
     consolidation_run()
     assert fresh(hedged).status == Observation.Status.ABANDONED
     assert "names another cause" in fresh(hedged).status_reason
-    assert fresh(confirmed_guess).status == CURRENT  # the later fix agrees with it
+    # The later fix agrees with the guess: the guess is settled, superseded by the fix (not
+    # abandoned: it was right).
+    confirmed_guess = fresh(confirmed_guess)
+    assert confirmed_guess.status == SUPERSEDED and confirmed_guess.superseded_by_id == fix.pk
+    assert confirmed_guess.status_reason.startswith(f"settled by #{fix.pk}")
+
+
+def test_a_later_row_denying_what_the_guess_is_built_on_abandons_it() -> None:
+    sess = session()
+    guess = obs(
+        sess,
+        "test_quote_timeout flakiness probably due to network access",
+        narrative="Suspect an unrecorded HTTP request in the timeout test.",
+        files=("tests/conftest.py",),
+        days_ago=4,
+    )
+    fix = obs(
+        sess,
+        "test_quote_timeout flake was a leaked frozen-time fixture",
+        narrative="Not a network call: a freezegun fixture leaked between tests.",
+        type="bugfix",
+        files=("tests/conftest.py",),
+        days_ago=1,
+    )
+    consolidation_run()
+    guess = fresh(guess)
+    assert guess.status == Observation.Status.ABANDONED
+    assert guess.status_reason == f"contradicted by #{fix.pk} (“Not a network”)"
+
+
+def test_a_guess_the_later_fix_confirms_is_superseded_not_abandoned() -> None:
+    sess = session()
+    guess = obs(
+        sess,
+        "Login fails, probably the token is not refreshed",
+        files=("auth.py",),
+        days_ago=4,
+    )
+    fix = obs(
+        sess,
+        "Login token not refreshed before expiry: fixed",
+        narrative="The refresh ran after the expiry check; it runs first now.",
+        type="bugfix",
+        files=("auth.py",),
+        days_ago=1,
+    )
+    consolidation_run()
+    guess = fresh(guess)
+    # "not refreshed" in both: the guess denied it too, so this confirms, not refutes.
+    assert guess.status == SUPERSEDED and guess.superseded_by_id == fix.pk
+    assert guess.status_reason.startswith(f"settled by #{fix.pk}: a later bugfix")
+
+
+def test_a_guess_is_not_confirmed_by_a_discovery_or_by_a_fix_of_another_subject() -> None:
+    sess = session()
+    guess = obs(
+        sess,
+        "Suspect tariff CSV read into memory at once",
+        files=("workers/sync.py",),
+        days_ago=6,
+    )
+    obs(sess, "Tariff CSV is 40 MB", narrative="Read into memory it takes 300 MB.",
+        files=("workers/sync.py",), days_ago=3)  # fmt: skip
+    obs(sess, "Tariff sync logs row counts", type="change", files=("workers/sync.py",), days_ago=2)
+    obs(sess, "Tariff CSV streamed row by row", type="refactor", files=("other.py",), days_ago=2)
+    consolidation_run()
+    assert fresh(guess).status == CURRENT
+    streamed = obs(
+        sess,
+        "Tariff CSV streamed row by row",
+        narrative="The sync no longer reads the whole tariff CSV into memory.",
+        type="refactor",
+        files=("workers/sync.py",),
+        days_ago=1,
+    )
+    consolidation_run()
+    assert fresh(guess).superseded_by_id == streamed.pk
 
 
 # -- demotion -------------------------------------------------------------------------------------

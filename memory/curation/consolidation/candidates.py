@@ -5,7 +5,10 @@ Nothing here is O(n²) over a table: the window is the newest WINDOW current row
 project and one owner (an indexed range read of `obs_project_recent_idx`), rows are
 bucketed by (type, files), by normalised title, by topic and by file, and only rows that
 share a bucket are ever compared; a bucket compares at most BUCKET_MAX rows pairwise, so a
-pass costs about WINDOW × BUCKET_MAX comparisons at worst, whatever the table holds.
+pass costs about WINDOW × BUCKET_MAX comparisons at worst, whatever the table holds. The
+rules that must look further back on a busy file (a reversal against every older decision)
+read a per-file index of one kind of row only (`kind_index`, KIND_MAX a key), and only from
+their few trigger rows (a decision with reversal words, a row that says a value changed).
 """
 
 from __future__ import annotations
@@ -26,6 +29,10 @@ WINDOW = 2000
 # than the rest of the bucket, which they never are: a bucket this full is a project of
 # thousands of rows on one file, where the title buckets still catch the exact repeats.
 BUCKET_MAX = 40
+# Rows of one kind a rule compares a row with per topic or file (`kind_index`): a rule that
+# reads only decisions, or only rows stating a value, looks back this far on one file, well
+# past BUCKET_MAX, and still costs at most (its few trigger rows) × KIND_MAX.
+KIND_MAX = 400
 # Rows of one group shown to the model.
 GROUP_MAX = 6
 
@@ -78,6 +85,20 @@ def tokens(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
+def words(text: str) -> list[str]:
+    """Content words in order (as `tokens`), identifiers split at underscores
+    ("CARRIER_TIMEOUT_S" -> carrier, timeout): what a subject phrase is matched on."""
+    out = []
+    for word in _WORD.findall(text.lower()):
+        for part in word.split("_"):
+            if len(part) < 2 or part in _STOP:
+                continue
+            if len(part) > 4 and part.endswith("s") and not part.endswith("ss"):
+                part = part[:-1]
+            out.append(part)
+    return out
+
+
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     if not a or not b:
         return 0.0
@@ -106,10 +127,14 @@ class Row:
     last_recalled: datetime | None = None
     title_tokens: frozenset[str] = field(default=frozenset())
     text_tokens: frozenset[str] = field(default=frozenset())
+    title_words: frozenset[str] = field(default=frozenset())  # identifiers split (`words`)
+    text_words: frozenset[str] = field(default=frozenset())
 
     def __post_init__(self) -> None:
         self.title_tokens = tokens(self.title)
         self.text_tokens = tokens(self.text)
+        self.title_words = frozenset(words(self.title))
+        self.text_words = frozenset(words(self.text))
 
     @property
     def title_key(self) -> str:
@@ -258,6 +283,31 @@ def related(row: Row, index: dict[str, list[Row]]) -> list[Row]:
     keys = ([f"topic:{row.topic}"] if row.topic else []) + [f"file:{p}" for p in row.files]
     for key in keys:
         for other in index.get(key, [])[:BUCKET_MAX]:
+            if other.id != row.id:
+                seen.setdefault(other.id, other)
+    return sorted(seen.values(), key=lambda r: (r.created, r.id), reverse=True)
+
+
+def kind_index(rows: list[Row], keep: Callable[[Row], bool]) -> dict[str, list[Row]]:
+    """Like `related_index`, of the rows `keep` accepts only, at most KIND_MAX per key."""
+    index: dict[str, list[Row]] = defaultdict(list)
+    for row in rows:
+        if not keep(row):
+            continue
+        keys = ([f"topic:{row.topic}"] if row.topic else []) + [f"file:{p}" for p in row.files]
+        for key in keys:
+            if len(index[key]) < KIND_MAX:
+                index[key].append(row)
+    return index
+
+
+def sharing(row: Row, index: dict[str, list[Row]]) -> list[Row]:
+    """The rows of `index` sharing the row's topic or a file: each once, newest first, the
+    row itself left out."""
+    seen: dict[int, Row] = {}
+    keys = ([f"topic:{row.topic}"] if row.topic else []) + [f"file:{p}" for p in row.files]
+    for key in keys:
+        for other in index.get(key, ()):
             if other.id != row.id:
                 seen.setdefault(other.id, other)
     return sorted(seen.values(), key=lambda r: (r.created, r.id), reverse=True)
