@@ -161,6 +161,13 @@ def _day_time(iso: str) -> tuple[str, str]:
 _KIND_MARK = {"observation": "", "summary": "S", "prompt": "P"}
 
 
+def _tagged(title: str, row: dict[str, Any]) -> str:
+    """The title with the row's currency tags (agent-written, superseded by #N, …), as the
+    index and get_observations show them: recorded data is labelled wherever it appears."""
+    tags = [t for t in row.get("tags") or [] if isinstance(t, str)]
+    return f"{title} [{', '.join(tags)}]" if tags else title
+
+
 def render_search(query: str, results: list[dict[str, Any]]) -> str:
     if not results:
         return f"No memory matches {query!r}." if query else "No memory yet."
@@ -172,7 +179,7 @@ def render_search(query: str, results: list[dict[str, Any]]) -> str:
     lines += ["| ID | Date | Type | Title | Read |", "|----|------|------|-------|------|"]
     for hit in results:
         day, hour = _day_time(hit["created_at"])
-        title = hit["title"].replace("|", "\\|").replace("\n", " ")[:120]
+        title = _tagged(hit["title"][:120], hit).replace("|", "\\|").replace("\n", " ")
         lines.append(
             f"| #{_KIND_MARK[hit['kind']]}{hit['id']} | {day} {hour} | {hit['type']} | {title} | ~{hit['tokens']} |"
         )
@@ -198,7 +205,7 @@ def render_timeline(data: dict[str, Any]) -> str:
             lines.append(f"### {day}")
         mark = "→ " if item["is_anchor"] else ""
         label = {"prompt": "💬 prompt", "summary": "🎯 summary"}.get(item["kind"], item["type"])
-        title = " ".join(item["title"].split())[:140]
+        title = _tagged(" ".join(item["title"].split())[:140], item)
         lines.append(
             f"{mark}#{_KIND_MARK[item['kind']]}{item['id']} {hour} {label}: {title} (~{item['tokens']})"
         )

@@ -216,6 +216,7 @@ def window(*, project: str, owner_id: int | None) -> Window:
 def _vectors(ids: list[int]) -> dict[int, object]:
     """The rows' stored embeddings, when the extra is installed and they exist; never
     required (the token rules decide alone without them)."""
+    # the pass runs in the consumer; the embeddings package is imported only when it runs
     from memory.retrieval import embeddings
 
     if not ids or not embeddings.available():
