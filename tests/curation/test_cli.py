@@ -22,7 +22,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(autouse=True)
 def _a_persons_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     """As run from the user's own terminal, whatever shell runs the tests."""
-    for name in ("CLAUDECODE", "VISUAL", "EDITOR"):
+    for name in ("CLAUDECODE", "GEMINI_CLI", "VISUAL", "EDITOR"):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -433,3 +433,14 @@ def test_the_agents_shell_cannot_open_an_editor_on_a_persons_memory(
     code, _, err = cmem(capsys, "edit", str(mine.pk))
     assert code == 1 and "written or corrected by a person" in err
     assert not opened.exists()
+
+
+def test_gemini_clis_shell_acts_as_the_agent_too(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    row = observed()
+    monkeypatch.setenv("GEMINI_CLI", "1")
+    code, _, err = cmem(capsys, "pin", str(row.pk))
+    row.refresh_from_db()
+    assert code == 0 and "GEMINI_CLI=1" in err and not row.pinned
+    assert row.revisions.filter(action="propose_pin").exists()

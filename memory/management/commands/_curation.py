@@ -6,7 +6,8 @@ Django skips this module when it lists commands (its name starts with `_`).
 Who is acting: the user, unless this process runs inside an agent's shell. The MCP tools
 are the agent's surface, and it may not pin or overrule a person there; without this check
 the same agent could run `cmem pin` from its shell tool and get as the user what the tool
-refuses it. Claude Code marks the commands its Bash tool runs with `CLAUDECODE=1`. This is
+refuses it. Claude Code marks the commands its Bash tool runs with `CLAUDECODE=1`, Gemini CLI
+with `GEMINI_CLI=1`. This is
 a guard against a prompt-injected agent using the obvious route, not a sandbox: an agent
 that can run any shell command runs as you (docs/guide/corrections.md says so).
 """
@@ -24,9 +25,11 @@ from memory.curation import corrections, history
 from memory.curation.policy import Actor, CurationDenied, CurationError, CurationNotFound
 from memory.models import Observation
 
-# (variable, value, agent): the marks an agent's shell carries. Claude Code's only: the
-# other agents' are not documented where we could verify them.
-AGENT_SHELLS = (("CLAUDECODE", "1", "Claude Code"),)
+# (variable, value, agent): the marks an agent's shell carries, each read in the agent's own
+# code: Claude Code's Bash tool; Gemini CLI 0.61.0's shell execution service sets
+# GEMINI_CLI=1 (GEMINI_CLI_IDENTIFICATION_ENV_VAR in its bundle). Codex's and OpenCode's npm
+# packages are launchers of platform binaries we did not inspect: not detected.
+AGENT_SHELLS = (("CLAUDECODE", "1", "Claude Code"), ("GEMINI_CLI", "1", "Gemini CLI"))
 FAILURES = (CurationError, CurationDenied, CurationNotFound)
 ID_MAX = 2**63 - 1
 
