@@ -45,6 +45,19 @@ def currency_tags(
     return tags
 
 
+def row_tags(row: Any) -> list[str]:
+    """`currency_tags` of anything carrying the fields (a model row, a search hit, a gate
+    candidate), with `superseded_by` as the successor's id."""
+    successor = getattr(row, "superseded_by_id", None) or getattr(row, "superseded_by", None)
+    return currency_tags(
+        status=row.status,
+        certainty=row.certainty,
+        origin=row.origin,
+        person_edited=row.person_edited,
+        superseded_by=successor if isinstance(successor, int) else None,
+    )
+
+
 class SessionQuerySet(models.QuerySet["Session"]):
     def for_project(self, project: str) -> SessionQuerySet:
         return self.filter(project=project)
@@ -381,13 +394,7 @@ class Observation(models.Model):
 
     @property
     def tags(self) -> list[str]:
-        return currency_tags(
-            status=self.status,
-            certainty=self.certainty,
-            origin=self.origin,
-            person_edited=self.person_edited,
-            superseded_by=self.superseded_by_id,
-        )
+        return row_tags(self)
 
 
 class ObservationRevision(models.Model):

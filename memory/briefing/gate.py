@@ -53,7 +53,7 @@ from memory.models import (
     Observation,
     ObservationFile,
     Session,
-    currency_tags,
+    row_tags,
 )
 from memory.projects import (
     Project,
@@ -115,13 +115,7 @@ class Candidate:
 
     @property
     def tags(self) -> list[str]:
-        return currency_tags(
-            status=self.status,
-            certainty=self.certainty,
-            origin=self.origin,
-            person_edited=self.person_edited,
-            superseded_by=self.superseded_by,
-        )
+        return row_tags(self)
 
     @property
     def score(self) -> int:

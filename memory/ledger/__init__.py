@@ -94,20 +94,12 @@ def ledger_record_observer(*, session: Session | None, project: str, usage: Any)
     """Record one observer batch (its request and any repair): tokens spent (input + output +
     cache), the provider and model, the split, and the cost in USD. `usage` is an
     llm.Usage (duck-typed: recall does not import compression)."""
-    if not usage.total:
-        return
-    LedgerEntry.objects.create(
+    _record_spend(
+        kind=LedgerEntry.Kind.OBSERVER,
         session=session,
         owner_id=session.owner_id if session else None,
         project=project,
-        kind=LedgerEntry.Kind.OBSERVER,
-        tokens_spent=usage.total,
-        provider=usage.provider[:40],
-        model=usage.model[:120],
-        input_tokens=usage.input,
-        cached_tokens=usage.cache_read + usage.cache_write,
-        output_tokens=usage.output,
-        cost_usd=usage.cost_usd,
+        usage=usage,
     )
 
 
@@ -115,13 +107,25 @@ def ledger_record_consolidation(*, project: str, usage: Any, owner_id: int | Non
     """Record one consolidation request (memory/curation/consolidation/): spent like the
     observer's, with its provider, model, split and cost; no session (a pass runs for a
     project, in the background). `owner_id`: whose rows it judged (team mode)."""
-    if not usage.total:
-        return
-    LedgerEntry.objects.create(
+    _record_spend(
+        kind=LedgerEntry.Kind.CONSOLIDATION,
         session=None,
         owner_id=owner_id,
         project=project,
-        kind=LedgerEntry.Kind.CONSOLIDATION,
+        usage=usage,
+    )
+
+
+def _record_spend(
+    *, kind: str, session: Session | None, owner_id: int | None, project: str, usage: Any
+) -> None:
+    if not usage.total:
+        return
+    LedgerEntry.objects.create(
+        session=session,
+        owner_id=owner_id,
+        project=project,
+        kind=kind,
         tokens_spent=usage.total,
         provider=usage.provider[:40],
         model=usage.model[:120],

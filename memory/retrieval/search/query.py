@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from memory.models import currency_tags
+from memory.models import row_tags
 
 Kind = Literal["observation", "summary", "prompt"]
 KINDS: tuple[Kind, ...] = ("observation", "summary", "prompt")
@@ -142,13 +142,7 @@ class SearchHit:
     @property
     def tags(self) -> list[str]:
         """How current the row is and who wrote it (`currency_tags`)."""
-        return currency_tags(
-            status=self.status,
-            certainty=self.certainty,
-            origin=self.origin,
-            person_edited=self.person_edited,
-            superseded_by=self.superseded_by,
-        )
+        return row_tags(self)
 
     def __post_init__(self) -> None:
         if HIGHLIGHT_OPEN in self.snippet or HIGHLIGHT_CLOSE in self.snippet:
