@@ -17,7 +17,13 @@ from typing import Any
 from django.db import connection
 
 from memory.retrieval.embeddings import vector_index
-from memory.retrieval.search.hybrid import FILTER_SCAN_BOUND, MIN_SIMILARITY, rank_weight_sql
+from memory.retrieval.search.hybrid import (
+    FILTER_SCAN_BOUND,
+    MIN_SIMILARITY,
+    UNCERTAIN,
+    rank_weight,
+    rank_weight_sql,
+)
 from memory.retrieval.search.query import (
     KINDS,
     STOPWORDS,
@@ -270,6 +276,10 @@ def _ranked(
 
     `rows`: (score, kind, id, row), the row's columns and snippet text read by the same
     statement, for a search whose every ranked row is a row it returns (`search_sqlite`)."""
+    if kind == "observation" and not _filters(kind, query, in_fts=True, status=False).where:
+        head = _currency_ranked(query, terms, probe=probe, rows=rows)
+        if head is not None:
+            return head
     k, filters = _KIND_SQL[kind], _filters(kind, query, in_fts=True)
     # An observation's score is weighted by its row's currency, so its row is always read.
     weight = f" * {rank_weight_sql(k.alias)}" if kind == "observation" else ""
@@ -300,6 +310,61 @@ def _ranked(
             params,
         )
         return [(float(row[0]), kind, int(row[1]), row[1:]) for row in cursor.fetchall()]
+
+
+def _currency_ranked(
+    query: SearchQuery, terms: str, *, probe: bool, rows: bool
+) -> list[tuple[Any, ...]] | None:
+    """`_ranked` for observations when currency is the only row-level filter: bm25 over the
+    FTS index alone (no row read per match), then the head's few rows that are not current
+    or are guesses, read by primary key, filtered and weighted. Joining every match of the
+    window to its row only to read two columns cost a third of a common search.
+
+    Exact while at least `page` rows of the head keep their bm25 score: a row below the
+    head scores no more than any of those. Otherwise (None) the caller ranks the slow way."""
+    k, page = _KIND_SQL["observation"], query.limit + query.offset
+    head_size = 2 * page + 10
+    source = f"FROM {k.fts} WHERE {k.fts} MATCH %s"
+    source_params = [f"({terms}){_fts_filters('observation', query)}"]
+    probe = probe and page <= COMMON_WINDOW
+    window = _window(k, source) if probe else str(RANK_WINDOW)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT rowid, score FROM (SELECT {k.fts}.rowid AS rowid, -bm25({k.fts}, {k.weights}) "
+            f"AS score {source} ORDER BY {k.fts}.rowid DESC LIMIT ({window})) "
+            "ORDER BY score DESC LIMIT %s",
+            [*source_params, *(source_params if probe else ()), head_size],
+        )
+        head = [(float(score), int(pk)) for pk, score in cursor.fetchall()]
+        uncertain = ", ".join(["%s"] * len(UNCERTAIN))
+        cursor.execute(
+            "SELECT id, status, certainty FROM memory_observation WHERE id IN "
+            f"(SELECT value FROM json_each(%s)) AND (status != %s OR certainty IN ({uncertain}))",
+            [json.dumps([pk for _, pk in head]), "current", *UNCERTAIN],
+        )
+        off = {pk: (status, certainty) for pk, status, certainty in cursor.fetchall()}
+    if len(head) == head_size and len(head) - len(off) < page:
+        return None
+    ranked: list[tuple[float, int]] = []
+    for score, pk in head:
+        if pk in off:
+            status, certainty = off[pk]
+            if query.current_only and status != "current":
+                continue
+            score *= rank_weight(status, certainty)
+        ranked.append((score, pk))
+    ranked.sort(reverse=True)
+    ranked = ranked[:page]
+    if not rows:
+        return [(score, "observation", pk) for score, pk in ranked]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {k.columns}, {k.snippet_source} FROM {k.table} {k.alias}{k.join} "
+            f"WHERE {k.alias}.id IN (SELECT value FROM json_each(%s))",
+            [json.dumps([pk for _, pk in ranked])],
+        )
+        by_id = {row[0]: row for row in cursor.fetchall()}
+    return [(score, "observation", pk, by_id[pk]) for score, pk in ranked if pk in by_id]
 
 
 def _highlighted(kind: Kind, row: tuple[Any, ...], score: float, words: list[str]) -> SearchHit:
