@@ -328,43 +328,47 @@ def _currency_ranked(
     source_params = [f"({terms}){_fts_filters('observation', query)}"]
     probe = probe and page <= COMMON_WINDOW
     window = _window(k, source) if probe else str(RANK_WINDOW)
+    uncertain = ", ".join(["%s"] * len(UNCERTAIN))
+    head_sql = (
+        f"(SELECT rowid, score FROM (SELECT {k.fts}.rowid AS rowid, -bm25({k.fts}, {k.weights}) "
+        f"AS score {source} ORDER BY {k.fts}.rowid DESC LIMIT ({window})) "
+        "ORDER BY score DESC LIMIT %s) h"
+    )
+    params = [*source_params, *(source_params if probe else ()), head_size]
+    # One statement either way: the head by bm25, each row joined by primary key, for its
+    # columns when they are wanted, else only to tell whether it is off (not current, or a
+    # guess): most heads have none.
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT rowid, score FROM (SELECT {k.fts}.rowid AS rowid, -bm25({k.fts}, {k.weights}) "
-            f"AS score {source} ORDER BY {k.fts}.rowid DESC LIMIT ({window})) "
-            "ORDER BY score DESC LIMIT %s",
-            [*source_params, *(source_params if probe else ()), head_size],
-        )
-        head = [(float(score), int(pk)) for pk, score in cursor.fetchall()]
-        uncertain = ", ".join(["%s"] * len(UNCERTAIN))
-        cursor.execute(
-            "SELECT id, status, certainty FROM memory_observation WHERE id IN "
-            f"(SELECT value FROM json_each(%s)) AND (status != %s OR certainty IN ({uncertain}))",
-            [json.dumps([pk for _, pk in head]), "current", *UNCERTAIN],
-        )
-        off = {pk: (status, certainty) for pk, status, certainty in cursor.fetchall()}
-    if len(head) == head_size and len(head) - len(off) < page:
+        if rows:
+            cursor.execute(
+                f"SELECT h.score, {k.columns}, {k.snippet_source} FROM {head_sql} "
+                f"CROSS JOIN {k.table} {k.alias} ON {k.alias}.id = h.rowid{k.join} "
+                "ORDER BY h.score DESC",
+                params,
+            )
+            fetched = [(row[1], row[0], row[10], row[12], row[1:]) for row in cursor.fetchall()]
+        else:
+            cursor.execute(
+                f"SELECT h.rowid, h.score, o.status, o.certainty, NULL FROM {head_sql} "
+                "LEFT JOIN memory_observation o ON o.id = h.rowid "
+                f"AND (o.status != %s OR o.certainty IN ({uncertain})) ORDER BY h.score DESC",
+                [*params, "current", *UNCERTAIN],
+            )
+            fetched = cursor.fetchall()
+    kept = 0
+    ranked: list[tuple[float, int, Any]] = []
+    for pk, score, status, certainty, row in fetched:
+        weight = rank_weight(status, certainty) if status else 1.0
+        kept += weight == 1.0
+        if query.current_only and status and status != "current":
+            continue
+        ranked.append((float(score) * weight, int(pk), row))
+    if len(fetched) == head_size and kept < page:
         return None
-    ranked: list[tuple[float, int]] = []
-    for score, pk in head:
-        if pk in off:
-            status, certainty = off[pk]
-            if query.current_only and status != "current":
-                continue
-            score *= rank_weight(status, certainty)
-        ranked.append((score, pk))
-    ranked.sort(reverse=True)
-    ranked = ranked[:page]
+    ranked.sort(key=lambda item: (item[0], item[1]), reverse=True)
     if not rows:
-        return [(score, "observation", pk) for score, pk in ranked]
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT {k.columns}, {k.snippet_source} FROM {k.table} {k.alias}{k.join} "
-            f"WHERE {k.alias}.id IN (SELECT value FROM json_each(%s))",
-            [json.dumps([pk for _, pk in ranked])],
-        )
-        by_id = {row[0]: row for row in cursor.fetchall()}
-    return [(score, "observation", pk, by_id[pk]) for score, pk in ranked if pk in by_id]
+        return [(score, "observation", pk) for score, pk, _ in ranked[:page]]
+    return [(score, "observation", pk, row) for score, pk, row in ranked[:page]]
 
 
 def _highlighted(kind: Kind, row: tuple[Any, ...], score: float, words: list[str]) -> SearchHit:
