@@ -94,8 +94,8 @@ _CLAUSE = re.compile(r"[;:,!?()\[\]|\n]|\.(?!\d)")  # not the dot of "0.27"
 NEGATION = re.compile(r"\bnot (?:a |an |the |from |in |by )?([a-z0-9_]+)", re.IGNORECASE)
 # A discovery that reports a defect (what a later fix makes stale).
 DEFECT = re.compile(
-    r"\b(bugs?|broken|wrong|incorrect(?:ly)?|fail(?:s|ed|ing|ure)?|crash(?:es|ed|ing)?|"
-    r"errors?|leak(?:s|ed|ing)?|twice|doubled?|missing|ignor(?:es|ed|ing)|regression|"
+    r"\b(bugs?|broken|wrong|incorrect(?:ly)?|failures?|fail(?:s|ed|ing)?|crash(?:es|ed|ing)?|"
+    r"errors?|leak(?:s|ed|ing)?|twice|doubled?|missing|ignores|ignored|ignoring|regression|"
     r"hang(?:s|ing)?|off by|overcharg\w*|undercharg\w*|race condition|not (?:validated|"
     r"checked|verified|signed|escaped|handled|closed|released))\b",
     re.IGNORECASE,
