@@ -78,7 +78,7 @@ run: runtime
 # Team mode (issue 9): the backend-sensitive suites run a second time on PostgreSQL + Redis.
 TEAM_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/cmem
 TEAM_QUEUE_URL ?= redis://127.0.0.1:6379/0
-TEAM_TESTS = $(wildcard tests/retrieval/test_search.py tests/briefing/test_gate.py tests/briefing/test_gate_adaptive.py tests/briefing/test_context.py tests/runtime/test_compiled_sql.py tests/capture/test_capture.py tests/compression/test_tasks.py tests/briefing/test_prompt_recall.py tests/test_smoke.py tests/smoke) tests/team
+TEAM_TESTS = $(wildcard tests/retrieval/test_search.py tests/briefing/test_gate.py tests/briefing/test_gate_adaptive.py tests/briefing/test_context.py tests/runtime/test_compiled_sql.py tests/capture/test_capture.py tests/compression/test_tasks.py tests/briefing/test_prompt_recall.py tests/briefing/test_curation_briefing.py tests/curation/test_core.py tests/test_smoke.py tests/smoke) tests/team
 
 test: setup
 	$(PY) -m pytest --ignore=tests/team $(PYTEST_ARGS)
