@@ -254,7 +254,9 @@ def _tiny_disk(path: Path, size: str):  # type: ignore[no-untyped-def]
 
 def _fill(folder: Path) -> Path:
     filler = folder / "filler.bin"
-    with open(filler, "wb") as fh, contextlib.suppress(OSError):
+    # suppress outside open: the close flushes what the failed write left in the buffer,
+    # and that raises ENOSPC again.
+    with contextlib.suppress(OSError), open(filler, "wb") as fh:
         while True:
             fh.write(b"\0" * 65536)
             fh.flush()
