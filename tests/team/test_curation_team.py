@@ -249,7 +249,22 @@ def check_undo(world: World) -> None:
     assert world.call("alice", "POST", f"/api/revisions/{revision}/undo").status == 200
 
 
+def check_consolidation(world: World) -> None:
+    """A teammate's pass plans and lists only their own rows; alice's stay as they were."""
+    alice_ids = set(world.rows["alice"].observations)
+    before = _alice_state(world)
+    run = world.call("bob", "POST", "/api/consolidation/run", body={"dry_run": True})
+    assert run.status == 200, run.text
+    assert not alice_ids & {c["observation_id"] for c in run.json()["changes"]}
+    listed = world.call("bob", "GET", "/api/consolidation")
+    assert listed.status == 200, listed.text
+    assert not alice_ids & {c["observation"] for c in listed.json()}
+    assert _alice_state(world) == before
+
+
 CURATION_ATTACKS = {
+    ("GET", "/api/consolidation"): check_consolidation,
+    ("POST", "/api/consolidation/run"): check_consolidation,
     ("POST", "/api/memories"): check_remember,
     ("POST", "/api/observations/{obs_id}/mark"): check_mark,
     ("PATCH", "/api/observations/{obs_id}"): check_edit,
