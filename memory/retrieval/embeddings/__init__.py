@@ -1,8 +1,8 @@
-"""Embeddings: the bundled static model, vectors stored next to their rows, nearest-row scans.
+"""Embeddings: the bundled sentence encoder, vectors stored next to their rows, nearest-row scans.
 
-The model and numpy come with the `embeddings` extra (about 120 MB: numpy and its OpenBLAS,
-wordllama, tokenizers and what tokenizers pulls), kept out of the runtime set so that a plain
-install stays small. Without it `available()` is false: search answers by keyword and says
+ONNX Runtime and numpy come with the `embeddings` extra (about 135 MB: ONNX Runtime 73 MB,
+numpy and its OpenBLAS 59 MB; the model's 23 MB ship in cmem's wheel), kept out of the
+runtime set so that a plain install stays small. Without it `available()` is false: search answers by keyword and says
 so (API `mode`/`note`, MCP, `cmem search`, the search page), nothing is embedded, prompt-time
 recall stays quiet, and `cmem doctor`/`status` name the missing packages.
 """
@@ -27,7 +27,7 @@ Kind = Literal["observation", "summary", "prompt"]
 KINDS: tuple[Kind, ...] = ("observation", "summary", "prompt")
 
 # What the bundled model needs at run time (memory/retrieval/embeddings/model.py).
-REQUIRED = ("numpy", "tokenizers", "safetensors", "wordllama")
+REQUIRED = ("numpy", "onnxruntime")
 INSTALL_HINT = (
     "install the embeddings extra into cmem's environment (`uv tool install 'cmem[embeddings]'`, "
     "`pipx install 'cmem[embeddings]'`, or from a checkout `make run EXTRAS=embeddings`)"
