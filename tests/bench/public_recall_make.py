@@ -133,8 +133,8 @@ def main(argv: list[str]) -> int:
     out = Path(argv[1]) if len(argv) > 1 else OUT
     data = derive(Path(argv[0]))
     body = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
-    # mtime 0: the same input makes the same bytes.
-    with open(out, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as f:
+    # No name, mtime 0: the same input makes the same bytes.
+    with open(out, "wb") as raw, gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as f:
         f.write(body)
     print(f"{out}: {len(data['units'])} units, {len(data['queries'])} queries")
     return 0
