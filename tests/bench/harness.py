@@ -104,10 +104,15 @@ def is_bench_child(name: str) -> bool:
 
 
 def rerun_in_fresh_data_dir(
-    name: str, options: dict[str, Any], runs: int, *, keep: str | None = None
+    name: str,
+    options: dict[str, Any],
+    runs: int,
+    *,
+    keep: str | None = None,
+    args: tuple[str, ...] = (),
 ) -> None:
-    """Run `python -m tests.bench <name>` again in a child with a throwaway data dir (or
-    `keep`, kept for the next run) and none of this environment's CLAUDE_MEM_* / CMEM_*
+    """Run `python -m tests.bench <name>` again (with `args` added) in a child with a
+    throwaway data dir (or `keep`, kept for the next run) and none of this environment's CLAUDE_MEM_* / CMEM_*
     settings, so a benchmark never touches real memory (the child sees `is_bench_child(name)`)."""
     import shutil
     import tempfile
@@ -120,6 +125,7 @@ def rerun_in_fresh_data_dir(
         command += ["--size", str(options["size"])]
     elif options.get("quick"):
         command.append("--quick")
+    command += args
     try:
         subprocess.run(command, env=env, check=True, timeout=3600, cwd=REPO)
     finally:

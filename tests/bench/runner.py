@@ -2,7 +2,8 @@
 
 Each benchmark is a module tests/bench/<name>.py with `run(*, out, options) -> None` (`hooks`
 is the one that ships: `cmem bench hooks`, memory/management/commands/bench.py). The options
-are the old `cmem bench` command's: --quick, --size, --runs, --seconds; `all` runs every one,
+are the old `cmem bench` command's: --quick, --size, --runs, --seconds (and public_recall's
+--half, --keep, --reuse); `all` runs every one,
 reporting those whose module cannot import (an extra not installed) as not available.
 """
 
@@ -24,6 +25,7 @@ BENCHMARKS = [
     "load",
     "scale",
     "recall",
+    "public_recall",
     "recall_pg",
     "vectors",
     "offline",
@@ -48,6 +50,10 @@ def parser() -> argparse.ArgumentParser:
     found.add_argument(
         "--seconds", type=int, default=None, help="Soak length in seconds (bench load)."
     )
+    # bench public_recall: which half, and a data dir to keep the loaded store in or reuse.
+    found.add_argument("--half", choices=["tuning", "heldout"], default=None)
+    found.add_argument("--keep", default=None, help="Keep the loaded store in this data dir.")
+    found.add_argument("--reuse", default=None, help="Reuse the store a --keep run left here.")
     return found
 
 
