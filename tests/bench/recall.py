@@ -13,10 +13,10 @@ In a child process on a temporary data dir (never yours):
 1. load the set, embed it through the consumer's own code (`embed_pending`): throughput;
 2. split the queries: even `id` tunes, odd `id` is held out (ids run in source order, so
    each changelog and each group lands in both halves about equally; fixed, never drawn);
-3. tune the fusion (`hybrid.RRF_K`, `hybrid.FALLBACK_WEIGHT`, `hybrid.RELATEDNESS_CENTER`,
-   `hybrid.RELATEDNESS_WIDTH`) on the tuning half only: hybrid R@5 over that half for each
-   setting of TUNING_GRID, best kept;
-4. with that weight, run the held-out queries in keyword, semantic and hybrid mode (no
+3. the fusion has no tuned constant (each list's weight comes from the query's own scores,
+   `memory/retrieval/search/hybrid.py`), so nothing is tuned here; the tuning half is
+   where fusion and model changes are tried, and only the held-out half is reported;
+4. run the held-out queries in keyword, semantic and hybrid mode (no
    filters, top 10): R@5, R@10 (relevant found in the top k over min(relevant, k)) and
    MRR, per group and overall; that table is the headline, the whole set follows it;
 5. pad the store to each size (default 10,000 and 100,000 observations; filler text from
@@ -52,17 +52,6 @@ if not embeddings.available():
 DATA = Path(__file__).parent / "data" / "recall.json.gz"
 MODES: tuple[Mode, ...] = ("keyword", "semantic", "hybrid")
 GROUPS = ("keyword", "paraphrase", "file/symbol")
-# (RRF k, fallback weight, relatedness center, relatedness width): every combination.
-# k 30 and 60 and fallback weights 0..0.5 lost on the tuning half before the relatedness
-# ramp existed (docs/history/search-by-meaning.md), so the grid no longer spends time on them.
-TUNING_GRID: tuple[tuple[int, float, float, float], ...] = tuple(
-    (k, weight, center, width)
-    for k in (5, 10, 20)
-    for weight in (0.75, 1.0)
-    for center in (0.2, 0.25, 0.3, 0.35, 0.4)
-    for width in (0.1, 0.2)
-)
-_TUNED = ("RRF_K", "FALLBACK_WEIGHT", "RELATEDNESS_CENTER", "RELATEDNESS_WIDTH")
 
 
 def split(queries: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -142,35 +131,6 @@ def _quality(
             g: {m: (v / b["n"] if m != "n" else v) for m, v in b.items()} for g, b in sums.items()
         }
     return table
-
-
-def tune(
-    tuning: list[dict[str, Any]], ids: dict[str, int], out: Any
-) -> tuple[int, float, float, float]:
-    """The fusion's (RRF k, fallback weight, relatedness center, width) with the best hybrid
-    R@5 over the tuning half (set and returned; ties: the better MRR, then grid order)."""
-    from memory.retrieval.search import hybrid
-
-    shipped = tuple(getattr(hybrid, name) for name in _TUNED)
-    results: list[tuple[tuple[int, float, float, float], float, float]] = []
-    for setting in TUNING_GRID:
-        for name, value in zip(_TUNED, setting, strict=True):
-            setattr(hybrid, name, value)
-        row = _quality(tuning, ids, ("hybrid",))["hybrid"]["all"]
-        results.append((setting, row["R@5"], row["MRR"]))
-    best = max(results, key=lambda r: (round(r[1], 6), round(r[2], 6)))[0]
-    for name, value in zip(_TUNED, best, strict=True):
-        setattr(hybrid, name, value)
-    out.write(
-        f"fusion tuned on the {len(tuning)} tuning queries (k, fallback weight, relatedness "
-        f"center, width; shipped: {shipped}; chosen: {best}):"
-    )
-    out.write("| RRF k | fallback weight | center | width | hybrid R@5 | hybrid MRR |")
-    out.write("|---:|---:|---:|---:|---:|---:|")
-    for (k, weight, center, width), r5, mrr in results:
-        mark = " (chosen)" if (k, weight, center, width) == best else ""
-        out.write(f"| {k} | {weight} | {center} | {width}{mark} | {r5:.3f} | {mrr:.3f} |")
-    return best
 
 
 def _table(out: Any, title: str, table: dict[str, dict[str, dict[str, float]]]) -> None:
@@ -281,8 +241,7 @@ def _child(sizes: list[int], runs: int, out: Any) -> None:
         f"embedding: {embedded:,} observations at {rate:,.0f} observations/s "
         f"({cpu_row:,.0f} µs of CPU per observation)"
     )
-    tuning, held_out = split(data["queries"])
-    tune(tuning, ids, out)
+    _, held_out = split(data["queries"])
     _table(out, f"held out ({len(held_out)} queries; the headline):", _quality(held_out, ids))
     _table(out, f"all {len(data['queries'])} queries:", _quality(data["queries"], ids))
     out.write("")

@@ -198,6 +198,7 @@ def nearest(
 def clear() -> None:
     with _lock:
         _cache.clear()
+        _null.clear()
 
 
 def vectors_of(kind: Kind, model: str, object_ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
@@ -221,3 +222,49 @@ def vectors_of(kind: Kind, model: str, object_ids: list[int]) -> tuple[np.ndarra
     blob = b"".join(bytes(r[1]) for r in rows)
     vectors = np.frombuffer(blob, dtype=np.float16).reshape(len(rows), -1).astype(np.float32)
     return ids, vectors
+
+
+# What a query scores against the store at large is read off this many stored vectors.
+NULL_SAMPLE = 1000
+# (generation, rows stored, sample) per database, model and kind.
+_null: dict[tuple[str, str, Kind], tuple[int, int, np.ndarray]] = {}
+
+
+def null_sample(kind: Kind, model: str, dim: int) -> tuple[np.ndarray, int]:
+    """(vectors, rows stored): up to NULL_SAMPLE stored vectors of `kind` by `model`, spread
+    evenly over its history (every n-th vector row), and how many it has in all. Read again
+    when the kind has grown or shrunk by a tenth since: its distribution moves slowly."""
+    # optional dependency (numpy: the embeddings extra)
+    import numpy as np
+
+    key = (connection.alias + ":" + str(connection.settings_dict.get("NAME")), model, kind)
+    generation = _generation()
+    cached = _null.get(key)
+    if cached and cached[0] == generation:
+        return cached[2], cached[1]
+    stored, _ = _signature(kind, model)
+    if cached and abs(cached[1] - stored) * 10 <= max(cached[1], 1):
+        _null[key] = (generation, stored, cached[2])
+        return cached[2], stored
+    step = max(1, stored // NULL_SAMPLE)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT vector FROM memory_embedding WHERE kind = %s AND model = %s AND id %% %s = 0 "
+            "LIMIT %s",
+            [kind, model, step, NULL_SAMPLE],
+        )
+        blob = b"".join(bytes(row[0]) for row in cursor.fetchall())
+    sample = np.frombuffer(blob, dtype=np.float16).reshape(-1, dim).astype(np.float32)
+    if len(sample) < NULL_SAMPLE // 2 and stored > len(sample):
+        # The ids of this kind and model are not spread evenly (another kind's or model's
+        # rows took the multiples): the newest rows then, still a fair picture of noise.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT vector FROM memory_embedding WHERE kind = %s AND model = %s "
+                "ORDER BY id DESC LIMIT %s",
+                [kind, model, NULL_SAMPLE],
+            )
+            blob = b"".join(bytes(row[0]) for row in cursor.fetchall())
+        sample = np.frombuffer(blob, dtype=np.float16).reshape(-1, dim).astype(np.float32)
+    _null[key] = (generation, stored, sample)
+    return sample, stored

@@ -5,14 +5,23 @@ each wanted kind's nearest vectors (`Backend.nearest`): SQLite scans every vecto
 (`embeddings.index`); PostgreSQL asks pgvector where migrate installed it, else scans the
 newest `FALLBACK_SCAN_BOUND` vectors plus the keyword candidates. Whatever the path, a
 query with filters (or, in team mode, an owner) ranks only the rows those filters select,
-the same SQL the keyword search uses, newest first and bounded. `hybrid`: the keyword backend's best
-`CANDIDATES` and the semantic best `CANDIDATES` are fused by reciprocal rank (RRF,
-k = `RRF_K`): a row's score is the sum of weight / (k + rank) over the lists it is in, so
-a row both lists agree on wins, and one list's long tail cannot outweigh the other's head.
-The keyword list's weight adapts to the query (`keyword_weight`): it shrinks when the rows
-it ranks first are unrelated to the query by meaning (a paraphrase shares no content word
-with what it means, so its keyword hits share only incidental words), and the vectors'
-order then stands.
+the same SQL the keyword search uses, newest first and bounded.
+
+`hybrid` never trusts either list blindly; each one's weight comes from this query's own
+scores, with no constant tuned on a benchmark (docs/design/retrieval.md, "Fusion"):
+1. **Is the semantic list evidence at all?** A vector neighbour counts only when its
+   cosine stands out from what this query scores against the store at large: its z-score
+   over a sample of stored vectors (`index.null_sample`) must exceed sqrt(2 ln N), the
+   expected maximum of N draws of noise, N being the rows compared. On everyday
+   conversation the best neighbour often does not (every line of small talk is a little
+   like every question), and hybrid then answers exactly what keyword search answers.
+2. **Is the keyword list evidence?** Its weight is the share of the query's content words
+   its best rows hold (`Backend.term_coverage`, as odds: full weight from one half up). A
+   paraphrase shares only incidental words with what it means, so its keyword hits weigh
+   little; a question naming the things it asks about keeps them in full.
+3. The lists that count are fused by reciprocal rank (RRF, the textbook k = 60): a row's
+   score is the sum of weight / (k + rank) over the lists it is in, so a row both agree on
+   wins, and one list's long tail cannot outweigh the other's head.
 
 Currency (`rank_weight`): each list's score is multiplied by a row's weight before that
 list is ordered: the keyword score in its SQL (both backends), the cosine in
@@ -25,6 +34,7 @@ scores are within that factor, i.e. of similar score.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -39,34 +49,19 @@ from memory.retrieval.search.query import KINDS, Kind, Mode, SearchHit, SearchQu
 if TYPE_CHECKING:
     import numpy as np
 
-# RRF's k, the fallback weight and the relatedness ramp below: the set with the best hybrid
-# R@5 on the tuning half of `python -m tests.bench recall`'s queries (even ids; the odd half is held
-# out and reported), tuned together (`recall.TUNING_GRID`). A small k lets each list's head
-# lead (the idf-weighted vectors rank well enough that their first rows deserve it); k 30
-# and 60 lost 2-3 points with fixed weights, so the grid stops at 20.
-RRF_K = 5
+# Reciprocal rank fusion's k: the value of the paper that introduced it (Cormack et al.,
+# 2009), not tuned here.
+RRF_K = 60
 CANDIDATES = 50
 # A filtered semantic scan reads at most this many of the newest rows that pass the filters.
 FILTER_SCAN_BOUND = 50_000
 # PostgreSQL without pgvector scans only this many of the newest vectors (plus the keyword
 # candidates): the whole table at 1M rows would be a gigabyte of float32 per process.
 FALLBACK_SCAN_BOUND = 100_000
-# Below this cosine a vector neighbour is noise, whatever its rank.
+# Below this cosine a vector neighbour is noise, whatever its rank (semantic mode).
 MIN_SIMILARITY = 0.2
-# The keyword list's weight in the fusion when only the any-word fallback matched (tuned
-# with RRF_K). Before the relatedness ramp 0.75 won (rows sharing one common word are a
-# weaker signal than rows holding them all); with it, the ramp does that job and 1.0 wins.
-FALLBACK_WEIGHT = 1.0
-# Query-adaptive weight: the keyword list's weight is multiplied by a ramp over the mean
-# cosine between the query and the keyword list's first RELATEDNESS_TOP rows, 0 below
-# RELATEDNESS_CENTER - RELATEDNESS_WIDTH / 2, full above its other end. Center and width
-# were tuned with RRF_K and FALLBACK_WEIGHT on the tuning half of `python -m tests.bench recall`. On
-# that set the head's mean cosine is 0.19 for paraphrases (hits sharing only incidental
-# words) against 0.42 for keyword and file queries (WordLlama alone, whose ramp was 0.25 /
-# 0.1; the paired model's tuning chose 0.35 / 0.2).
-RELATEDNESS_TOP = 3
-RELATEDNESS_CENTER = 0.35
-RELATEDNESS_WIDTH = 0.2
+# The keyword list's best rows whose content words are counted (`term_coverage`).
+COVERAGE_HEAD = 3
 # A hypothesis or dead end: its score times this. Not tuned (no labelled set ranks guesses
 # yet): 0.8 lets a guess lead only when it matches 25% better than a known row, about one
 # rank of RRF's head (1/(k+1) against 1/(k+2) at k = 5 is 0.86).
@@ -125,6 +120,11 @@ class Backend(Protocol):
 
     def hits_by_ids(self, page: list[tuple[float, Kind, int]], text: str) -> list[SearchHit]: ...
 
+    def term_coverage(self, rows: list[tuple[Kind, int]], text: str) -> float:
+        """The largest share of the query's content words (stop words left out) that any of
+        `rows` holds, as the keyword search matches words; 1.0 when the text has none."""
+        ...
+
     def nearest(
         self,
         kind: Kind,
@@ -176,25 +176,37 @@ def semantic_ranked(
     return weighted(ranked[:k])
 
 
-def relatedness(keyword: list[tuple[float, Kind, int]], embedded: tuple[str, np.ndarray]) -> float:
-    """Mean cosine between the query and the keyword list's first `RELATEDNESS_TOP` rows
-    (those with a vector: one indexed read of at most that many); 1.0 when none has one,
-    so a store not embedded yet keeps its keyword ranking."""
+def significant(
+    semantic: list[tuple[float, Kind, int]], embedded: tuple[str, np.ndarray]
+) -> list[tuple[float, Kind, int]]:
+    """The rows of `semantic` whose cosine stands out from noise (step 1 of the module
+    docstring): z over the kind's `null_sample` above sqrt(2 ln N)."""
     model, vector = embedded
-    head = keyword[:RELATEDNESS_TOP]
-    cosines: list[float] = []
-    for kind in dict.fromkeys(kind for _, kind, _ in head):
-        _, vectors = index.vectors_of(kind, model, [pk for _, k_, pk in head if k_ == kind])
-        if len(vectors) and vectors.shape[1] == vector.shape[0]:
-            cosines += [float(c) for c in vectors @ vector]
-    return sum(cosines) / len(cosines) if cosines else 1.0
+    kept: list[tuple[float, Kind, int]] = []
+    stats: dict[Kind, tuple[float, float, int]] = {}
+    for kind in dict.fromkeys(kind for _, kind, _ in semantic):
+        sample, stored = index.null_sample(kind, model, int(vector.shape[0]))
+        if len(sample) < 2:
+            stats[kind] = (0.0, 0.0, stored)
+            continue
+        cosines = sample @ vector
+        stats[kind] = (float(cosines.mean()), float(cosines.std()), stored)
+    compared = max(2, sum(count for _, _, count in stats.values()))
+    bar = math.sqrt(2 * math.log(compared))
+    for score, kind, pk in semantic:
+        mean, spread, _ = stats[kind]
+        # Too few rows to know what noise looks like: every neighbour counts.
+        if spread == 0.0 or (score - mean) / spread > bar:
+            kept.append((score, kind, pk))
+    return kept
 
 
-def keyword_weight(strict: bool, related: float) -> float:
-    """The keyword list's weight in the fusion: FALLBACK_WEIGHT when the any-word fallback
-    answered, times the ramp of `related` (see RELATEDNESS_CENTER)."""
-    ramp = (related - RELATEDNESS_CENTER) / RELATEDNESS_WIDTH + 0.5
-    return (1.0 if strict else FALLBACK_WEIGHT) * min(1.0, max(0.0, ramp))
+def keyword_weight(coverage: float) -> float:
+    """The keyword list's weight from its coverage (step 2): the odds of a content word being
+    held, capped at 1, so a head holding half of them or more weighs in full."""
+    if coverage >= 0.5:
+        return 1.0
+    return coverage / (1.0 - coverage)
 
 
 def fuse(
@@ -229,15 +241,19 @@ def search_mode(backend: Backend, query: SearchQuery) -> list[SearchHit]:
         page = semantic_ranked(backend, query, window)[query.offset : window]
         return backend.hits_by_ids(page, query.text)
     depth = max(CANDIDATES, window)
-    keyword, strict = backend.keyword_ranked(replace(query, limit=depth, offset=0))
+    keyword, _ = backend.keyword_ranked(replace(query, limit=depth, offset=0))
     embedded = query_vector(query)
-    semantic = semantic_ranked(backend, query, depth, keyword, embedded)
-    if not semantic or embedded is None:
+    if embedded is None:
         return backend.keyword(query)
+    semantic = significant(semantic_ranked(backend, query, depth, keyword, embedded), embedded)
+    if not semantic:
+        return backend.keyword(query)
+    head = [(kind, pk) for _, kind, pk in keyword[:COVERAGE_HEAD]]
+    # Keyword first: a tie between the two lists' heads goes to the row holding the words.
     fused = fuse(
         [(kind, pk) for _, kind, pk in keyword],
         [(kind, pk) for _, kind, pk in semantic],
-        weights=(keyword_weight(strict, relatedness(keyword, embedded)), 1.0),
+        weights=(keyword_weight(backend.term_coverage(head, query.text)) if head else 0.0, 1.0),
         k=RRF_K,
     )
     page = [(score, kind, pk) for score, (kind, pk) in fused[query.offset : window]]

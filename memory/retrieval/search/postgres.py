@@ -26,6 +26,7 @@ from memory.retrieval.search.query import (
     Kind,
     SearchHit,
     SearchQuery,
+    content_terms,
     file_match_params,
     fts_terms,
 )
@@ -433,6 +434,24 @@ def _fallback_scan(
     return scan[:k]
 
 
+def term_coverage(rows: list[tuple[Kind, int]], text: str) -> float:
+    """`hybrid.Backend.term_coverage`: per kind, one read of the rows' tsvectors, each
+    content word's tsquery tested against them."""
+    terms = [t for raw in content_terms(fts_terms(text)) for t in tsquery_terms(raw)]
+    if not terms or not rows:
+        return 1.0
+    held: list[int] = []
+    for kind in dict.fromkeys(kind for kind, _ in rows):
+        tests = ", ".join("(o.search_vector @@ to_tsquery('english', %s))::int" for _ in terms)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT {tests} FROM {KINDS[kind].table} WHERE o.id = ANY(%s)",
+                [*terms, [pk for k, pk in rows if k == kind]],
+            )
+            held += [sum(row) for row in cursor.fetchall()]
+    return max(held, default=0) / len(terms)
+
+
 class PostgresBackend:
     """The PostgreSQL side of `hybrid.search_mode`."""
 
@@ -446,3 +465,4 @@ class PostgresBackend:
 
     hits_by_ids = staticmethod(hits_by_ids)
     nearest = staticmethod(nearest)
+    term_coverage = staticmethod(term_coverage)

@@ -260,6 +260,12 @@ def fts_terms(text: str) -> list[str]:
     return terms
 
 
+def content_terms(terms: list[str]) -> list[str]:
+    """`fts_terms` without the filler words (which every row holds); all of them when the
+    text is nothing but filler."""
+    return [term for term in terms if term.strip('"*').lower() not in STOPWORDS] or terms
+
+
 SNIPPET_TOKENS = 16
 
 

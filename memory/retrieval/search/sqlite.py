@@ -11,6 +11,7 @@ ranking joins each match to its row by primary key, which also reads the row's
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,11 +27,11 @@ from memory.retrieval.search.hybrid import (
 )
 from memory.retrieval.search.query import (
     KINDS,
-    STOPWORDS,
     Kind,
     SearchHit,
     SearchQuery,
     as_datetime,
+    content_terms,
     file_match_params,
     fts_terms,
     highlight_spans,
@@ -433,13 +434,31 @@ def _keyword(query: SearchQuery, *, rows: bool) -> tuple[list[tuple[Any, ...]], 
         # Natural-language questions rarely have every word in one row: widen to any word
         # but the filler ones (which match everything); bm25 ranks rows holding more, and
         # rarer, words first.
-        words = [term for term in terms if term.strip('"*').lower() not in STOPWORDS] or terms
-        match = " OR ".join(words)
+        match = " OR ".join(content_terms(terms))
         ranked = [row for kind in kinds for row in _ranked(kind, query, match, rows=rows)]
         strict = False
     # Equal scores: the newer row (higher id) first.
     ranked.sort(key=lambda row: (row[0], row[2]), reverse=True)
     return ranked, match, strict
+
+
+def term_coverage(rows: list[tuple[Kind, int]], text: str) -> float:
+    """`hybrid.Backend.term_coverage`: one query, each (row, word) pair an FTS5 lookup by
+    rowid (a seek in each word's index, however common the word)."""
+    terms = content_terms(fts_terms(text))
+    if not terms or not rows:
+        return 1.0
+    parts: list[str] = []
+    params: list[Any] = []
+    for n, (kind, pk) in enumerate(rows):
+        fts = _KIND_SQL[kind].fts
+        for term in terms:
+            parts.append(f"SELECT {n} FROM {fts} WHERE {fts} MATCH ? AND rowid = ?")
+            params += [term, pk]
+    with connection.cursor() as cursor:
+        cursor.execute(" UNION ALL ".join(parts), params)
+        held = Counter(n for (n,) in cursor.fetchall())
+    return max(held.values(), default=0) / len(terms)
 
 
 def search_sqlite(query: SearchQuery) -> list[SearchHit]:
@@ -534,3 +553,4 @@ class SqliteBackend:
 
     hits_by_ids = staticmethod(hits_by_ids)
     nearest = staticmethod(nearest)
+    term_coverage = staticmethod(term_coverage)
