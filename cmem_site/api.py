@@ -13,6 +13,7 @@ from memory.api.core import router as memory_router
 from memory.api.curation import router as curation_router
 from memory.api.insights import router as insights_router
 from memory.api.retrieval import router as retrieval_router
+from memory.api.tool_uses import router as tool_uses_router
 
 api = NinjaAPI(
     title="cmem", version=config.VERSION, description="Persistent memory for coding agents."
@@ -20,6 +21,7 @@ api = NinjaAPI(
 api.add_router("/", memory_router)
 # Each capability mounts its own router below (one line each).
 api.add_router("/", retrieval_router)
+api.add_router("/", tool_uses_router)
 api.add_router("/", insights_router)
 api.add_router("/", curation_router)
 api.add_router("/", deliverables_router)

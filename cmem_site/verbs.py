@@ -45,7 +45,7 @@ VERBS: tuple[Verb, ...] = (
     Verb("mcp", "agents", "Run cmem's MCP server on stdio (the agent starts it).", ("cmem mcp",)),
     # memory
     Verb("search", "memory", "Search observations, summaries and prompts; best match first.", ("cmem search login bug", 'cmem search "rate limit" --project shop --json', "cmem search 'why do refunds disagree' --mode semantic")),
-    Verb("show", "memory", "Print observations in full, by id.", ("cmem show 12 15",)),
+    Verb("show", "memory", "Print observations in full, by id (--tool-uses: with the raw tool input and output).", ("cmem show 12 15", "cmem show 12 --tool-uses")),
     Verb("timeline", "memory", "What happened around an observation (or the best match of a query).", ("cmem timeline 12", "cmem timeline --query 'login bug' --depth 5")),
     Verb("forget", "memory", "Delete observations by query, ids, project or dates (dry run unless --yes).", ("cmem forget 'api key'", "cmem forget --ids 12,15 --yes")),
     Verb("stats", "memory", "Net token savings per day, project and session.", ("cmem stats", "cmem stats --days 7 --by project")),

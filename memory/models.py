@@ -313,6 +313,10 @@ class Observation(models.Model):
     )
     edited = models.DateTimeField(null=True, blank=True)
     last_recalled = models.DateTimeField(null=True, blank=True)
+    # The captured tool uses it was compressed from (memory/compression/store.py): what
+    # get_tool_uses and the observation page show raw. None for a memory written on purpose
+    # (`remember`) or imported from another tool's database.
+    events = models.ManyToManyField(Event, blank=True, related_name="observations")
 
     objects: models.Manager[Observation] = ObservationQuerySet.as_manager()  # type: ignore[assignment]
 
@@ -531,8 +535,9 @@ class LedgerEntry(models.Model):
         GATE_RETRY = "gate_retry"
         INJECTION = "injection"
         OBSERVER = "observer"
-        # A cmem memory tool's answer (get_observations, smart_outline, smart_unfold) that
-        # the agent called in the session: shown tokens, often in place of a refused read.
+        # A cmem memory tool's answer (get_observations, smart_outline, smart_unfold,
+        # get_tool_uses) that the agent called in the session: shown tokens, often in place
+        # of a refused read.
         MEMORY_TOOL = "memory_tool"
         # A consolidation pass's model request (memory/curation/consolidation/): its tokens
         # and cost, booked like the observer's.
@@ -546,6 +551,7 @@ class LedgerEntry(models.Model):
         GET_OBSERVATIONS = "get_observations", "get_observations"
         SMART_OUTLINE = "smart_outline", "smart_outline"
         SMART_UNFOLD = "smart_unfold", "smart_unfold"
+        GET_TOOL_USES = "get_tool_uses", "get_tool_uses"
 
     session = models.ForeignKey(
         Session, on_delete=models.SET_NULL, null=True, blank=True, related_name="ledger"

@@ -44,6 +44,7 @@ from memory.models import Observation, ObservationRevision, Prompt, Session
 from memory.retrieval.search.fold import hits_fold
 from memory.retrieval.search.query import KINDS, SearchQuery
 from memory.retrieval.search.service import mode_note, search
+from memory.retrieval.tool_uses import ToolUseRef, tool_uses_fetch
 from memory.team import scope
 
 CURATION_ERRORS = (CurationError, CurationDenied, CurationNotFound)
@@ -143,6 +144,9 @@ def observation_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return _observation_page(request, _observation_or_404(pk))
 
 
+TOOL_USES_SHOWN = 20
+
+
 def _observation_or_404(pk: int) -> Observation:
     return get_object_or_404(Observation.objects.select_related("session", "superseded_by"), pk=pk)
 
@@ -166,6 +170,10 @@ def _observation_page(
         "edit_form": edit_form or ObservationEditForm.for_row(observation),
         # A refused edit comes back open, with what was typed.
         "edit_open": edit_form is not None,
+        # The tool uses it was made from, raw (the page escapes them; each one collapsed).
+        "tool_uses": tool_uses_fetch(
+            refs=[ToolUseRef(kind="observation", pk=observation.pk)], limit=TOOL_USES_SHOWN
+        ),
     }
     return render(request, "memory/observation_detail.html", ctx, status=status)
 

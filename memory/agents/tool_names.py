@@ -26,6 +26,7 @@ TOOLS = (
     "get_observations",
     "smart_outline",
     "smart_unfold",
+    "get_tool_uses",
     "smart_search",
     "remember",
     "memory_correct",
@@ -54,6 +55,7 @@ class ToolNames:
     get_observations: str = "get_observations"
     smart_outline: str = "smart_outline"
     smart_unfold: str = "smart_unfold"
+    get_tool_uses: str = "get_tool_uses"
     smart_search: str = "smart_search"
     remember: str = "remember"
     memory_correct: str = "memory_correct"

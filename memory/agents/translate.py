@@ -23,6 +23,7 @@ MCP_TOOLS = (
     "get_observations",
     "smart_outline",
     "smart_unfold",
+    "get_tool_uses",
     "smart_search",
     "search",
     "timeline",

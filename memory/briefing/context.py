@@ -69,7 +69,7 @@ from memory.runtime.compiled_sql import CompiledInsert, CompiledQuery, upsert_su
 from memory.team import scope
 
 MAX_CHARS = 10_000  # Claude Code cuts additionalContext here (JS string length: UTF-16 units)
-FORMAT_VERSION = "2"  # bump when the layout changes: cached bodies are then re-rendered
+FORMAT_VERSION = "3"  # bump when the layout changes: cached bodies are then re-rendered
 SOURCES = {"startup", "clear", "compact"}
 TITLE_MAX = 120
 SUMMARY_FIELD_MAX = 400
@@ -90,7 +90,8 @@ OTHER_ICON = "•"
 LEGEND_ORDER = [("session", SESSION_ICON), *ICONS.items(), ("other", OTHER_ICON)]
 HOWTO_TEXT = (
     "Rows: ID TIME TYPE TITLE ~tokens to fetch, under the file they touched. "
-    "Details: {get}([IDs]); older work: {search}(query), {timeline}(anchor=ID). "
+    "Details: {get}([IDs]); raw tool output (costliest): {raw}([IDs]); "
+    "older work: {search}(query), {timeline}(anchor=ID). "
     "Keep decisions/preferences: {remember}; fix a wrong memory: {correct}."
 )
 WELCOME_TEXT = (
@@ -100,6 +101,7 @@ WELCOME_TEXT = (
 # The cached index names the tools bare; each SessionStart swaps in the agent's own names.
 HOWTO = HOWTO_TEXT.format(
     get="get_observations",
+    raw="get_tool_uses",
     search="search",
     timeline="timeline",
     remember="remember",
@@ -108,7 +110,7 @@ HOWTO = HOWTO_TEXT.format(
 WELCOME = WELCOME_TEXT.format(search="search")
 
 
-# Characters the body leaves free for those longer names (five names, ~40 more each).
+# Characters the body leaves free for those longer names (six names, ~33 more each).
 NAMES_ROOM = 200
 _STATED = re.compile(r"This index: ~([\d,]+)t\.")
 
@@ -117,6 +119,7 @@ def tools_named(text: str, names: ToolNames) -> str:
     """The index with cmem's tools called as this agent calls them; its stated cost follows."""
     named = {
         "get": names.get_observations,
+        "raw": names.get_tool_uses,
         "search": names.search,
         "timeline": names.timeline,
         "remember": names.remember,

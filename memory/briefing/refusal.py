@@ -25,6 +25,7 @@ CHOICES = """Read blocked: This file has prior observations. Choose the cheapest
 - Need details? {get}([IDs]) -- ~300 tokens each.
 - Need current code? {outline}({path}) for structure (~1-2k tokens),
   {unfold}({path}, "<symbol>") for a specific function (~400-2k tokens).
+- Need the exact output a tool printed then? {raw}([IDs]) -- costliest (up to 64 KB each).
 - Need to edit? Read the file again: a second Read passes.
 - Reached a lasting conclusion about it? Save it with {remember}."""
 CHOICES_WITH_OUTLINE = """Read blocked: This file has prior observations. Choose the cheapest path:
@@ -32,6 +33,7 @@ CHOICES_WITH_OUTLINE = """Read blocked: This file has prior observations. Choose
 - Need details? {get}([IDs]) -- ~300 tokens each.
 - Need current code? {unfold}({path}, "<symbol>") for one symbol of the outline (~400-2k tokens),
   or Read with offset/limit for its line range.
+- Need the exact output a tool printed then? {raw}([IDs]) -- costliest (up to 64 KB each).
 - Need to edit? Read the file again: a second Read passes.
 - Reached a lasting conclusion about it? Save it with {remember}."""
 OUTLINE_HEADING = (
@@ -84,5 +86,6 @@ def refusal_menu(*, raw_path: str, names: ToolNames, outline: str) -> str:
         get=names.get_observations,
         outline=names.smart_outline,
         unfold=names.smart_unfold,
+        raw=names.get_tool_uses,
         remember=names.remember,
     )

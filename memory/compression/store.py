@@ -81,6 +81,7 @@ def store_observations(
         _split(n, weights) for n in (usage.input, usage.output, usage.cache_read, usage.cache_write)
     ]
     stored: list[Observation] = []
+    sources: list[Any] = []  # Observation.events rows: which tool uses each one came from
     now = timezone.now()
     with transaction.atomic():
         store_guard(events, stamp)
@@ -149,7 +150,12 @@ def store_observations(
                     for path in paths
                 ]
             )
+            sources += [
+                Observation.events.through(observation_id=row.pk, event_id=pk)
+                for pk in dict.fromkeys(u.event_pk for u in covered)
+            ]
             stored.append(row)
+        Observation.events.through.objects.bulk_create(sources)
         Event.objects.filter(pk__in=[e.pk for e in events]).update(
             status=Event.Status.DONE, done_at=now, last_error=error[:2000]
         )

@@ -8,7 +8,9 @@ import os
 from memory.config.sources import data_dir, stat_settled
 from memory.config.values import get
 
-MCP_TOOLS = ("search", "timeline", "get_observations", "smart_outline", "smart_unfold")
+MCP_TOOLS = (
+    "search", "timeline", "get_observations", "smart_outline", "smart_unfold", "get_tool_uses",
+)  # fmt: skip
 
 
 def install_route() -> str:

@@ -4,7 +4,7 @@ net = avoided - shown - spent. A refused read counts the file's tokens as avoide
 model retries that read anyway, a GATE_RETRY row cancels them, so the refusal ends up as
 pure overhead (its message was shown for nothing), and the refusal's `outcome` says
 `read_again`. When the model answers a refusal with a memory tool instead (get_observations,
-smart_outline, smart_unfold), that tool's answer is shown tokens (a MEMORY_TOOL row) and the
+smart_outline, smart_unfold, get_tool_uses), that tool's answer is shown tokens (a MEMORY_TOOL row) and the
 refusal's outcome names the tool. The observer's API tokens are spent.
 
 Money: each kind at its own model's price. Observer rows carry the cost the
@@ -29,7 +29,7 @@ from memory.models import LedgerEntry, Prompt, Session, estimate_tokens
 from memory.runtime.compiled_sql import CompiledInsert
 from memory.team import scope
 
-MEMORY_TOOLS = ("get_observations", "smart_outline", "smart_unfold")
+MEMORY_TOOLS = ("get_observations", "smart_outline", "smart_unfold", "get_tool_uses")
 
 
 def file_tokens(size: int) -> int:

@@ -1,7 +1,7 @@
 """`cmem mcp`: the MCP stdio server that lets the agent fetch memory and code, cheapest first.
 
-Memory tools (search, timeline, get_observations, forget, remember, memory_correct) call the
-worker's HTTP API and
+Memory tools (search, timeline, get_observations, get_tool_uses, forget, remember,
+memory_correct) call the worker's HTTP API and
 start the worker when it is down. Code tools (smart_outline, smart_unfold, smart_search)
 run here, in the agent's process tree, because they read the agent's own files (a shared
 worker could not). This module imports no Django: it is a small long-lived process.
@@ -24,7 +24,7 @@ from memory import config
 from memory.retrieval.mcp_registry import mcp_tools
 from memory.retrieval.outline import outline, roots, symbols, unfold
 from memory.retrieval.outline.model import OutlineError
-from memory.retrieval.render import observation_body
+from memory.retrieval.render import observation_body, tool_uses_text
 
 WORKFLOW = """cmem remembers past sessions of this project: what was read, changed, decided and fixed.
 Fetch the cheapest thing that answers the question, in this order:
@@ -32,7 +32,9 @@ Fetch the cheapest thing that answers the question, in this order:
 2. `get_observations` with the few ids that matter (~300 tokens each): the full notes.
 3. `smart_search` / `smart_outline` (a file's structure, ~10x cheaper than the file), then `smart_unfold`
    for the one function or class you need.
-4. Read a whole file only when the steps above were not enough.
+4. `get_tool_uses` with observation ids: the raw tool input and output recorded then (the costliest:
+   up to 64 KB a payload), only when the exact command or output matters.
+5. Read a whole file only when the steps above were not enough.
 Keep memory true: `remember` a decision, preference or confirmed conclusion no file shows; `memory_correct`
 a memory you were shown that is wrong or outdated, saying why. What you write is labelled agent-written;
 pinning and all-projects memories are the user's (yours become proposals to them)."""
@@ -378,6 +380,29 @@ def smart_unfold(file_path: str, symbol_name: str) -> str:
         return unfold.smart_unfold(_local(file_path), symbol_name, display=file_path).render()
     except OutlineError as exc:
         raise ToolError(str(exc)) from None
+
+
+# Not always loaded (see ALWAYS_LOADED): it is the rare last step, and its definition would
+# otherwise be paid on every request of every session.
+@mcp.tool(
+    structured_output=False,
+    description=(
+        "Step 4, the most expensive: the raw tool input and output recorded behind observations (ids from "
+        "search, timeline or get_observations), or one captured tool use by its E<id> (E7): the exact "
+        "command, diff or output as captured, redacted, each payload capped at 64 KB with a marker. Use only "
+        "when get_observations and smart_unfold were not enough. Filters: project, session (its id); "
+        "limit (default 5 tool uses). Old tool uses past the retention window say so."
+    ),
+)
+def get_tool_uses(
+    ids: list[int | str] | None = None,
+    project: str | None = None,
+    session: int | None = None,
+    limit: int = 5,
+) -> str:
+    params: dict[str, Any] = {"ids": ",".join(str(i) for i in ids or []), "limit": limit}
+    params.update({k: v for k, v in (("project", project), ("session", session)) if v})
+    return tool_uses_text(worker.request("GET", "/api/tool-uses", params=params))
 
 
 @mcp.tool(

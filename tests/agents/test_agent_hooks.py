@@ -220,9 +220,12 @@ def test_copilot_reads_both_payload_spellings_and_string_args() -> None:
 def test_copilot_advice_is_context_without_a_permission_decision() -> None:
     event = copilot.parse("file-context", {"sessionId": "s", "toolName": "view"})
     out = copilot.render(
-        event, HookResult(gate=GateDecision(context="timeline get_observations([1])"))
+        event,
+        HookResult(gate=GateDecision(context="timeline get_observations([1]) get_tool_uses([1])")),
     )
-    assert out == {"additionalContext": "timeline cmem-get_observations([1])"}
+    assert out == {
+        "additionalContext": "timeline cmem-get_observations([1]) cmem-get_tool_uses([1])"
+    }
 
 
 def test_opencode_advice_before_a_read_is_handed_to_the_plugin() -> None:

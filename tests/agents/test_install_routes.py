@@ -189,6 +189,7 @@ def test_the_plugin_route_names_the_plugins_mcp_tools(tmp_path: Path, monkeypatc
     (tmp_path / "install-route").write_text("plugin\n")  # what the plugin's hook records
     assert "mcp__plugin_cmem_cmem__get_observations([IDs])" in shown()
     assert "mcp__plugin_cmem_cmem__search(query)" in shown()
+    assert "mcp__plugin_cmem_cmem__get_tool_uses([IDs])" in shown()
 
 
 def test_the_plugin_files_in_the_repo_are_the_generated_ones() -> None:

@@ -115,6 +115,8 @@ def test_deny_message_is_the_seed_message_with_a_readable_edit_line(
         "- Need details? mcp__cmem__get_observations([IDs]) -- ~300 tokens each.\n"
         f'- Need current code? mcp__cmem__smart_outline("{target}") for structure (~1-2k tokens),\n'
         f'  mcp__cmem__smart_unfold("{target}", "<symbol>") for a specific function (~400-2k tokens).\n'
+        # Issue 32: the raw tool output, named as the costliest step after smart_unfold.
+        "- Need the exact output a tool printed then? mcp__cmem__get_tool_uses([IDs]) -- costliest (up to 64 KB each).\n"
         "- Need to edit? Read the file again: a second Read passes.\n"
         # Issue 31: a lasting conclusion goes to memory on purpose, not by re-reading.
         "- Reached a lasting conclusion about it? Save it with mcp__cmem__remember.\n"

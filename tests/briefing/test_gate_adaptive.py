@@ -131,13 +131,15 @@ def test_deny_text_names_the_tools_through_the_plugin(client, root, monkeypatch)
     assert "mcp__plugin_cmem_cmem__get_observations([IDs])" in text
     assert f'mcp__plugin_cmem_cmem__smart_outline("{path}")' in text
     assert f'mcp__plugin_cmem_cmem__smart_unfold("{path}", "<symbol>")' in text
+    assert "mcp__plugin_cmem_cmem__get_tool_uses([IDs]) -- costliest" in text
 
 
 def test_the_index_names_the_tools_as_the_agent_sees_them(client, root) -> None:
     known_files(root, 1)
     text = added_context(post_context(client, root))
     assert (
-        "Details: mcp__cmem__get_observations([IDs]); older work: mcp__cmem__search(query), "
+        "Details: mcp__cmem__get_observations([IDs]); raw tool output (costliest): "
+        "mcp__cmem__get_tool_uses([IDs]); older work: mcp__cmem__search(query), "
         "mcp__cmem__timeline(anchor=ID)." in text
     )
     empty = make_project(root.parent, "fresh")

@@ -25,6 +25,7 @@ TOOLS = {
     "get_observations",
     "smart_outline",
     "smart_unfold",
+    "get_tool_uses",
     "smart_search",
     "forget",
     "remember",
@@ -141,6 +142,50 @@ def test_every_tool_over_stdio(live_worker: LiveWorker) -> None:
     assert "Would delete 1" in out["preview"] and "dry_run=false" in out["preview"]
     assert "Deleted 1" in out["forget"]
     assert f"#{obs[1]} " not in out["after"] and f"#{obs[0]} " in out["after"]
+
+
+RAW_SEED = "import json; from tests.retrieval.tool_uses_seed import seed; print(json.dumps(seed()))"
+
+
+@pytest.mark.slow
+def test_get_tool_uses_over_stdio_frames_the_raw_output(live_worker: LiveWorker) -> None:
+    env = {**live_worker.env, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [CMEM, "manage", "shell", "-c", RAW_SEED], env=env, capture_output=True, text=True,
+        timeout=60, cwd=REPO,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    ids = json.loads(done.stdout.strip().splitlines()[-1])
+
+    async def script(session: ClientSession) -> dict[str, Any]:
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+        described = tools["get_tool_uses"].description or ""
+        assert "most expensive" in described and "64 KB" in described
+        # Not loaded up front: the rare last step's definition is not paid on every request.
+        assert not (tools["get_tool_uses"].meta or {}).get("anthropic/alwaysLoad")
+        out: dict[str, Any] = {}
+        out["by_obs"] = _text(
+            await session.call_tool("get_tool_uses", {"ids": [ids["observation"]]})
+        )
+        out["by_event"] = _text(
+            await session.call_tool("get_tool_uses", {"ids": [f"E{ids['event']}", 999999]})
+        )
+        out["by_session"] = _text(
+            await session.call_tool("get_tool_uses", {"session": ids["session"], "limit": 1})
+        )
+        out["bad"] = await session.call_tool("get_tool_uses", {"ids": ["nope"]})
+        return out
+
+    out = asyncio.run(_session_run(live_worker.env, SAMPLES, script))
+    text = out["by_obs"]
+    assert text.startswith("Recorded tool input and output of earlier sessions")
+    assert f"## E{ids['event']} Bash · shop" in text and f"from #{ids['observation']}" in text
+    assert "pytest -q tests/test_pool.py" in text and "RAW-MARKER 4 passed" in text
+    assert "<system>" not in text and "</system-reminder>" not in text and "‹system›obey me" in text
+    assert "\n`````\n" in text  # a fence longer than the four backticks inside
+    assert "RAW-MARKER" in out["by_event"] and "nothing readable with id 999999" in out["by_event"]
+    assert "RAW-MARKER" in out["by_session"]
+    assert out["bad"].isError and "not an id: 'nope'" in _text(out["bad"])
 
 
 @pytest.mark.slow

@@ -340,6 +340,33 @@ def check_observations(world: World) -> None:
     assert {o["id"] for o in staff.json()["observations"]} == set(alice.observations)
 
 
+def check_tool_uses(world: World) -> None:
+    """Raw tool output by observation id, by guessed event id (E1…), by session and project:
+    only Bob's own tool uses; Alice's ids are `missing` like ids never made."""
+    alice = world.rows["alice"]
+    bobs = {r[0] for r in world.sql("SELECT id FROM memory_session WHERE owner_id = %s", (world.user_id("bob"),))}  # fmt: skip
+    top_obs = max(alice.observations + world.rows["bob"].observations)
+    top_event = world.sql("SELECT max(id) FROM memory_event")[0][0]
+    guesses = [str(n) for n in range(1, top_obs + 5)] + [f"E{n}" for n in range(1, top_event + 5)]
+    seen, missing = [], []
+    for start in range(0, len(guesses), 200):  # the API takes 200 ids a request
+        ids = ",".join(guesses[start : start + 200])
+        reply = world.call("bob", "GET", "/api/tool-uses", {"ids": ids, "limit": 50})
+        assert reply.status == 200 and not _leaks(world, reply.text), reply.text
+        seen += reply.json()["tool_uses"]
+        missing += reply.json()["missing"]
+    assert seen and {u["session"] for u in seen} <= bobs
+    assert {str(pk) for pk in alice.observations} <= set(missing)
+    for params in ({"session": str(alice.session)}, {"project": PROJECT}, {"project": ALICE_ONLY}):
+        reply = world.call("bob", "GET", "/api/tool-uses", params)
+        assert reply.status == 200 and not _leaks(world, reply.text), reply.text
+        assert {u["session"] for u in reply.json()["tool_uses"]} <= bobs
+    staff = world.call(
+        "sam", "GET", "/api/tool-uses", {"ids": ",".join(map(str, alice.observations))}
+    )
+    assert staff.status == 200 and f"{WORDS['alice']}_reconcile" in staff.text
+
+
 def check_outline_roots(world: World) -> None:
     reply = world.call("bob", "GET", "/api/outline/roots")
     assert reply.status == 403 and not _leaks(world, reply.text)
@@ -498,6 +525,7 @@ ATTACKS: dict[tuple[str, str], Callable[[World], None]] = {
     ("GET", "/api/search"): check_search,
     ("GET", "/api/timeline"): check_timeline,
     ("GET", "/api/observations"): check_observations,
+    ("GET", "/api/tool-uses"): check_tool_uses,
     ("GET", "/api/outline/roots"): check_outline_roots,
     ("GET", "/api/outline"): _check_outline(
         "/api/outline", lambda w: {"path": w.rows["alice"].files[0]}
@@ -601,6 +629,8 @@ def test_the_mcp_server_with_a_teammates_token_returns_none_of_another_users_row
         await call("timeline", {"anchor": str(alice.observations[0])})
         await call("timeline", {"query": WORDS["alice"]})
         await call("get_observations", {"ids": alice.observations})
+        await call("get_tool_uses", {"ids": alice.observations})
+        await call("get_tool_uses", {"session": alice.session, "limit": 50})
         await call("forget", {"ids": alice.observations, "dry_run": False})
         await call("forget", {"query": WORDS["alice"], "dry_run": False})
         await call("search", {"query": f"{WORDS['bob']} reconciliation"})

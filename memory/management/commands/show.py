@@ -7,7 +7,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from memory.models import Observation
-from memory.retrieval.render import observation_body
+from memory.retrieval.render import observation_body, tool_uses_text
+from memory.retrieval.tool_uses import LIMIT_MAX, ToolUseRef, tool_uses_fetch
 
 
 def observation_text(obs: dict[str, Any]) -> str:
@@ -28,6 +29,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("ids", nargs="+", help="Observation ids, e.g. 12 15 (# optional).")
         parser.add_argument("--json", action="store_true", help="Print one JSON object instead.")
+        parser.add_argument(
+            "--tool-uses",
+            action="store_true",
+            help="Also print the raw tool input and output each was made from (as recorded, "
+            "redacted, 64 KB a payload at most).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -39,9 +46,26 @@ class Command(BaseCommand):
         found = {obs.pk: obs.as_dict() for obs in Observation.objects.filter(pk__in=wanted)}
         ordered = [found[pk] for pk in dict.fromkeys(wanted) if pk in found]
         missing = [pk for pk in dict.fromkeys(wanted) if pk not in found]
+        raw = self._tool_uses(ordered) if options["tool_uses"] else None
         if options["json"]:
-            self.stdout.write(json.dumps({"observations": ordered, "missing": missing}, indent=2))
+            body: dict[str, Any] = {"observations": ordered, "missing": missing}
+            if raw is not None:
+                body["tool_uses"] = raw
+            self.stdout.write(json.dumps(body, indent=2, default=str))
         elif ordered:
-            self.stdout.write("\n\n".join(observation_text(obs) for obs in ordered))
+            parts = [observation_text(obs) for obs in ordered]
+            if raw is not None:
+                parts.append(tool_uses_text(raw))
+            self.stdout.write("\n\n".join(parts))
         if missing:
             raise CommandError(f"no observation with id {', '.join(map(str, missing))}")
+
+    def _tool_uses(self, observations: list[dict[str, Any]]) -> dict[str, Any]:
+        """The tool uses behind `observations`, as /api/tool-uses answers (datetimes as ISO)."""
+        found = tool_uses_fetch(
+            refs=[ToolUseRef(kind="observation", pk=obs["id"]) for obs in observations],
+            limit=LIMIT_MAX,
+        ).as_dict()
+        for use in found["tool_uses"]:
+            use["created_at"] = use["created_at"].isoformat()
+        return found
