@@ -421,7 +421,7 @@ def search_page(request: HttpRequest) -> HttpResponse:
             mode=data.get("mode") or "hybrid",
         )
         hits = search(query)
-        note = mode_note(query.mode)
+        note = mode_note(query.mode, query.kinds)
     ctx = {
         "form": form,
         "hits": hits,

@@ -172,7 +172,7 @@ def search_body(filters: SearchFilters, kinds: tuple[Kind, ...]) -> dict[str, An
     out = {
         "query": filters.q,
         "mode": effective_mode(filters.mode),
-        "note": mode_note(filters.mode),
+        "note": mode_note(filters.mode, kinds),
     }
     return _search_body(out, hits)
 

@@ -77,7 +77,7 @@ class Command(BaseCommand):
             limit=max(1, options["limit"]), mode=options["mode"],
         )  # fmt: skip
         hits = search(query)
-        note = mode_note(query.mode)
+        note = mode_note(query.mode, query.kinds)
         if options["json"]:
             out = {"mode": effective_mode(query.mode), "note": note}
             self.stdout.write(json.dumps({**out, "results": [h.as_dict() for h in hits]}, indent=2))

@@ -53,7 +53,7 @@ def kinds_stored(kinds: list[Kind]) -> list[Kind]:
     return [kind for kind, flag in zip(kinds, flags, strict=True) if flag]
 
 
-def _generation() -> int:
+def current_generation() -> int:
     """Bumped by a trigger on every insert or delete of a vector (migration 0006)."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT n FROM memory_embedding_generation WHERE id = 1")
@@ -139,7 +139,7 @@ def matrix(
     import numpy as np
 
     key = (connection.alias + ":" + str(connection.settings_dict.get("NAME")), model, kind, bound)
-    generation = _generation()
+    generation = current_generation()
     cached = _cache.get(key)
     if cached and cached.generation == generation:
         return cached.ids, cached.vectors
@@ -238,7 +238,7 @@ def null_sample(kind: Kind, model: str, dim: int) -> tuple[np.ndarray, int]:
     import numpy as np
 
     key = (connection.alias + ":" + str(connection.settings_dict.get("NAME")), model, kind)
-    generation = _generation()
+    generation = current_generation()
     cached = _null.get(key)
     if cached and cached[0] == generation:
         return cached[2], cached[1]

@@ -1,4 +1,4 @@
-"""pgvector in team mode: a `vector(256)` column beside the blob, HNSW indexes, cosine distance.
+"""pgvector in team mode: a `vector(384)` column beside the blob, HNSW indexes, cosine distance.
 
 Which path a PostgreSQL database takes is decided at migrate time (migration 0010 calls
 `install`): a server that offers the `vector` extension gets it, the `embedding` column and
@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DIM = 256
+# The bundled model's width (migration 0014 resized the column from the earlier 256).
+DIM = 384
 # HNSW build parameters: pgvector's defaults (m 16, ef_construction 64) measured well here.
 EF_SEARCH_MIN = 100
 _BATCH = 1000
@@ -74,6 +75,24 @@ def install(connection: Any) -> bool:
             )
     _ready.clear()
     return True
+
+
+def resize(connection: Any) -> None:
+    """A column made for another width (the static model's 256) is dropped with its indexes
+    and made again at DIM, filled from the blobs that have that width: the rows of the
+    earlier model are re-embedded by the background sweep, and fill it then (`write`)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'memory_embedding'::regclass "
+            "AND attname = 'embedding' AND NOT attisdropped"
+        )
+        row = cursor.fetchone()
+        if row is None or int(row[0]) == DIM:
+            return
+        for kind in KINDS:
+            cursor.execute(f"DROP INDEX IF EXISTS embedding_{kind}_hnsw")
+        cursor.execute("ALTER TABLE memory_embedding DROP COLUMN embedding")
+    install(connection)
 
 
 def _fill_from_blobs(cursor: Any) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -19,7 +20,7 @@ from django.utils import timezone
 
 from memory import config
 from memory.models import Embedding, Observation, Prompt, Summary
-from memory.retrieval.embeddings import KINDS, Kind, available
+from memory.retrieval.embeddings import KINDS, Kind, available, index
 from memory.retrieval.embeddings.model import get_model, model_version
 
 BATCH = 256
@@ -161,10 +162,12 @@ def embed_pending(
     kinds: Iterable[Kind] = KINDS,
     *,
     limit: int | None = None,
+    seconds: float | None = None,
     progress: Callable[[Kind, int], None] | None = None,
     skip_settled: bool = False,
 ) -> int:
-    """Embed rows lacking a current vector, batch by batch; `limit` bounds one call.
+    """Embed rows lacking a current vector, batch by batch; `limit` (rows) and `seconds`
+    (no new batch once they have passed) bound one call.
 
     The consumer's minute sweep calls this: it asks with the model's version only, so the
     model (numpy, the 32 MB table) is loaded when there is something to embed, not before.
@@ -176,13 +179,14 @@ def embed_pending(
     version = model_version()
     settled = _settled_read() if skip_settled else {}
     done = 0
+    deadline = None if seconds is None else time.monotonic() + seconds
     for kind in kinds:
         mark = _fingerprint(kind, version) if skip_settled else []
         if skip_settled and settled.get(kind) == [version, *mark]:
             continue
         found, exhausted = 0, False
         after = 0
-        while limit is None or done < limit:
+        while (limit is None or done < limit) and (deadline is None or time.monotonic() < deadline):
             size = BATCH if limit is None else min(BATCH, limit - done)
             ids = pending_ids(kind, version, limit=size, after=after)
             if not ids:
@@ -221,3 +225,32 @@ def embed_session(session_pk: int) -> int:
         for start in range(0, len(ids), BATCH):
             done += embed_rows(kind, ids[start : start + BATCH])  # type: ignore[arg-type]
     return done
+
+
+# (embedding generation, newest row id) -> rows waiting, per database, kind and model: a
+# search asks on every call, and only a new row or vector makes the counts worth reading.
+_waiting: dict[tuple[str, Kind, str], tuple[tuple[int, int], int]] = {}
+
+
+def waiting(kinds: Iterable[Kind] = KINDS) -> int:
+    """Rows of `kinds` with no vector of the configured model yet (an import, a model
+    change, rows the sweep has not reached): every row gets one, an empty text a zero
+    vector, and a vector goes with its row, so it is rows minus vectors."""
+    if not available():
+        return 0
+    version = model_version()
+    generation = index.current_generation()
+    db = f"{connection.alias}:{connection.settings_dict.get('NAME')}"
+    total = 0
+    for kind in kinds:
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT max(id) FROM {_TABLES[kind]}")
+            newest = int(cursor.fetchone()[0] or 0)
+        key = (db, kind, version)
+        cached = _waiting.get(key)
+        if cached is None or cached[0] != (generation, newest):
+            rows, _, vectors = _fingerprint(kind, version)
+            cached = ((generation, newest), max(0, rows - vectors))
+            _waiting[key] = cached
+        total += cached[1]
+    return total

@@ -8,9 +8,11 @@ from huey.contrib.djhuey import db_periodic_task
 from memory.retrieval.embeddings import store as embeddings_store
 from memory.runtime.task_names import registered_in
 
-# One sweep embeds at most this many rows, so a model change re-embeds in the background
-# over several minutes instead of holding the consumer for one long task.
-EMBED_SWEEP_ROWS = 5000
+# One sweep embeds for at most this long (the batch under way finishes), then the next
+# minute's sweep goes on: an import or a model change is embedded in the background, about
+# 45 s of one core a minute, without holding a consumer thread for one long task (the
+# other thread keeps compressing).
+EMBED_SWEEP_SECONDS = 45.0
 
 
 @db_periodic_task(crontab(minute="*"))
@@ -18,4 +20,4 @@ EMBED_SWEEP_ROWS = 5000
 def embeddings_sweep_task() -> None:
     """Vectors for rows that lack one of the configured model: imports, prompts of sessions
     with no compression yet, and every row after a model change."""
-    embeddings_store.embed_pending(limit=EMBED_SWEEP_ROWS, skip_settled=True)
+    embeddings_store.embed_pending(seconds=EMBED_SWEEP_SECONDS, skip_settled=True)

@@ -273,7 +273,7 @@ def sync(kind: Kind, model: str, dim: int) -> int:
     only grow) are appended; when the counts then disagree, rows were deleted, and the copy
     is reconciled against the live (object_id, id) pairs, which purges them."""
     conn = _conn()
-    generation = index._generation()
+    generation = index.current_generation()
     row = conn.execute(
         "SELECT model, dim, generation, count, max_id FROM synced WHERE kind = ?", [kind]
     ).fetchone()

@@ -121,7 +121,7 @@ def choice(kind: Kind, model: str, dim: int) -> Choice:
     if setting == "sqlite-vec":
         return "sqlite-vec"
     key = (str(vec0.path()), kind, model)
-    generation = index._generation()
+    generation = index.current_generation()
     decision = _decided.get(key)
     if decision and decision.generation == generation:
         return decision.choice

@@ -44,6 +44,7 @@ from memory.models import Observation
 from memory.retrieval import embeddings
 from memory.retrieval.embeddings import index
 from memory.retrieval.embeddings.model import get_model
+from memory.retrieval.embeddings.store import waiting
 from memory.retrieval.search.query import KINDS, Kind, Mode, SearchHit, SearchQuery
 
 if TYPE_CHECKING:
@@ -227,9 +228,22 @@ def effective_mode(mode: Mode) -> Mode:
     return mode if embeddings.available() else "keyword"
 
 
-def mode_note(mode: Mode) -> str:
-    """Why a search in `mode` answered by keyword instead, or "" (it ran as asked)."""
-    return "" if mode == "keyword" else embeddings.unavailable_note()
+def mode_note(mode: Mode, kinds: tuple[Kind, ...] = KINDS) -> str:
+    """What a search in `mode` over `kinds` could not do by meaning, or "" (it ran as asked):
+    the extra is missing (it answered by keyword), or some rows have no vector yet (an
+    import or a model change the background sweep is still embedding: their keyword hits
+    are in the answer, see `search_mode`)."""
+    if mode == "keyword":
+        return ""
+    if not embeddings.available():
+        return embeddings.unavailable_note()
+    count = waiting(kinds)
+    if not count:
+        return ""
+    return (
+        f"{count:,} row(s) have no vector yet (being embedded in the background; `cmem status` "
+        "counts them): search by meaning does not see them, so their keyword hits are included"
+    )
 
 
 def search_mode(backend: Backend, query: SearchQuery) -> list[SearchHit]:
@@ -238,8 +252,17 @@ def search_mode(backend: Backend, query: SearchQuery) -> list[SearchHit]:
         return backend.keyword(query)
     window = query.offset + query.limit
     if query.mode == "semantic":
-        page = semantic_ranked(backend, query, window)[query.offset : window]
-        return backend.hits_by_ids(page, query.text)
+        semantic = semantic_ranked(backend, query, window)
+        if waiting([kind for kind in KINDS if query.wants(kind)]):
+            # Rows without a vector can only be found by their words: fused in, not lost.
+            keyword, _ = backend.keyword_ranked(replace(query, limit=window, offset=0))
+            fused = fuse(
+                [(kind, pk) for _, kind, pk in semantic],
+                [(kind, pk) for _, kind, pk in keyword],
+                k=RRF_K,
+            )
+            semantic = [(score, kind, pk) for score, (kind, pk) in fused]
+        return backend.hits_by_ids(semantic[query.offset : window], query.text)
     depth = max(CANDIDATES, window)
     keyword, _ = backend.keyword_ranked(replace(query, limit=depth, offset=0))
     embedded = query_vector(query)
