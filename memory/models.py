@@ -552,6 +552,9 @@ class LedgerEntry(models.Model):
         SMART_OUTLINE = "smart_outline", "smart_outline"
         SMART_UNFOLD = "smart_unfold", "smart_unfold"
         GET_TOOL_USES = "get_tool_uses", "get_tool_uses"
+        # A failure recall (INJECTION `failure_recall`) after which the same error came back
+        # in its session: the recalled fix did not spare the agent the failure.
+        REPEATED = "repeated", "the same error again"
 
     session = models.ForeignKey(
         Session, on_delete=models.SET_NULL, null=True, blank=True, related_name="ledger"
@@ -575,7 +578,9 @@ class LedgerEntry(models.Model):
     )
     tokens_spent = models.IntegerField(default=0, help_text="API tokens the observer spent.")
     # GATE_DENY: `reread` for a refused re-read of a file the session holds; blank for a
-    # first read refused with the timeline. INJECTION: `session_start` or `prompt_recall`.
+    # first read refused with the timeline. INJECTION: `session_start`, `prompt_recall`,
+    # `failure_recall` (past fixes of a failed tool use's error, `path` = `error:<key>`) or
+    # `failure_recall_held` (one the adaptive rule held back: nothing shown).
     # MEMORY_TOOL: the tool's bare name.
     detail = models.CharField(max_length=32, blank=True, default="", db_default="")
     outcome = models.CharField(

@@ -69,6 +69,10 @@ class HookEvent:
     # headers, paths of a read-only shell command): (path as written, "read" | "modified").
     tool_files: list[tuple[str, str]] = field(default_factory=list)
     raw: dict[str, Any] = field(default_factory=dict)
+    # The agent waits for this tool event's answer and reads its additionalContext (Claude
+    # Code's synchronous PostToolUseFailure, Codex's PostToolUse): where failure recall
+    # (memory/briefing/failure_recall.py) may speak. False where the answer is not read.
+    context_read: bool = False
 
     @property
     def failed(self) -> bool:

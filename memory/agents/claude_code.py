@@ -20,15 +20,21 @@ _HOOK_EVENT_NAMES = {
 }
 
 
+# The tool events whose hook `cmem install` runs synchronously, so their answer's context
+# reaches the model's next request (PostToolUse stays async: it must not slow every tool).
+CONTEXT_READ = {"PostToolUseFailure"}
+
+
 def parse(event: str, data: dict[str, Any]) -> HookEvent:
     session_id, tool_input = parse_common(event, data, events=EVENTS)
     facts = data.get("cmem_file_facts") or {}
+    hook_event_name = field_str(data, "hook_event_name") or _HOOK_EVENT_NAMES[event]
     return HookEvent(
         platform=platform,
         event=event,
         session_id=session_id,
         cwd=field_str(data, "cwd"),
-        hook_event_name=field_str(data, "hook_event_name") or _HOOK_EVENT_NAMES[event],
+        hook_event_name=hook_event_name,
         transcript_path=field_str(data, "transcript_path"),
         prompt=field_str(data, "prompt"),
         source=field_str(data, "source"),
@@ -45,6 +51,7 @@ def parse(event: str, data: dict[str, Any]) -> HookEvent:
         agent_type=field_str(data, "agent_type"),
         file_facts=facts if isinstance(facts, dict) else {},
         raw=data,
+        context_read=event == "observation" and hook_event_name in CONTEXT_READ,
     )
 
 

@@ -90,6 +90,8 @@ def parse(event: str, data: dict[str, Any]) -> HookEvent:
         file_facts=facts if isinstance(facts, dict) else {},
         tool_files=_tool_files(tool_name, tool_input),
         raw=raw,
+        # PostToolUse is synchronous in Codex and its context becomes a developer message.
+        context_read=event == "observation",
     )
 
 

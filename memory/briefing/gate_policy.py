@@ -81,6 +81,25 @@ def adaptive_mode(*, project: str, settings: dict[str, str] | None = None) -> Ga
     return judge(refusals, _later_rows(project=project, since=refusals[-1].created), turn)
 
 
+# The adaptive rule's four answers, shared by every intervention that adapts this way (the
+# read gate's refusals; failure recall, memory/briefing/failure_recall.py).
+PAYS = "pays"  # it saved more than it cost over the window: keep doing it
+RECOVERED = "recovered"  # it did not, but its MIN_EVIDENCE latest were not missed: again
+PROBE = "probe"  # held back PROBE_EVERY - 1 times since the latest: do it once, for evidence
+HOLD = "hold"  # hold back
+
+
+def verdict(*, cost: int, saved: int, missed: list[bool], held: int) -> str:
+    """The adaptive rule over one window: `missed` says, newest first, which interventions
+    did not pay (a refusal read again; a recall followed by the same error), `held` how many
+    times it was held back since the newest. Callers check MIN_EVIDENCE first."""
+    if cost <= saved:
+        return PAYS
+    if not any(missed[:MIN_EVIDENCE]):
+        return RECOVERED
+    return PROBE if held + 1 >= PROBE_EVERY else HOLD
+
+
 @dataclass(frozen=True)
 class Refusal:
     session: int | None
@@ -145,9 +164,14 @@ def judge(refusals: list[Refusal], later: list[LaterRow], turn: int) -> GateMode
         f"{answered} answered with a memory tool{f' ({used})' if used else ''}, "
         f"{other} with nothing more (cost ~{cost} tokens, saved ~{saved})"
     )
-    if cost <= saved:
+    newest = refusals[0].created
+    advised = sum(
+        1 for row in later if row.kind == LedgerEntry.Kind.GATE_CONTEXT and row.created > newest
+    )
+    found = verdict(cost=cost, saved=saved, missed=outcomes, held=advised)
+    if found == PAYS:
         return GateMode("deny", f"refusing: {evidence}", len(refusals), read_again, saved, cost)
-    if not any(outcomes[:MIN_EVIDENCE]):
+    if found == RECOVERED:
         return GateMode(
             "deny",
             f"refusing again: the {MIN_EVIDENCE} latest refusals were not read again, "
@@ -157,11 +181,7 @@ def judge(refusals: list[Refusal], later: list[LaterRow], turn: int) -> GateMode
             saved,
             cost,
         )
-    newest = refusals[0].created
-    advised = sum(
-        1 for row in later if row.kind == LedgerEntry.Kind.GATE_CONTEXT and row.created > newest
-    )
-    probe = advised + 1 >= PROBE_EVERY
+    probe = found == PROBE
     return GateMode(
         "deny" if probe else "context",
         f"advising instead of refusing: {evidence}"

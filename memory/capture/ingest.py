@@ -25,7 +25,7 @@ from huey.contrib.djhuey import HUEY
 from memory import config
 from memory.agents.base import HookEvent, HookResult
 from memory.agents.tool_names import is_cmem_tool
-from memory.briefing import prompt_recall
+from memory.briefing import failure_recall, prompt_recall
 from memory.briefing.file_views import absolute_path, file_facts, file_view_record_from_tool
 from memory.capture.transcript_model import model_name_clean, transcript_model
 from memory.compression.tasks import session_events_process_task
@@ -362,6 +362,12 @@ def observation_record(*, event: HookEvent) -> HookResult:
         tool_recorded_send(session=session, event=event)
         _enqueue_processing(session.pk)
     log.debug("recorded event %s", stored)
+    # After the commit: the tool use is stored whatever the recall does. Only where the agent
+    # reads the answer (a synchronous failure hook); a successful tool use pays one test.
+    if event.context_read:
+        return HookResult(
+            context=failure_recall.failure_recall(event=event, session=session, settings=settings)
+        )
     return HookResult()
 
 

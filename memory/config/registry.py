@@ -798,6 +798,19 @@ REGISTRY: tuple[Setting, ...] = (
         basic=True,
     ),
     Setting(
+        "CLAUDE_MEM_FAILURE_RECALL",
+        "adaptive",
+        kind="choice",
+        choices=("adaptive", "on", "off"),
+        label="Recall past fixes when a tool fails",
+        section=SESSION_START,
+        help=(
+            "When a tool fails, add the recorded fixes of the same error (once per error and "
+            "session): adaptive (stops in a project where the same error keeps coming back "
+            "after a recall), on or off."
+        ),
+    ),
+    Setting(
         "CLAUDE_MEM_SEMANTIC_INJECT_LIMIT",
         "3",
         kind="int",

@@ -108,6 +108,8 @@ consolidate_max_tokens = _int("CLAUDE_MEM_CONSOLIDATE_MAX_TOKENS")
 demote_after_weeks = _int("CLAUDE_MEM_DEMOTE_AFTER_WEEKS")
 semantic_inject = _bool("CLAUDE_MEM_SEMANTIC_INJECT")
 semantic_inject_limit = _int("CLAUDE_MEM_SEMANTIC_INJECT_LIMIT")
+# Failure recall (memory/briefing/failure_recall.py).
+failure_recall = _word("CLAUDE_MEM_FAILURE_RECALL")
 time_zone = _text("CLAUDE_MEM_TIME_ZONE")
 # Deliverables handed over at Stop (deliverables/handover.py, deliverables/services.py).
 deliverables_enabled = _bool("CLAUDE_MEM_DELIVERABLES_ENABLED")

@@ -1,7 +1,7 @@
 """One session's ledger, line by line, for its page: every gate decision (refused, refused
 re-read, passed on retry, passed with context), what each refusal led to, the memory tools
-the agent called and the injections (SessionStart index, prompt-time recall), each with its
-tokens and its money at the session's model."""
+the agent called and the injections (SessionStart index, prompt-time recall, failure recall),
+each with its tokens and its money at the session's model."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ OUTCOME_LABELS: dict[str, str] = {
     LedgerEntry.Outcome.GET_OBSERVATIONS: "get_observations instead",
     LedgerEntry.Outcome.SMART_OUTLINE: "smart_outline instead",
     LedgerEntry.Outcome.SMART_UNFOLD: "smart_unfold instead",
+    LedgerEntry.Outcome.REPEATED: "the same error came back: the recall did not spare it",
 }
 
 
@@ -84,6 +85,10 @@ def _label(kind: str, detail: str) -> str:
     if kind == LedgerEntry.Kind.INJECTION:
         if detail == "prompt_recall":
             return "prompt-time recall"
+        if detail == "failure_recall":
+            return "failure recall"
+        if detail == "failure_recall_held":
+            return "failure recall held back (not paying in this project)"
         source = detail.partition(":")[2]
         return f"SessionStart index ({source})" if source else "SessionStart index"
     return kind
@@ -106,11 +111,14 @@ def session_ledger(*, session: Session) -> SessionLedger:
                 when=created,
                 kind=kind,
                 label=_label(kind, detail),
-                path=relative_path(path, session.project_root) if path else "",
+                # A failure recall's `path` is its error's key, not a file.
+                path=relative_path(path, session.project_root)
+                if path and not path.startswith("error:")
+                else "",
                 shown=shown,
                 avoided=avoided,
                 outcome=OUTCOME_LABELS.get(outcome, outcome)
-                if kind == LedgerEntry.Kind.GATE_DENY
+                if kind == LedgerEntry.Kind.GATE_DENY or outcome == LedgerEntry.Outcome.REPEATED
                 else "",
                 usd=input_usd(model, avoided) - input_usd(model, shown),
             )

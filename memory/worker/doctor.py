@@ -183,6 +183,16 @@ def _hook_checks(settings_path: Path) -> list[Check]:
                 "run `cmem install`",
             )
         ]
+    outdated = installer.outdated_events(found)
+    if outdated:
+        return [
+            Check(
+                "warn",
+                f"cmem hooks for {', '.join(outdated)} in {settings_path} come from an older "
+                "cmem (a failed tool's hook runs async, so failure recall cannot reach the model)",
+                "run `cmem install` again",
+            )
+        ]
     return [Check("ok", f"hooks installed for all {len(expected)} events in {settings_path}")]
 
 

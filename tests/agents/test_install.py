@@ -79,7 +79,9 @@ def test_install_writes_the_six_entries_in_exec_form(tmp_path: Path, settings_fi
     entry = ours["PostToolUse"][0]
     assert Path(entry["command"]).parent == Path(CMEM).parent and entry["async"] is True
     assert entry["args"][:3] == ["-I", "-S", "-c"] and "memory.hookclient.entry" in entry["args"][3]
-    assert ours["PostToolUseFailure"][0]["async"] is True
+    # A failed tool's hook waits (briefly) so failure recall's context reaches the model.
+    failure = ours["PostToolUseFailure"][0]
+    assert "async" not in failure and 1 <= failure["timeout"] <= 10
     assert ours["SessionEnd"][0]["timeout"] >= 5
     matchers = {event: groups[-1].get("matcher") for event, groups in hooks.items()}
     assert matchers["SessionStart"] == "startup|clear|compact" and matchers["PreToolUse"] == "Read"
@@ -124,6 +126,35 @@ def test_install_is_idempotent(tmp_path: Path, settings_file: Path) -> None:
     assert "already installed" in result.stdout
     assert settings_file.read_bytes() == first
     assert set(tmp_path.glob("settings.json.bak.*")) == backups
+
+
+def test_install_upgrades_an_older_async_failure_hook_once(
+    tmp_path: Path, settings_file: Path
+) -> None:
+    """An install from before failure recall ran PostToolUseFailure async: installing again
+    makes it synchronous, keeps everything else, and a third install changes nothing."""
+    _cmem("install", "--settings", str(settings_file), home=tmp_path)
+    data = json.loads(settings_file.read_text())
+    for group in data["hooks"]["PostToolUseFailure"]:
+        for hook in group["hooks"]:
+            hook.update({"async": True, "timeout": 30})
+    settings_file.write_text(json.dumps(data, indent=2))
+    assert installer.outdated_events(installer.installed_events(settings_file)) == [
+        "PostToolUseFailure"
+    ]
+    result = _cmem("install", "--settings", str(settings_file), home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    upgraded = json.loads(settings_file.read_text())
+    (failure,) = [h for g in upgraded["hooks"]["PostToolUseFailure"] for h in g["hooks"]]
+    assert "async" not in failure and failure["timeout"] == 5
+    assert upgraded["hooks"]["PreToolUse"][0] == OTHER_HOOKS["PreToolUse"][0]
+    assert installer.outdated_events(installer.installed_events(settings_file)) == []
+    again = settings_file.read_bytes()
+    assert (
+        "already installed"
+        in _cmem("install", "--settings", str(settings_file), home=tmp_path).stdout
+    )
+    assert settings_file.read_bytes() == again
 
 
 def test_an_unparseable_settings_file_is_refused_unchanged(tmp_path: Path) -> None:

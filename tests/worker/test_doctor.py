@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,19 @@ def test_a_healthy_install_passes(tmp_path: Path) -> None:
     )
     assert "hooks reach this data dir" in text
     assert "worker not running" in text and "fix: " in text  # a warning, with its fix
+
+
+def test_an_older_async_failure_hook_is_named_with_the_fix(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    installer.settings_install(
+        path=path, command=str(installer.own_executable()), data_dir=installer.custom_data_dir()
+    )
+    data = json.loads(path.read_text())
+    data["hooks"]["PostToolUseFailure"][0]["hooks"][0]["async"] = True
+    path.write_text(json.dumps(data))
+    text, _ = _doctor(path)
+    assert "PostToolUseFailure" in text and "failure recall cannot reach the model" in text
+    assert "fix: run `cmem install` again" in text
 
 
 def test_missing_hooks_fail_with_the_fix(tmp_path: Path) -> None:

@@ -26,7 +26,9 @@ HOOKS: list[tuple[str, str | None, str, int, bool]] = [
     ("SessionStart", "startup|clear|compact", "context", 30, False),
     ("UserPromptSubmit", None, "session-init", 30, False),
     ("PostToolUse", "*", "observation", 30, True),
-    ("PostToolUseFailure", "*", "observation", 30, True),
+    # Synchronous, so failure recall's context reaches the model's next request (failures are
+    # rare; the hook client's own timeout, CLAUDE_MEM_HOOK_TIMEOUT_MS, bounds the wait first).
+    ("PostToolUseFailure", "*", "observation", 5, False),
     ("PreToolUse", "Read", "file-context", 10, False),
     ("Stop", None, "summarize", 60, False),
     # Without a timeout Claude Code gives SessionEnd hooks only 1.5 s.
@@ -314,6 +316,17 @@ def settings_install(
 def settings_uninstall(*, path: Path) -> InstallReport:
     """Remove cmem's hooks from `path` and nothing else."""
     return hooks_remove(path=path, is_ours=is_cmem_hook)
+
+
+def outdated_events(found: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """The events whose installed cmem hook runs otherwise (async or not) than this cmem
+    installs it: an older install (PostToolUseFailure was async before failure recall)."""
+    wanted = {claude_event: is_async for claude_event, _, _, _, is_async in HOOKS}
+    return sorted(
+        event
+        for event, hooks in found.items()
+        if event in wanted and any(bool(h.get("async")) != wanted[event] for h in hooks)
+    )
 
 
 def installed_events(path: Path) -> dict[str, list[dict[str, Any]]]:

@@ -4,8 +4,9 @@
 
 Starts its own worker (`cmem serve` on a free port, in a temporary data dir: never your
 memory), then runs, interleaved so machine noise hits all three alike: `python -c pass`,
-`cmem hook claude-code observation` (a realistic PostToolUse payload) and `cmem hook
-claude-code file-context`. Whole-process wall times, medians, printed as ratios to the bare
+`cmem hook claude-code observation` (a realistic PostToolUse payload), `cmem hook
+claude-code file-context`, and a PostToolUseFailure that failure recall answers with a
+recorded fix. Whole-process wall times, medians, printed as ratios to the bare
 interpreter. Then the worker's own ingest time per event: POSTs of fresh tool uses over one
 keep-alive connection.
 
@@ -61,6 +62,44 @@ OBSERVATION = {
     "tool_use_id": "toolu_bench",
     "duration_ms": 412,
 }
+
+
+# What Claude Code 2.1.332 sends when a Bash command exits non-zero
+# (tests/fixtures/claude-code-2.1.332/PostToolUseFailure.bash.json): the synchronous hook
+# that failure recall answers (memory/briefing/failure_recall.py).
+FAILURE = {
+    "session_id": "bench-failure",
+    "transcript_path": "/home/dev/.claude/projects/-home-dev-projects-demo/bench.jsonl",
+    "cwd": "/home/dev/projects/demo",
+    "prompt_id": "bench-prompt",
+    "permission_mode": "default",
+    "hook_event_name": "PostToolUseFailure",
+    "tool_name": "Bash",
+    "tool_input": {"command": "python3 -c 'import stripe_sdk'", "description": "Import"},
+    "tool_use_id": "toolu_bench_failure",
+    "error": 'Exit code 1\nTraceback (most recent call last):\n  File "<string>", line 1, '
+    "in <module>\nModuleNotFoundError: No module named 'stripe_sdk'",
+    "is_interrupt": False,
+    "duration_ms": 70,
+}
+# The recorded fix the bench's failures recall (`cmem remember`, in the payload's project).
+FAILURE_FIX = (
+    "Fixed ModuleNotFoundError for stripe_sdk",
+    "python3 -c 'import stripe_sdk' failed with ModuleNotFoundError: No module named "
+    "'stripe_sdk'; fixed by adding vendor/ to PYTHONPATH",
+)
+
+
+def _failure(n: int) -> bytes:
+    """A failure in a session of its own each time: every run looks the fix up, renders it
+    and books it (the once-per-session shortcut would flatter the figure)."""
+    return json.dumps(
+        {
+            **FAILURE,
+            "session_id": f"bench-failure-{n}-{time.time_ns()}",
+            "tool_use_id": f"toolu_f_{n}",
+        }
+    ).encode()
 
 
 # What Claude Code 2.1.332 sends before a Read (tests/fixtures/claude-code-2.1.332/PreToolUse.json).
@@ -267,7 +306,23 @@ def _report(out: Any, *, runs: int, ingest_count: int, env: dict[str, str], port
             [sys.executable, "-I", "-S", ENTRY, "hook", "claude-code", "file-context"],
             lambda n: pre_tool_use,
         ),
+        # PostToolUseFailure, synchronous: the recorded fix is found, shown and ledgered.
+        "python -I -S hookclient/entry.py failure": (
+            [sys.executable, "-I", "-S", ENTRY, "hook", "claude-code", "observation"],
+            _failure,
+        ),
     }
+    title, detail = FAILURE_FIX
+    subprocess.run(
+        [cmem, "remember", title, detail, "--kind", "bugfix", "--project", "demo"],
+        env=env, capture_output=True, check=True, timeout=60,
+    )  # fmt: skip
+    recalled = subprocess.run(
+        [cmem, "hook", "claude-code", "observation"],
+        input=_failure(-2), env=env, capture_output=True, timeout=60,
+    )  # fmt: skip
+    if b"stripe_sdk" not in recalled.stdout:
+        raise RuntimeError(f"the failure hook recalled nothing: {recalled.stdout[:500]!r}")
     for cmd, payload in commands.values():  # warm-up: bytecode caches, the worker's first request
         _time(cmd, payload(-1), env)
     times: dict[str, list[float]] = {name: [] for name in commands}
