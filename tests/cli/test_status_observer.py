@@ -17,6 +17,7 @@ def _status(*args: str) -> str:
     return out.getvalue()
 
 
+@pytest.mark.django_db
 def test_status_shows_the_observer_sources(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-status-secret-0123456789")
@@ -36,3 +37,21 @@ def test_status_shows_the_observer_sources(monkeypatch: pytest.MonkeyPatch, tmp_
         "key": "ANTHROPIC_API_KEY (environment)",
         "base_url": "CLAUDE_MEM_ANTHROPIC_BASE_URL",
     }
+
+
+@pytest.mark.django_db
+def test_status_counts_the_rows_waiting_for_a_vector(
+    monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    from memory.models import Observation, Session
+    from memory.retrieval.embeddings import store
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    session = Session.objects.create(session_id="s-wait", project="p")
+    for n in range(3):
+        Observation.objects.create(session=session, project="p", type="change", title=f"row {n}")
+    assert "3 row(s) wait for a vector" in _status()
+    assert json.loads(_status("--json"))["search"]["waiting_for_vector"] == 3
+    store.embed_pending()
+    assert "wait for a vector" not in _status()
+    assert json.loads(_status("--json"))["search"]["waiting_for_vector"] == 0

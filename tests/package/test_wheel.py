@@ -244,7 +244,7 @@ def test_starting_twice_reports_the_running_worker(installed: Installed) -> None
 def test_the_runtime_set_is_lean_and_search_says_it_is_keyword_only(installed: Installed) -> None:
     # Team mode, search by meaning and the test tools are extras: not in a plain install.
     site = next(installed.venv.glob("lib/python3*/site-packages"))
-    for name in ("numpy", "wordllama", "tokenizers", "psycopg", "redis", "pytest", "playwright"):
+    for name in ("numpy", "onnxruntime", "tokenizers", "psycopg", "redis", "pytest", "playwright"):
         assert not (site / name).exists(), name
     _sign_in(installed)
     status, _, body = _get(f"{installed.url}/api/search?q=checkout&mode=hybrid")
@@ -293,12 +293,15 @@ def test_uv_tool_install_of_the_wheel_with_and_without_embeddings(installed: Ins
         cwd=installed.folder, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert "search: hybrid (words and meaning" in doctor.stdout, doctor.stdout
-    # The bundled pair loads from that install's site-packages alone (cmem's wheel carries
-    # the distilled table, wordllama's the other), offline, outside any checkout.
+    # The bundled transformer loads from that install's site-packages alone (cmem's wheel
+    # carries the model, ONNX Runtime runs it), offline, outside any checkout; neither
+    # tokenizers nor huggingface_hub is installed by the extra.
     probe = (
-        "from memory.retrieval.embeddings.model import get_model, DATA; m = get_model(); "
+        "import importlib.util as u; from memory.retrieval.embeddings.model import get_model; "
+        "from memory.retrieval.embeddings.transformer import DATA; m = get_model(); "
         "v = m.embed(['refunds match checkout']); "
-        "print(m.version, v.shape[1], round(float((v * v).sum()), 3), DATA)"
+        "print(m.version, v.shape[1], round(float((v * v).sum()), 2), DATA, "
+        "u.find_spec('tokenizers') is None and u.find_spec('huggingface_hub') is None)"
     )
     embedded = subprocess.run(
         [str(root / "tools" / "cmem" / "bin" / "python"), "-c", probe],
@@ -306,6 +309,10 @@ def test_uv_tool_install_of_the_wheel_with_and_without_embeddings(installed: Ins
         cwd=installed.folder, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert embedded.returncode == 0, embedded.stderr[-3000:]
-    version, dim, norm, data = embedded.stdout.split()
-    assert "+minilm-pair1@" in version and (dim, norm) == ("256", "1.0")
+    version, dim, norm, data, lean = embedded.stdout.split()
+    assert version.startswith("all-MiniLM-L6-v2/onnx-int8@") and (dim, norm, lean) == (
+        "384",
+        "1.0",
+        "True",
+    )
     assert str(REPO) not in data and "site-packages" in data

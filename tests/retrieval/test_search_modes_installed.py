@@ -4,7 +4,7 @@ search`, the MCP tool, `cmem doctor`, `cmem status`), nothing is embedded and pr
 recall stays quiet.
 
 This dev venv has the extra, so "absent" is `embeddings.missing()` answering as it does in a
-runtime-only install (importlib finds no numpy/wordllama there). tests/package/test_wheel.py
+runtime-only install (importlib finds no numpy/onnxruntime there). tests/package/test_wheel.py
 proves the same from a real runtime-only install of the wheel.
 """
 
@@ -40,14 +40,14 @@ def row() -> int:
 
 @pytest.fixture
 def absent(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(embeddings, "missing", lambda: ("numpy", "wordllama"))
+    monkeypatch.setattr(embeddings, "missing", lambda: ("numpy", "onnxruntime"))
 
 
 def test_the_extra_is_found_without_importing_it() -> None:
     # The dev extra includes cmem[embeddings]; finding it must not import numpy (the hook
     # client and `cmem status` stay light).
     assert embeddings.available() and embeddings.unavailable_note() == ""
-    assert set(embeddings.REQUIRED) == {"numpy", "tokenizers", "safetensors", "wordllama"}
+    assert set(embeddings.REQUIRED) == {"numpy", "onnxruntime"}
 
 
 def test_with_the_extra_the_api_runs_hybrid_and_says_nothing(row: int, client: Client) -> None:
@@ -63,7 +63,7 @@ def test_without_it_the_api_answers_by_keyword_and_says_so(
     for mode in ("hybrid", "semantic"):
         data = client.get("/api/search", {"q": "refunds", "mode": mode}).json()
         assert data["mode"] == "keyword"
-        assert "search by meaning is off (numpy, wordllama not installed)" in data["note"]
+        assert "search by meaning is off (numpy, onnxruntime not installed)" in data["note"]
         assert "cmem[embeddings]" in data["note"]
         assert [r["id"] for r in data["results"]] == [row]
     keyword = client.get("/api/search", {"q": "refunds", "mode": "keyword"}).json()
@@ -103,7 +103,7 @@ def test_without_it_nothing_is_embedded_and_recall_is_quiet(
     monkeypatch.setenv("CLAUDE_MEM_SEMANTIC_INJECT", "true")
     later = Session.objects.create(session_id="s-later", project="shop")
     assert related_notes(session=later, text="money given back to buyers") == ""
-    with pytest.raises(CommandError, match=r"not installed \(numpy, wordllama missing\)"):
+    with pytest.raises(CommandError, match=r"not installed \(numpy, onnxruntime missing\)"):
         call_command("embeddings", "backfill", "--no-progress")
 
 
@@ -114,7 +114,9 @@ def test_doctor_and_status_name_the_search_mode(
     with pytest.raises(CommandError):  # hooks are not installed in this settings file
         call_command("doctor", claude_settings=tmp_path / "s.json", stdout=out)
     text = out.getvalue()
-    assert "search: keyword only, search by meaning is off (numpy, wordllama not installed)" in text
+    assert (
+        "search: keyword only, search by meaning is off (numpy, onnxruntime not installed)" in text
+    )
     assert "cmem[embeddings]" in text
 
     monkeypatch.setenv("HOME", str(tmp_path))

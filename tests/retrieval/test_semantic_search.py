@@ -16,8 +16,8 @@ from django.db import connection
 from django.test import Client
 
 from memory.models import Embedding, Observation, Prompt, Session, Summary
-from memory.retrieval.embeddings import index, store
-from memory.retrieval.embeddings.model import DEFAULT_NAME, get_model
+from memory.retrieval.embeddings import index, store, transformer
+from memory.retrieval.embeddings.model import DEFAULT_NAME, get_model, model_version
 from memory.retrieval.search import hybrid
 from memory.retrieval.search.hybrid import fuse
 from memory.retrieval.search.query import SearchQuery
@@ -68,66 +68,38 @@ def _ids(**kwargs: object) -> list[int]:
 
 def test_the_bundled_model_loads_from_the_wheel_and_gives_unit_vectors() -> None:
     model = get_model()
-    assert model.version.startswith(DEFAULT_NAME + "@")
+    assert model.version == transformer.VERSION and model.version.startswith(DEFAULT_NAME + "@")
     vectors = model.embed(["refund totals", "", "Redis pool"])
-    assert vectors.shape == (3, 256)
-    assert np.allclose(np.linalg.norm(vectors[[0, 2]], axis=1), 1.0, atol=1e-5)
+    assert vectors.shape == (3, 384)
+    assert np.allclose(np.linalg.norm(vectors[[0, 2]], axis=1), 1.0, atol=1e-3)
     assert not vectors[1].any()  # an empty text is a zero vector, never NaN
 
 
-def test_the_bundled_pair_maps_its_int8_table_and_projects_both_halves() -> None:
-    """The default is WordLlama paired with the distilled table: the int8 table stays mapped
-    (its pages are the file's, not the heap's), its scales weigh its rows exactly as the
-    float table would, and the pair's vector is the centred projection of both halves."""
-    from memory.retrieval.embeddings.model import EmbeddingModel
+def test_the_bundled_weights_are_the_file_their_version_names() -> None:
+    """A new export must change the version, so stored vectors of the old one are re-made."""
+    assert transformer.weights_digest() == transformer.WEIGHTS_SHA256
+    assert transformer.VERSION.endswith("@" + transformer.WEIGHTS_SHA256[:12])
 
+
+def test_the_bundled_model_relates_texts_by_meaning() -> None:
+    """A sentence encoder, not a bag of words: a paraphrase with no word in common is nearer
+    than a text about something else, and batching (padding) does not change a vector."""
     model = get_model()
-    wordllama, minilm = model.parts  # type: ignore[union-attr]
-    assert isinstance(minilm.table, np.memmap) and minilm.table.dtype == np.int8
-    widened = EmbeddingModel(
-        "f32",
-        np.asarray(minilm.table, dtype=np.float32) * minilm.weights[:, None],
-        minilm.tokenizer,
-    )
-    texts = ["partial refunds match checkout", "Redis pool exhausted under load"]
-    assert np.allclose(minilm.embed(texts), widened.embed(texts), atol=1e-6)
-    alpha = model.alpha  # type: ignore[union-attr]
-    both = np.hstack(
-        [np.sqrt(1 - alpha) * wordllama.embed(texts), np.sqrt(alpha) * minilm.embed(texts)]
-    )
-    expected = (both - model.centre) @ model.projection  # type: ignore[union-attr]
-    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
-    assert model.dim == 256 and np.allclose(model.embed(texts), expected, atol=1e-5)
-    # Each half alone already relates the two refund texts more than refund and Redis.
-    for part in (wordllama, minilm, model):
-        a, b, c = part.embed([texts[0], "refund totals agree with checkout", texts[1]])
-        assert a @ b > a @ c
-
-
-def test_the_bundled_model_weighs_rare_tokens_over_filler() -> None:
-    """idf pooling: a filler word moves a text's vector less than a content word does, and
-    the weighting is named in the version (a change of it re-embeds every row). The
-    WordLlama half of the bundled pair is the one weighted by idf."""
-    assert "-idf" in get_model().version
-    model = get_model().parts[0]  # type: ignore[union-attr]
-    assert model.weights is not None
-    ids = {
-        word: model.tokenizer.encode(word, add_special_tokens=False).ids
-        for word in ("the", "refund")
-    }
-    assert model.weights[ids["the"]].max() < model.weights[ids["refund"]].min()
-    base, filler, content = model.embed(
-        ["partial refunds match checkout", "the partial refunds match the checkout",
-         "partial refunds match checkout totals"]
+    refund, paraphrase, redis = model.embed(
+        ["partial refunds match checkout totals",
+         "money given back to buyers agrees with what they paid",
+         "Redis connection pool exhausted under load"]
     )  # fmt: skip
-    assert base @ filler > base @ content
+    assert refund @ paraphrase > refund @ redis + 0.2
+    (alone,) = model.embed(["Redis connection pool exhausted under load"])
+    assert np.allclose(alone, redis, atol=1e-4)
 
 
-def test_rows_of_the_plain_mean_version_are_re_embedded(rows: dict[str, int]) -> None:
-    """A store embedded before the weighting (the older version string) is caught up by the
+def test_rows_of_an_earlier_model_are_re_embedded(rows: dict[str, int]) -> None:
+    """A store embedded by an earlier model (another version string) is caught up by the
     sweep, and search then finds the rows with the current vectors."""
     model = get_model()
-    old = model.version.replace("-idf1", "")
+    old = "an-earlier-model@0"
     Embedding.objects.update(model=old)
     index.clear()
     assert store.pending_count("observation", model.version) == len(ROWS)
@@ -148,7 +120,7 @@ def test_every_row_kind_is_embedded_with_its_model_version(rows: dict[str, int])
         ("summary", summary.pk),
     ):
         row = Embedding.objects.get(kind=kind, object_id=pk)
-        assert row.model == model.version and len(bytes(row.vector)) == 256 * 2  # float16
+        assert row.model == model.version and len(bytes(row.vector)) == 384 * 2  # float16
     assert store.embed_pending() == 0  # nothing left to do
 
 
@@ -235,16 +207,12 @@ def test_snippets_still_highlight_in_hybrid(rows: dict[str, int]) -> None:
     assert "«" not in hits[0].snippet
 
 
-def _tiny_model(folder: Path, dim: int = 16) -> None:
-    """A static model in the model2vec layout, from the bundled tokenizer and a random table."""
-    import wordllama
-    from safetensors.numpy import save_file
-
+def _local_model(folder: Path) -> None:
+    """A local model folder in the bundled layout: the bundled files under another name
+    (another version, the same vectors)."""
     folder.mkdir()
-    tokenizer = Path(wordllama.__file__).parent / "tokenizers" / "l2_supercat_tokenizer_config.json"
-    (folder / "tokenizer.json").write_bytes(tokenizer.read_bytes())
-    table = np.random.default_rng(1).standard_normal((32000, dim)).astype(np.float32)
-    save_file({"embeddings": table}, str(folder / "model.safetensors"))
+    (folder / "model.onnx").write_bytes(transformer.WEIGHTS.read_bytes())
+    (folder / "tokenizer.json").write_bytes(transformer.TOKENIZER.read_bytes())
 
 
 def test_a_model_change_re_embeds_in_the_background(
@@ -253,17 +221,17 @@ def test_a_model_change_re_embeds_in_the_background(
     from memory.retrieval.embeddings.tasks import embeddings_sweep_task
 
     old = get_model().version
-    _tiny_model(tmp_path / "tiny")
+    _local_model(tmp_path / "tiny")
     monkeypatch.setenv("CLAUDE_MEM_EMBEDDINGS_MODEL", str(tmp_path / "tiny"))
     new = get_model()
-    assert new.version.startswith("local/tiny@") and new.dim == 16
+    assert new.version.startswith("local/tiny@") and new.dim == 384
+    assert model_version() == new.version
     assert store.pending_count("observation", new.version) == len(ROWS)
     embeddings_sweep_task.call_local()
     assert set(Embedding.objects.values_list("model", flat=True)) == {new.version}
     assert Embedding.objects.count() == len(ROWS)
-    assert len(bytes(Embedding.objects.first().vector)) == 16 * 2  # type: ignore[union-attr]
+    assert len(bytes(Embedding.objects.first().vector)) == 384 * 2  # type: ignore[union-attr]
     # Search uses the new vectors (same dimension as the query), not the old model's.
-    # (a random table: only a text identical to a row's is near it).
     title = "Redis connection pool exhausted under load"
     assert (
         _ids(
@@ -377,82 +345,151 @@ def test_the_mcp_search_tool_passes_the_mode(monkeypatch: pytest.MonkeyPatch) ->
     assert json.dumps(seen)  # plain values only
 
 
-def test_the_shipped_token_weights_are_the_recall_sets_idf() -> None:
-    """The weights file is what `python -m memory.retrieval.embeddings.model --rebuild-idf`
-    makes from the benchmark's observation texts (documents only: no query or label)."""
-    import gzip
-
-    from memory.retrieval.embeddings import idf
-
-    model = get_model().parts[0]  # type: ignore[union-attr]  (WordLlama's half)
-    with gzip.open(idf._SET, "rt", encoding="utf-8") as f:
-        observations = json.load(f)["observations"]
-    texts = ["\n".join(p for p in (o["title"], o["narrative"]) if p)[:4000] for o in observations]
-    weights = idf.compute(texts, model.tokenizer, model.table.shape[0])
-    assert np.allclose(weights.astype(np.float16), idf.load(model.table.shape[0]), atol=1e-3)
-    assert weights.min() >= 0 and weights.max() == pytest.approx(np.log(len(texts) + 1), rel=1e-4)
-
-
 class _GivenKeywordList:
     """The SQLite backend, except that its keyword list is the one given (hand-made lists
-    over the fixture's rows); vectors, hits and the relatedness reads are the real ones."""
+    over the fixture's rows); vectors, hits and the coverage reads are the real ones."""
 
-    def __init__(self, ids: list[int], strict: bool) -> None:
+    def __init__(self, ids: list[int]) -> None:
         self.ranked = [(1.0 / n, "observation", pk) for n, pk in enumerate(ids, start=1)]
-        self.strict = strict
 
     def keyword_ranked(self, query: SearchQuery) -> tuple[list[Any], bool]:
-        return self.ranked, self.strict
+        return self.ranked, False
 
     keyword = staticmethod(SqliteBackend.keyword)
     hits_by_ids = staticmethod(SqliteBackend.hits_by_ids)
     nearest = staticmethod(SqliteBackend.nearest)
+    term_coverage = staticmethod(SqliteBackend.term_coverage)
 
 
-def _hybrid_ids(text: str, backend: _GivenKeywordList) -> list[int]:
+def _hybrid_ids(text: str, backend: Any) -> list[int]:
     query = SearchQuery(text=text, mode="hybrid", kinds=("observation",))
-    return [hit.id for hit in hybrid.search_mode(backend, query)]  # type: ignore[arg-type]
+    return [hit.id for hit in hybrid.search_mode(backend, query)]
 
 
-def test_keyword_weight_ramps_with_the_heads_relatedness() -> None:
-    low = hybrid.RELATEDNESS_CENTER - hybrid.RELATEDNESS_WIDTH / 2
-    assert hybrid.keyword_weight(True, low - 0.01) == 0.0
-    assert hybrid.keyword_weight(True, hybrid.RELATEDNESS_CENTER) == pytest.approx(0.5)
-    assert hybrid.keyword_weight(True, low + hybrid.RELATEDNESS_WIDTH + 0.01) == 1.0
-    assert hybrid.keyword_weight(False, 0.9) == hybrid.FALLBACK_WEIGHT
+@pytest.fixture
+def haystack(rows: dict[str, int]) -> dict[str, int]:
+    """The fixture's rows among 400 others whose vectors are random directions: what noise
+    looks like to a query, so that significance can be told from it (six rows alone cannot
+    show what is usual)."""
+    rng = np.random.default_rng(32)
+    session = Session.objects.create(session_id="s-filler", project="filler", started=START)
+    fillers = Observation.objects.bulk_create(
+        Observation(session=session, project="filler", type="change", title=f"filler {n}",
+                    narrative="", created=START - timedelta(days=1))
+        for n in range(400)
+    )  # fmt: skip
+    vectors = rng.standard_normal((len(fillers), 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    model = get_model().version
+    Embedding.objects.bulk_create(
+        Embedding(kind="observation", object_id=row.pk, model=model,
+                  vector=vec.astype(np.float16).tobytes())
+        for row, vec in zip(fillers, vectors, strict=True)
+    )  # fmt: skip
+    index.clear()
+    return rows
+
+
+def test_keyword_weight_is_the_odds_of_a_content_word_being_held() -> None:
+    assert hybrid.keyword_weight(0.0) == 0.0
+    assert hybrid.keyword_weight(0.25) == pytest.approx(1 / 3)
+    assert hybrid.keyword_weight(0.5) == hybrid.keyword_weight(0.9) == 1.0
+
+
+def test_term_coverage_counts_the_content_words_a_row_holds(rows: dict[str, int]) -> None:
+    cover = SqliteBackend.term_coverage
+    stripe, coupons = ("observation", rows["stripe"]), ("observation", rows["coupons"])
+    # "the" and "of" are filler; orders and duplicate are in the Stripe row, refunds is not.
+    assert cover([stripe], "the duplicate of orders refunds") == pytest.approx(2 / 3)
+    assert cover([coupons, stripe], "the duplicate of orders refunds") == pytest.approx(2 / 3)
+    assert cover([coupons], "the duplicate of orders refunds") == 0.0
+    assert cover([stripe], "") == 1.0 and cover([], "orders") == 1.0
+    # Stemmed as the index stems (porter): "duplicates" holds "duplicate".
+    assert cover([stripe], "duplicates") == 1.0
+
+
+def test_significance_keeps_a_neighbour_that_stands_out_from_noise(
+    haystack: dict[str, int],
+) -> None:
+    query = SearchQuery(text=PARAPHRASE, mode="semantic", kinds=("observation",))
+    embedded = hybrid.query_vector(query)
+    assert embedded is not None
+    ranked = hybrid.semantic_ranked(SqliteBackend, query, 10, embedded=embedded)
+    kept = hybrid.significant(ranked, embedded)
+    assert kept[0][2] == haystack["refunds"]
+    # Every random filler row is noise by construction: none passes.
+    fillers = set(Observation.objects.filter(project="filler").values_list("pk", flat=True))
+    assert not {pk for _, _, pk in kept} & fillers
+    # A query about nothing stored: whatever its nearest rows, none stands out.
+    noise = SearchQuery(text="zebras migrate across the savanna at dawn", kinds=("observation",))
+    embedded = hybrid.query_vector(noise)
+    assert embedded is not None
+    assert (
+        hybrid.significant(
+            hybrid.semantic_ranked(SqliteBackend, noise, 10, embedded=embedded), embedded
+        )
+        == []
+    )
 
 
 def test_a_paraphrase_keeps_its_semantic_top_hit(
-    rows: dict[str, int], monkeypatch: pytest.MonkeyPatch
+    haystack: dict[str, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Keyword hits that share only incidental words with a paraphrase (their vectors are
-    far from the query's) lose their weight, and the vectors' first row stays first."""
-    backend = _GivenKeywordList([rows["coupons"], rows["stripe"]], strict=False)
-    embedded = hybrid.query_vector(SearchQuery(text=PARAPHRASE))
-    assert embedded is not None
-    assert hybrid.relatedness(backend.ranked, embedded) < hybrid.RELATEDNESS_CENTER
-    assert _ids(text=PARAPHRASE, mode="semantic")[0] == rows["refunds"]
-    assert _hybrid_ids(PARAPHRASE, backend)[0] == rows["refunds"]
-    # With a fixed full weight (the ramp always at 1) the keyword head would have led.
-    monkeypatch.setattr(hybrid, "RELATEDNESS_CENTER", -1.0)
-    assert _hybrid_ids(PARAPHRASE, backend)[0] == rows["coupons"]
+    """Keyword hits that hold none of a paraphrase's content words lose their weight, and
+    the vectors' first row stays first."""
+    backend = _GivenKeywordList([haystack["coupons"], haystack["stripe"]])
+    assert _ids(text=PARAPHRASE, mode="semantic")[0] == haystack["refunds"]
+    assert _hybrid_ids(PARAPHRASE, backend)[0] == haystack["refunds"]
+    # With a fixed full weight the keyword head would have led (ties go to keyword).
+    monkeypatch.setattr(hybrid, "keyword_weight", lambda coverage: 1.0)
+    assert _hybrid_ids(PARAPHRASE, backend)[0] == haystack["coupons"]
 
 
-def test_a_keyword_query_keeps_its_keyword_top_hit(rows: dict[str, int]) -> None:
-    """A keyword head related to the query by meaning keeps (most of) its weight: it leads
-    even where the vectors put another row first."""
+def test_a_keyword_query_keeps_its_keyword_top_hit(haystack: dict[str, int]) -> None:
+    """A keyword head that holds the query's words keeps its full weight: it leads even
+    where the vectors put another row first."""
     text = "orders refunds duplicate"
-    assert _ids(text=text, mode="semantic")[:2] == [rows["refunds"], rows["stripe"]]
-    backend = _GivenKeywordList([rows["stripe"]], strict=True)
-    embedded = hybrid.query_vector(SearchQuery(text=text))
-    assert embedded is not None
-    related = hybrid.relatedness(backend.ranked, embedded)
-    assert hybrid.keyword_weight(True, related) >= 0.75
-    assert _hybrid_ids(text, backend)[0] == rows["stripe"]
+    assert _ids(text=text, mode="semantic")[0] == haystack["refunds"]
+    backend = _GivenKeywordList([haystack["stripe"]])
+    assert _hybrid_ids(text, backend)[0] == haystack["stripe"]
 
 
-def test_relatedness_without_vectors_keeps_the_keyword_weight(rows: dict[str, int]) -> None:
-    embedded = hybrid.query_vector(SearchQuery(text="refund rounding"))
-    assert embedded is not None
-    Embedding.objects.filter(object_id=rows["coupons"]).delete()
-    assert hybrid.relatedness([(1.0, "observation", rows["coupons"])], embedded) == 1.0
+def test_hybrid_answers_as_keyword_when_no_neighbour_stands_out(
+    haystack: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Everyday small talk is a little like every question: when no vector neighbour stands
+    out from noise (`significant` keeps none; its own test is above), hybrid is exactly
+    the keyword answer, so it never loses to it."""
+    text = "store timezone discounts"
+    keyword = _ids(text=text, mode="keyword")
+    assert keyword
+    monkeypatch.setattr(hybrid, "significant", lambda semantic, embedded: [])
+    assert _ids(text=text, mode="hybrid") == keyword
+
+
+def test_rows_waiting_for_a_vector_are_said_and_found_by_keyword(
+    rows: dict[str, int], client: Client
+) -> None:
+    """An import the sweep has not reached yet: semantic still answers its keyword hits,
+    and every surface says how many rows wait."""
+    session = Session.objects.get(project="shop")
+    waiting = Observation.objects.create(
+        session=session, project="shop", type="discovery", title="Giraffe invoices are rounded twice",
+        narrative="Imported and not embedded yet.", created=START,
+    )  # fmt: skip
+    assert store.waiting() == 1
+    assert waiting.pk in _ids(text="giraffe invoices", mode="semantic")
+    body = client.get("/api/search", {"q": "giraffe invoices", "mode": "semantic"}).json()
+    assert "1 row(s) have no vector yet" in body["note"]
+    assert waiting.pk in [hit["id"] for hit in body["results"]]
+    assert (
+        "1 row(s) have no vector yet"
+        in client.get("/search/", {"q": "giraffe", "mode": "hybrid"}).content.decode()
+    )
+    out, err = StringIO(), StringIO()
+    call_command("search", "giraffe", "invoices", "--mode", "semantic", stdout=out, stderr=err)
+    assert "1 row(s) have no vector yet" in err.getvalue() and "Giraffe" in out.getvalue()
+    assert client.get("/api/search", {"q": "giraffe", "mode": "keyword"}).json()["note"] == ""
+    store.embed_pending()
+    assert store.waiting() == 0
+    assert client.get("/api/search", {"q": "giraffe", "mode": "semantic"}).json()["note"] == ""

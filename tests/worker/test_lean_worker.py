@@ -182,7 +182,7 @@ def test_the_serving_process_imports_no_heavy_sdk_at_start(tmp_path: Path) -> No
         "import sys; sys.modules['redis'] = None; import django; django.setup(); "
         "import cmem_site.wsgi, cmem_site.urls, memory.worker.inprocess_consumer; "
         "heavy = {'mcp', 'anthropic', 'openai', 'tree_sitter', 'detect_secrets', 'numpy', "
-        "'tokenizers', 'wordllama', 'httpx', 'starlette', 'jsonschema', 'rich'}; "
+        "'onnxruntime', 'httpx', 'starlette', 'jsonschema', 'rich'}; "
         "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in heavy)))"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}

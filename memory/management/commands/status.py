@@ -5,10 +5,12 @@ from argparse import ArgumentParser
 from typing import Any
 
 from django.core.management.base import BaseCommand
+from django.db import DatabaseError
 
 from memory import config
 from memory.compression.providers import OFFLINE, module, provider_choice
 from memory.retrieval import embeddings
+from memory.retrieval.embeddings import store as embeddings_store
 from memory.worker import lifecycle
 from memory.worker import state as worker
 
@@ -42,8 +44,18 @@ def observer_sources() -> dict[str, str]:
 
 
 def search_modes() -> dict[str, Any]:
-    """Whether search by meaning is installed (the embeddings extra) in this environment."""
-    return {"semantic": embeddings.available(), "note": embeddings.unavailable_note()}
+    """Whether search by meaning is installed (the embeddings extra) in this environment, and
+    how many rows still wait for a vector (None: the database cannot be read yet)."""
+    out: dict[str, Any] = {
+        "semantic": embeddings.available(),
+        "note": embeddings.unavailable_note(),
+    }
+    if out["semantic"]:
+        try:
+            out["waiting_for_vector"] = embeddings_store.waiting()
+        except DatabaseError:  # a data dir never migrated: nothing waits that could be counted
+            out["waiting_for_vector"] = None
+    return out
 
 
 class Command(BaseCommand):
@@ -85,7 +97,13 @@ class Command(BaseCommand):
             self.stdout.write(f"    base URL from {observer['base_url']}")
             search = search_modes()
             if search["semantic"]:
-                self.stdout.write("  search   hybrid: words and meaning")
+                waiting = search.get("waiting_for_vector")
+                tail = (
+                    f" ({waiting:,} row(s) wait for a vector, embedded in the background)"
+                    if waiting
+                    else ""
+                )
+                self.stdout.write(f"  search   hybrid: words and meaning{tail}")
             else:
                 self.stdout.write(f"  search   keyword only: {search['note']}")
         if not state.running:

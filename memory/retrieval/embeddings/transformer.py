@@ -39,8 +39,10 @@ VERSION = f"{NAME}@{WEIGHTS_SHA256[:12]}"
 # The model was trained on 128-token pieces and reads up to 256: what follows in a longer
 # row (tool output tails, long narratives) adds cost and little meaning.
 MAX_TOKENS = 256
-# Rows are embedded in batches of similar length, so padding costs little.
-BATCH = 16
+# Texts are run one at a time, never padded into a batch: the int8 model quantizes its
+# activations with one scale per call, so a batch would make a text's vector depend on its
+# neighbours (and padding costs time); one thread runs single texts fastest anyway
+# (61 rows/s at 128 tokens against 55 in batches of 8).
 
 
 def runtime_available() -> bool:
@@ -71,19 +73,12 @@ class TransformerModel:
         wanted = [i for i, text in enumerate(texts) if text.strip()]
         if not wanted:
             return out
-        encodings = [self.tokenizer.encode(texts[i]) for i in wanted]
-        by_length = sorted(range(len(wanted)), key=lambda n: len(encodings[n]))
-        for start in range(0, len(by_length), BATCH):
-            batch = by_length[start : start + BATCH]
-            width = max(len(encodings[n]) for n in batch)
-            ids = np.zeros((len(batch), width), dtype=np.int64)
-            mask = np.zeros((len(batch), width), dtype=np.int64)
-            for row, n in enumerate(batch):
-                tokens = encodings[n]
-                ids[row, : len(tokens)] = tokens
-                mask[row, : len(tokens)] = 1
-            (vectors,) = self.session.run(None, {"input_ids": ids, "attention_mask": mask})
-            out[[wanted[n] for n in batch]] = vectors
+        for i in wanted:
+            ids = np.array([self.tokenizer.encode(texts[i])], dtype=np.int64)
+            (vectors,) = self.session.run(
+                None, {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+            )
+            out[i] = vectors[0]
         return out
 
 

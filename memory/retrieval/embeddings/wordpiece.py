@@ -20,6 +20,9 @@ import unicodedata
 from pathlib import Path
 
 MAX_WORD_CHARS = 100
+# What the reference drops as control characters: its Unicode tables know no unassigned
+# code points (Cn), so those stay, and become [UNK].
+_CONTROL = frozenset({"Cc", "Cf", "Co", "Cs"})
 
 
 def _is_punctuation(char: str) -> bool:
@@ -37,7 +40,7 @@ def _is_cjk(code: int) -> bool:
         or 0x20000 <= code <= 0x2A6DF
         or 0x2A700 <= code <= 0x2B73F
         or 0x2B740 <= code <= 0x2B81F
-        or 0x2B820 <= code <= 0x2CEAF
+        or 0x2B920 <= code <= 0x2CEAF
         or 0xF900 <= code <= 0xFAFF
         or 0x2F800 <= code <= 0x2FA1F
     )
@@ -53,7 +56,7 @@ def _normalize(text: str) -> str:
             continue
         if char in "\t\n\r" or unicodedata.category(char) == "Zs":
             out.append(" ")
-        elif unicodedata.category(char).startswith("C"):
+        elif unicodedata.category(char) in _CONTROL:
             continue
         elif _is_cjk(code):
             out.append(f" {char} ")
