@@ -783,9 +783,9 @@ REGISTRY: tuple[Setting, ...] = (
         label="Embeddings model",
         section=OBSERVER,
         help=(
-            "Empty: the bundled pair (WordLlama's table from its wheel with a MiniLM-distilled "
-            "table shipped in cmem's). Or a local folder holding a static embedding model "
-            "(tokenizer.json + model.safetensors, model2vec layout); nothing is downloaded."
+            "Empty: the bundled all-MiniLM-L6-v2 (int8, run by ONNX Runtime). Or a local folder "
+            "holding another sentence encoder in the same layout (model.onnx taking input_ids "
+            "and attention_mask, tokenizer.json of the WordPiece kind); nothing is downloaded."
         ),
     ),
     Setting(

@@ -28,6 +28,7 @@ BENCHMARKS = [
     "public_recall",
     "recall_pg",
     "vectors",
+    "embedding_model",
     "offline",
     "economy",
     "handover",

@@ -103,7 +103,7 @@ def test_search_filters_and_deletes_on_pgvector(pgvector_env: dict[str, str]) ->
     out = json.loads(_shell(pgvector_env, SCRIPT.read_text()))
     ids = out["ids"]
     assert out["vendor"] == "postgresql" and out["ready"] is True
-    assert out["column_type"] == "vector(256)"
+    assert out["column_type"] == "vector(384)"
     # Every vector went to the pgvector column as well as to the blob.
     assert out["rows"] == out["column_filled"] == len(ids)
     # Searches took the pgvector path: no blob matrix was loaded for the fallback scan.
@@ -129,3 +129,21 @@ def test_search_filters_and_deletes_on_pgvector(pgvector_env: dict[str, str]) ->
     assert out["embedding_rows"] == 1
     assert out["semantic_after"] == [ids["refunds"]]
     assert ids["webhooks"] not in out["hybrid_after"]
+
+
+def test_a_column_of_the_earlier_width_is_made_again_at_384(pgvector_env: dict[str, str]) -> None:
+    """Migration 0014: a database migrated when the model was 256 wide gets the column and
+    its HNSW indexes again at the bundled model's width; its blobs stay for the sweep."""
+    line = _shell(
+        pgvector_env,
+        "import json; from django.db import connection; "
+        "from memory.retrieval.embeddings import pgvector; c = connection.cursor(); "
+        "c.execute('DROP INDEX embedding_observation_hnsw'); "
+        "c.execute('ALTER TABLE memory_embedding DROP COLUMN embedding'); "
+        "c.execute('ALTER TABLE memory_embedding ADD COLUMN embedding vector(256)'); "
+        "pgvector.resize(connection); pgvector.resize(connection); "
+        "c.execute(\"SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'memory_embedding'::regclass AND attname = 'embedding' AND NOT attisdropped\"); t = c.fetchone()[0]; "
+        "c.execute(\"SELECT count(*) FROM pg_indexes WHERE tablename = 'memory_embedding' AND indexdef LIKE '%%hnsw%%'\"); "
+        "print(json.dumps({'type': t, 'indexes': c.fetchone()[0]}))",
+    )
+    assert json.loads(line) == {"type": "vector(384)", "indexes": 3}

@@ -63,6 +63,9 @@ FALLBACK_SCAN_BOUND = 100_000
 MIN_SIMILARITY = 0.2
 # The keyword list's best rows whose content words are counted (`term_coverage`).
 COVERAGE_HEAD = 3
+# Fewer stored vectors than this cannot show what noise looks like (the usual floor for
+# estimating a spread): every neighbour then counts, as in a store just begun.
+NULL_MIN = 30
 # A hypothesis or dead end: its score times this. Not tuned (no labelled set ranks guesses
 # yet): 0.8 lets a guess lead only when it matches 25% better than a known row, about one
 # rank of RRF's head (1/(k+1) against 1/(k+2) at k = 5 is 0.86).
@@ -187,7 +190,7 @@ def significant(
     stats: dict[Kind, tuple[float, float, int]] = {}
     for kind in dict.fromkeys(kind for _, kind, _ in semantic):
         sample, stored = index.null_sample(kind, model, int(vector.shape[0]))
-        if len(sample) < 2:
+        if len(sample) < NULL_MIN:
             stats[kind] = (0.0, 0.0, stored)
             continue
         cosines = sample @ vector
