@@ -103,3 +103,25 @@ def test_the_fallback_scan_is_bounded_and_adds_the_keyword_candidates(
         ),
         abs=1e-5,
     )
+
+
+def test_coverage_and_rows_waiting_on_postgres(rows: dict[str, int]) -> None:
+    """The fusion's keyword weight reads the rows' tsvectors; rows without a vector are
+    counted and still found by their words in semantic mode, as on SQLite."""
+    from memory.retrieval.search.hybrid import mode_note
+    from memory.retrieval.search.postgres import term_coverage
+
+    webhooks = ("observation", rows["webhooks"])
+    assert term_coverage([webhooks], "the duplicate of orders refunds") == pytest.approx(2 / 3)
+    assert term_coverage([webhooks], "duplicates") == 1.0  # stemmed as the index stems
+    session = Session.objects.get(session_id="s-shop")
+    waiting = Observation.objects.create(
+        session=session, project="shop", type="discovery",
+        title="Giraffe invoices are rounded twice", narrative="Imported, not embedded yet.",
+    )  # fmt: skip
+    assert store.waiting() == 1
+    assert "1 row(s) have no vector yet" in mode_note("semantic")
+    found = search(SearchQuery(text="giraffe invoices", mode="semantic"))
+    assert waiting.pk in [hit.id for hit in found]
+    store.embed_pending()
+    assert store.waiting() == 0 and mode_note("hybrid") == ""
