@@ -463,7 +463,7 @@ def test_hybrid_answers_as_keyword_when_no_neighbour_stands_out(
     text = "store timezone discounts"
     keyword = _ids(text=text, mode="keyword")
     assert keyword
-    monkeypatch.setattr(hybrid, "significant", lambda semantic, embedded: [])
+    monkeypatch.setattr(hybrid, "significant", lambda semantic, embedded, owner=None: [])
     assert _ids(text=text, mode="hybrid") == keyword
 
 
@@ -493,3 +493,21 @@ def test_rows_waiting_for_a_vector_are_said_and_found_by_keyword(
     store.embed_pending()
     assert store.waiting() == 0
     assert client.get("/api/search", {"q": "giraffe", "mode": "semantic"}).json()["note"] == ""
+
+
+def test_the_noise_sample_is_the_viewers_own_in_team_mode(rows: dict[str, int]) -> None:
+    """Another user's memory never moves a viewer's ranking: with an owner, the sample that
+    says what noise looks like is drawn from that user's rows only."""
+    from django.contrib.auth import get_user_model
+
+    users = get_user_model()
+    alice = users.objects.create(username="alice")
+    bob = users.objects.create(username="bob")
+    Session.objects.filter(project="shop").update(owner=alice)
+    Session.objects.exclude(project="shop").update(owner=bob)
+    model = get_model()
+    everyone, stored = index.null_sample("observation", model.version, model.dim)
+    mine, mine_stored = index.null_sample("observation", model.version, model.dim, alice.pk)
+    assert stored == len(ROWS) and len(everyone) == len(ROWS)
+    shop = Observation.objects.filter(project="shop").count()
+    assert mine_stored == shop and len(mine) == shop

@@ -25,6 +25,12 @@ from typing import Literal
 # this package, so this package does not import search back).
 Kind = Literal["observation", "summary", "prompt"]
 KINDS: tuple[Kind, ...] = ("observation", "summary", "prompt")
+# Each kind's table; every one has a `session_id`, through which team mode scopes by owner.
+TABLES: dict[Kind, str] = {
+    "observation": "memory_observation",
+    "summary": "memory_summary",
+    "prompt": "memory_prompt",
+}
 
 # What the bundled model needs at run time (memory/retrieval/embeddings/model.py).
 REQUIRED = ("numpy", "onnxruntime")

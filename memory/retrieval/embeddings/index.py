@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import connection
 
-from memory.retrieval.embeddings import Kind
+from memory.retrieval.embeddings import TABLES, Kind
 
 if TYPE_CHECKING:
     import numpy as np
@@ -226,45 +226,64 @@ def vectors_of(kind: Kind, model: str, object_ids: list[int]) -> tuple[np.ndarra
 
 # What a query scores against the store at large is read off this many stored vectors.
 NULL_SAMPLE = 1000
-# (generation, rows stored, sample) per database, model and kind.
-_null: dict[tuple[str, str, Kind], tuple[int, int, np.ndarray]] = {}
+# (generation, rows stored, sample) per database, model, kind and owner.
+_null: dict[tuple[str, str, Kind, int | None], tuple[int, int, np.ndarray]] = {}
 
 
-def null_sample(kind: Kind, model: str, dim: int) -> tuple[np.ndarray, int]:
+def null_sample(
+    kind: Kind, model: str, dim: int, owner: int | None = None
+) -> tuple[np.ndarray, int]:
     """(vectors, rows stored): up to NULL_SAMPLE stored vectors of `kind` by `model`, spread
-    evenly over its history (every n-th vector row), and how many it has in all. Read again
-    when the kind has grown or shrunk by a tenth since: its distribution moves slowly."""
-    # optional dependency (numpy: the embeddings extra)
-    import numpy as np
-
-    key = (connection.alias + ":" + str(connection.settings_dict.get("NAME")), model, kind)
+    evenly over its history (every n-th vector row), and how many it has in all; with
+    `owner` (team mode), of that user's rows only, so another user's memory never moves a
+    viewer's ranking. Read again when the count has moved by a tenth since: the
+    distribution moves slowly."""
+    key = (connection.alias + ":" + str(connection.settings_dict.get("NAME")), model, kind, owner)
     generation = current_generation()
     cached = _null.get(key)
     if cached and cached[0] == generation:
         return cached[2], cached[1]
-    stored, _ = _signature(kind, model)
+    scope, params = "", []
+    if owner is not None:
+        scope = (
+            f" AND object_id IN (SELECT t.id FROM {TABLES[kind]} t JOIN memory_session s "
+            "ON s.id = t.session_id WHERE s.owner_id = %s)"
+        )
+        params = [owner]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT count(*) FROM memory_embedding WHERE kind = %s AND model = %s{scope}",
+            [kind, model, *params],
+        )
+        stored = int(cursor.fetchone()[0])
     if cached and abs(cached[1] - stored) * 10 <= max(cached[1], 1):
         _null[key] = (generation, stored, cached[2])
         return cached[2], stored
     step = max(1, stored // NULL_SAMPLE)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT vector FROM memory_embedding WHERE kind = %s AND model = %s AND id %% %s = 0 "
-            "LIMIT %s",
-            [kind, model, step, NULL_SAMPLE],
-        )
-        blob = b"".join(bytes(row[0]) for row in cursor.fetchall())
-    sample = np.frombuffer(blob, dtype=np.float16).reshape(-1, dim).astype(np.float32)
+    sample = _vectors(
+        f"SELECT vector FROM memory_embedding WHERE kind = %s AND model = %s{scope} "
+        "AND id %% %s = 0 LIMIT %s",
+        [kind, model, *params, step, NULL_SAMPLE],
+        dim,
+    )
     if len(sample) < NULL_SAMPLE // 2 and stored > len(sample):
         # The ids of this kind and model are not spread evenly (another kind's or model's
         # rows took the multiples): the newest rows then, still a fair picture of noise.
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT vector FROM memory_embedding WHERE kind = %s AND model = %s "
-                "ORDER BY id DESC LIMIT %s",
-                [kind, model, NULL_SAMPLE],
-            )
-            blob = b"".join(bytes(row[0]) for row in cursor.fetchall())
-        sample = np.frombuffer(blob, dtype=np.float16).reshape(-1, dim).astype(np.float32)
+        sample = _vectors(
+            f"SELECT vector FROM memory_embedding WHERE kind = %s AND model = %s{scope} "
+            "ORDER BY id DESC LIMIT %s",
+            [kind, model, *params, NULL_SAMPLE],
+            dim,
+        )
     _null[key] = (generation, stored, sample)
     return sample, stored
+
+
+def _vectors(sql: str, params: list[Any], dim: int) -> np.ndarray:
+    # optional dependency (numpy: the embeddings extra)
+    import numpy as np
+
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        blob = b"".join(bytes(row[0]) for row in cursor.fetchall())
+    return np.frombuffer(blob, dtype=np.float16).reshape(-1, dim).astype(np.float32)

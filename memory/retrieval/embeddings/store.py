@@ -20,15 +20,10 @@ from django.utils import timezone
 
 from memory import config
 from memory.models import Embedding, Observation, Prompt, Summary
-from memory.retrieval.embeddings import KINDS, Kind, available, index
+from memory.retrieval.embeddings import KINDS, TABLES, Kind, available, index
 from memory.retrieval.embeddings.model import get_model, model_version
 
 BATCH = 256
-_TABLES: dict[Kind, str] = {
-    "observation": "memory_observation",
-    "summary": "memory_summary",
-    "prompt": "memory_prompt",
-}
 # The most of a row's text that is embedded (the model reads 512 tokens at most anyway).
 _TEXT_CAP = 4000
 
@@ -64,7 +59,7 @@ def texts(kind: Kind, ids: list[int]) -> dict[int, str]:
 
 def pending_ids(kind: Kind, model_version: str, *, limit: int, after: int = 0) -> list[int]:
     """Rows of `kind` with no vector of `model_version`, oldest first."""
-    table = _TABLES[kind]
+    table = TABLES[kind]
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT t.id FROM {table} t LEFT JOIN memory_embedding e "
@@ -76,7 +71,7 @@ def pending_ids(kind: Kind, model_version: str, *, limit: int, after: int = 0) -
 
 
 def pending_count(kind: Kind, model_version: str) -> int:
-    table = _TABLES[kind]
+    table = TABLES[kind]
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT count(*) FROM {table} t LEFT JOIN memory_embedding e "
@@ -126,7 +121,7 @@ def embed_rows(kind: Kind, ids: list[int]) -> int:
 def _fingerprint(kind: Kind, version: str) -> list[int]:
     """Rows, newest row id and vectors of `version` for `kind`, each read from an index
     (under 1 MB of pages at 10k rows; the pending query reads both tables, 12 MB)."""
-    table = _TABLES[kind]
+    table = TABLES[kind]
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT count(*) FROM {table}")
         rows = cursor.fetchone()[0]
@@ -244,7 +239,7 @@ def waiting(kinds: Iterable[Kind] = KINDS) -> int:
     total = 0
     for kind in kinds:
         with connection.cursor() as cursor:
-            cursor.execute(f"SELECT max(id) FROM {_TABLES[kind]}")
+            cursor.execute(f"SELECT max(id) FROM {TABLES[kind]}")
             newest = int(cursor.fetchone()[0] or 0)
         key = (db, kind, version)
         cached = _waiting.get(key)

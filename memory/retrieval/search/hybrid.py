@@ -181,15 +181,18 @@ def semantic_ranked(
 
 
 def significant(
-    semantic: list[tuple[float, Kind, int]], embedded: tuple[str, np.ndarray]
+    semantic: list[tuple[float, Kind, int]],
+    embedded: tuple[str, np.ndarray],
+    owner: int | None = None,
 ) -> list[tuple[float, Kind, int]]:
     """The rows of `semantic` whose cosine stands out from noise (step 1 of the module
-    docstring): z over the kind's `null_sample` above sqrt(2 ln N)."""
+    docstring): z over the kind's `null_sample` (the viewer's rows, in team mode) above
+    sqrt(2 ln N)."""
     model, vector = embedded
     kept: list[tuple[float, Kind, int]] = []
     stats: dict[Kind, tuple[float, float, int]] = {}
     for kind in dict.fromkeys(kind for _, kind, _ in semantic):
-        sample, stored = index.null_sample(kind, model, int(vector.shape[0]))
+        sample, stored = index.null_sample(kind, model, int(vector.shape[0]), owner)
         if len(sample) < NULL_MIN:
             stats[kind] = (0.0, 0.0, stored)
             continue
@@ -271,7 +274,9 @@ def search_mode(backend: Backend, query: SearchQuery) -> list[SearchHit]:
     embedded = query_vector(query)
     if embedded is None:
         return backend.keyword(query)
-    semantic = significant(semantic_ranked(backend, query, depth, keyword, embedded), embedded)
+    semantic = significant(
+        semantic_ranked(backend, query, depth, keyword, embedded), embedded, query.owner
+    )
     if not semantic:
         return backend.keyword(query)
     head = [(kind, pk) for _, kind, pk in keyword[:COVERAGE_HEAD]]
