@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.support import CMEM, REPO, LiveWorker, owner_open
+from tests.support.e2e_record import e2e_record
 
 PINNED_VERSION = (Path(__file__).with_name("claude-code-version.txt")).read_text().strip()
 NODE_DIR = REPO / ".e2e-node" / "node_modules"
@@ -155,3 +156,18 @@ def wait_until_compressed(worker: LiveWorker, *, timeout: float = 45) -> dict[st
             return stats
         time.sleep(0.3)
     return stats
+
+
+def close_world(*, worker: LiveWorker, api: Any, root: Path, data: Path, name: str) -> None:
+    """A Claude Code e2e's teardown: stop the worker and the fake model server, keep what
+    Claude Code sent (`requests.json`, for post-mortems) and record the run as `name`."""
+    worker.stop()
+    api.stop()
+    (root / "requests.json").write_text(json.dumps(api.requests, indent=1))
+    e2e_record(
+        data_dir=data,
+        scratch=root,
+        name=f"{name}-{PINNED_VERSION}",
+        agent="claude-code",
+        version=PINNED_VERSION,
+    )

@@ -9,7 +9,6 @@ My Work shows marked attached with the call's title and note.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,17 +18,16 @@ import pytest
 
 from tests.e2e.fake_claude_api import FakeClaudeAPI, text, tool, tool_results
 from tests.e2e.harness import (
-    PINNED_VERSION,
     Claude,
     ClaudeRun,
     claude_binary,
     claude_env,
+    close_world,
     cmem_install,
     query,
     wait_for,
 )
 from tests.support import LiveWorker, free_port, make_worker_env, owner_open
-from tests.support.e2e_record import e2e_record
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -94,16 +92,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         claude = Claude(binary=binary, home=home, project=project, settings=settings, env=env)
         yield World(api=api, worker=worker, claude=claude, report=report, chart=chart)
     finally:
-        worker.stop()
-        api.stop()
-        (root / "requests.json").write_text(json.dumps(api.requests, indent=1))
-        e2e_record(
-            data_dir=data,
-            scratch=root,
-            name=f"claude-code-attach-{PINNED_VERSION}",
-            agent="claude-code",
-            version=PINNED_VERSION,
-        )
+        close_world(worker=worker, api=api, root=root, data=data, name="claude-code-attach")
 
 
 @pytest.fixture(scope="module")

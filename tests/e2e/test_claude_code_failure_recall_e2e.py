@@ -31,17 +31,16 @@ from tests.e2e.fake_claude_api import (
     tool_results,
 )
 from tests.e2e.harness import (
-    PINNED_VERSION,
     Claude,
     ClaudeRun,
     claude_binary,
     claude_env,
+    close_world,
     cmem_install,
     query,
     wait_until_compressed,
 )
 from tests.support import LiveWorker, free_port, make_worker_env
-from tests.support.e2e_record import e2e_record
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -137,16 +136,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         claude = Claude(binary=binary, home=home, project=project, settings=settings, env=env)
         yield World(api=api, worker=worker, claude=claude)
     finally:
-        worker.stop()
-        api.stop()
-        (root / "requests.json").write_text(json.dumps(api.requests, indent=1))
-        e2e_record(
-            data_dir=data,
-            scratch=root,
-            name=f"claude-code-failure-recall-{PINNED_VERSION}",
-            agent="claude-code",
-            version=PINNED_VERSION,
-        )
+        close_world(worker=worker, api=api, root=root, data=data, name="claude-code-failure-recall")
 
 
 def _fixes(world: World) -> list[dict[str, Any]]:

@@ -19,15 +19,14 @@ import pytest
 
 from tests.e2e.fake_claude_api import FakeClaudeAPI, request_text, text, tool, tool_results
 from tests.e2e.harness import (
-    PINNED_VERSION,
     Claude,
     claude_binary,
     claude_env,
+    close_world,
     query,
     wait_for,
     wait_until_compressed,
 )
-from tests.support.e2e_record import e2e_record
 from tests.support.paths import CMEM, REPO
 from tests.support.worker import LiveWorker, free_port, make_worker_env
 
@@ -90,16 +89,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PluginWorld]:
         world = PluginWorld(api=api, worker=worker, claude=claude, installed=installed, sent={})
         yield world
     finally:
-        worker.stop()
-        api.stop()
-        (root / "requests.json").write_text(json.dumps(api.requests, indent=1))
-        e2e_record(
-            data_dir=data,
-            scratch=root,
-            name=f"claude-code-plugin-{PINNED_VERSION}",
-            agent="claude-code",
-            version=PINNED_VERSION,
-        )
+        close_world(worker=worker, api=api, root=root, data=data, name="claude-code-plugin")
 
 
 @pytest.fixture(scope="module")
