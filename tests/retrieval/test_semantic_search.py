@@ -511,3 +511,14 @@ def test_the_noise_sample_is_the_viewers_own_in_team_mode(rows: dict[str, int]) 
     assert stored == len(ROWS) and len(everyone) == len(ROWS)
     shop = Observation.objects.filter(project="shop").count()
     assert mine_stored == shop and len(mine) == shop
+
+
+def test_hybrid_answers_the_nearest_rows_when_no_row_holds_the_words(
+    haystack: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing stands out and nothing matches by keyword: hybrid still answers semantic's
+    order rather than nothing."""
+    text = "buyers reimbursed incorrectly"
+    assert _ids(text=text, mode="keyword") == []
+    monkeypatch.setattr(hybrid, "significant", lambda semantic, embedded, owner=None: [])
+    assert _ids(text=text, mode="hybrid") == _ids(text=text, mode="semantic") != []

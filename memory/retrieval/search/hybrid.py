@@ -274,11 +274,13 @@ def search_mode(backend: Backend, query: SearchQuery) -> list[SearchHit]:
     embedded = query_vector(query)
     if embedded is None:
         return backend.keyword(query)
-    semantic = significant(
-        semantic_ranked(backend, query, depth, keyword, embedded), embedded, query.owner
-    )
+    nearest = semantic_ranked(backend, query, depth, keyword, embedded)
+    semantic = significant(nearest, embedded, query.owner)
     if not semantic:
-        return backend.keyword(query)
+        if keyword:
+            return backend.keyword(query)
+        # No row holds the words either: the nearest rows are the best answer there is.
+        semantic = nearest
     head = [(kind, pk) for _, kind, pk in keyword[:COVERAGE_HEAD]]
     # Keyword first: a tie between the two lists' heads goes to the row holding the words.
     fused = fuse(
