@@ -28,6 +28,7 @@ from memory import config
 from memory.agents import claude_code
 from memory.agents.base import HookInputError
 from memory.compression.tasks import session_events_process_task
+from memory.importers.bulk import insert_rows
 from memory.importers.report import ImportReport
 from memory.importers.sanitize import observation_payload
 from memory.importers.session_store import (
@@ -37,6 +38,7 @@ from memory.importers.session_store import (
     imported_prompts_store,
     imported_session_get_or_create,
     session_filtered_out,
+    stored_tool_use_ids,
     timestamp_parse,
 )
 from memory.models import Event, Session
@@ -237,7 +239,6 @@ def transcript_session_import(
         report.add("session", created=False)
         return None
     skip_tools = set(config.get_list("CLAUDE_MEM_SKIP_TOOLS"))
-    queued = False
     with transaction.atomic():
         session, created = imported_session_get_or_create(
             platform=claude_code.platform,
@@ -257,11 +258,13 @@ def transcript_session_import(
             report=report,
             since=only.since,
         )
+        stored = stored_tool_use_ids(session)
+        events: list[Event] = []
         for use in parsed.tool_uses.values():
-            if use.prompt_number in private:
+            if use.prompt_number in private or use.tool_use_id in stored:
                 report.add("tool use", created=False)
                 continue
-            stored = _tool_use_import(
+            event = _tool_use_event(
                 session=session,
                 project=project,
                 parsed=parsed,
@@ -271,13 +274,18 @@ def transcript_session_import(
                 skip_tools=skip_tools,
                 sanitizer=sanitizer,
             )
-            queued = queued or stored
+            if event is not None:
+                stored.add(use.tool_use_id)
+                events.append(event)
+        # One insert for the session's tool uses (Event rows fire no triggers).
+        insert_rows(Event, events)
+        queued = bool(events)
         if queued:
             transaction.on_commit(lambda: session_events_process_task(session.pk))
     return session
 
 
-def _tool_use_import(
+def _tool_use_event(
     *,
     session: Session,
     parsed: TranscriptSession,
@@ -287,22 +295,20 @@ def _tool_use_import(
     only: ImportFilter,
     skip_tools: set[str],
     sanitizer: redaction.Sanitizer,
-) -> bool:
+) -> Event | None:
+    """The Event to store for one answered tool use not stored yet; None when it is left out."""
     too_old = bool(only.since and use.at and use.at < only.since)
     if not use.answered or use.name in skip_tools or too_old:
         report.add("tool use", created=False)
-        return False
-    if Event.objects.filter(session=session, tool_use_id=use.tool_use_id).exists():
-        report.add("tool use", created=False)
-        return False
+        return None
     raw = _hook_payload(parsed, use)
     try:
         event = claude_code.parse("observation", raw)  # the live path's validation
     except HookInputError as exc:
         report.problem(f"{parsed.session_id[:8]} {use.tool_use_id}: {exc}")
-        return False
+        return None
     payload = observation_payload(event=event, project=project, sanitizer=sanitizer)
-    Event.objects.create(
+    stored = Event(
         session=session,
         kind=Event.Kind.OBSERVATION,
         tool_name=use.name,
@@ -312,23 +318,28 @@ def _tool_use_import(
         created=use.at or timezone.now(),
     )
     report.add("tool use", created=True)
-    return True
+    return stored
 
 
 def transcripts_import(
     *, files: list[Path], only: ImportFilter, report: ImportReport, progress: Any = None
 ) -> ImportReport:
     """Import each transcript file; `progress` (a rich Progress task callback) advances per file."""
-    for path in files:
-        try:
-            sessions = transcript_parse(transcript_lines(path, report), transcript_path=str(path))
-        except OSError as exc:
-            report.problem(f"{path}: {exc.strerror or exc}")
-            sessions = {}
-        for parsed in sessions.values():
-            transcript_session_import(parsed=parsed, report=report, only=only)
-        if progress is not None:
-            progress()
+    # The settings as at the start: the privacy pass reads them for every tool use, and
+    # re-reading the settings file each time was a tenth of an import's time.
+    with config.settings_snapshot():
+        for path in files:
+            try:
+                sessions = transcript_parse(
+                    transcript_lines(path, report), transcript_path=str(path)
+                )
+            except OSError as exc:
+                report.problem(f"{path}: {exc.strerror or exc}")
+                sessions = {}
+            for parsed in sessions.values():
+                transcript_session_import(parsed=parsed, report=report, only=only)
+            if progress is not None:
+                progress()
     return report
 
 

@@ -32,6 +32,7 @@ from memory import config
 from memory.agents import codex
 from memory.agents.base import HookInputError
 from memory.compression.tasks import session_events_process_task
+from memory.importers.bulk import insert_rows
 from memory.importers.claude_code import transcript_lines
 from memory.importers.report import ImportReport
 from memory.importers.sanitize import observation_payload
@@ -42,6 +43,7 @@ from memory.importers.session_store import (
     imported_prompts_store,
     imported_session_get_or_create,
     session_filtered_out,
+    stored_tool_use_ids,
     timestamp_parse,
 )
 from memory.models import Event, Session
@@ -194,7 +196,6 @@ def rollout_import(*, rollout: Rollout, report: ImportReport, only: ImportFilter
         return None
     skip_tools = set(config.get_list("CLAUDE_MEM_SKIP_TOOLS"))
     sanitizer = redaction.Sanitizer()
-    queued = False
     with transaction.atomic():
         session, created = imported_session_get_or_create(
             platform=codex.platform,
@@ -210,6 +211,8 @@ def rollout_import(*, rollout: Rollout, report: ImportReport, only: ImportFilter
         private = imported_prompts_store(
             session=session, prompts=rollout.prompts, sanitizer=sanitizer, report=report, since=None
         )
+        stored = stored_tool_use_ids(session)
+        events: list[Event] = []
         for call in rollout.calls.values():
             old = bool(only.since and call.at and call.at < only.since)
             if (
@@ -217,7 +220,7 @@ def rollout_import(*, rollout: Rollout, report: ImportReport, only: ImportFilter
                 or call.name in skip_tools
                 or old
                 or call.prompt_number in private
-                or Event.objects.filter(session=session, tool_use_id=call.call_id).exists()
+                or call.call_id[:200] in stored
             ):
                 report.add("tool use", created=False)
                 continue
@@ -231,18 +234,22 @@ def rollout_import(*, rollout: Rollout, report: ImportReport, only: ImportFilter
                 os.path.normpath(os.path.join(rollout.cwd or "/", p)): {}
                 for p, _ in event.tool_files
             }
-            Event.objects.create(
-                session=session,
-                kind=Event.Kind.OBSERVATION,
-                tool_name=call.name[:200],
-                tool_use_id=call.call_id[:200],
-                prompt_number=call.prompt_number or None,
-                payload=observation_payload(event=event, project=project, sanitizer=sanitizer),
-                created=call.at or timezone.now(),
+            stored.add(call.call_id[:200])
+            events.append(
+                Event(
+                    session=session,
+                    kind=Event.Kind.OBSERVATION,
+                    tool_name=call.name[:200],
+                    tool_use_id=call.call_id[:200],
+                    prompt_number=call.prompt_number or None,
+                    payload=observation_payload(event=event, project=project, sanitizer=sanitizer),
+                    created=call.at or timezone.now(),
+                )
             )
             report.add("tool use", created=True)
-            queued = True
-        if queued:
+        # One insert for the rollout's tool uses, not one per call.
+        insert_rows(Event, events)
+        if events:
             transaction.on_commit(lambda: session_events_process_task(session.pk))
     return session
 
@@ -258,12 +265,14 @@ def import_from(*, options: dict[str, Any], report: ImportReport, progress: Any)
     path, only = import_options(options)
     files = rollout_files(path)
     tick = progress(len(files), "rollouts")
-    for file in files:
-        try:
-            rollout = rollout_parse(transcript_lines(file, report), path=str(file))
-        except OSError as exc:
-            report.problem(f"{file}: {exc.strerror or exc}")
-        else:
-            rollout_import(rollout=rollout, report=report, only=only)
-        tick()
+    # The settings as at the start, not re-read for every tool use's privacy pass.
+    with config.settings_snapshot():
+        for file in files:
+            try:
+                rollout = rollout_parse(transcript_lines(file, report), path=str(file))
+            except OSError as exc:
+                report.problem(f"{file}: {exc.strerror or exc}")
+            else:
+                rollout_import(rollout=rollout, report=report, only=only)
+            tick()
     return report

@@ -17,11 +17,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypedDict
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from memory import config, extensions
+from memory.importers.bulk import insert_rows
 from memory.importers.report import ImportReport
 from memory.models import (
     ContextCache,
@@ -147,10 +148,19 @@ def memory_export(*, project: str = "") -> ExportDocument:
     }
 
 
+# Sessions per transaction in `memory_import`: big enough that the per-batch queries (a
+# handful, whatever the batch holds) cost nothing per row, small enough that a progress
+# bar moves and a failed batch's per-session retry stays short.
+IMPORT_BATCH = 200
+
+
 def memory_import(
     *, document: dict[str, Any], report: ImportReport, progress: Any = None
 ) -> ImportReport:
-    """Load an export document; each session in its own transaction so a bad one stops alone."""
+    """Load an export document, in batches of sessions: one transaction and a few bulk
+    queries per batch (dedupe by content hash in one query, bulk inserts; the FTS triggers
+    fire inside the batch's transaction). A batch that fails is retried one session per
+    transaction, so a bad session stops alone and is reported."""
     if document.get("format") != FORMAT:
         raise ValueError(f"not a cmem export (expected format {FORMAT!r})")
     if int(document.get("version", 0)) > FORMAT_VERSION:
@@ -158,18 +168,239 @@ def memory_import(
             f"export version {document.get('version')} is newer than this cmem understands ({FORMAT_VERSION})"
         )
     projects: set[str] = set()
-    for index, data in enumerate(document.get("sessions") or []):
+    sessions = list(document.get("sessions") or [])
+    for first in range(0, len(sessions), IMPORT_BATCH):
+        batch = list(enumerate(sessions[first : first + IMPORT_BATCH], start=first))
+        batch_report = ImportReport()
         try:
             with transaction.atomic():
-                session = _session_import(data, report)
-            projects.add(session.project)
-        except (KeyError, TypeError, ValueError) as exc:
-            report.problem(f"session #{index + 1}: {exc!r}")
+                projects |= _batch_import(batch, batch_report)
+        except (KeyError, TypeError, ValueError, DatabaseError):
+            # Which session broke it is unknown: redo this batch one session at a time.
+            batch_report = ImportReport()
+            for index, data in batch:
+                try:
+                    with transaction.atomic():
+                        projects.add(_session_import(data, batch_report).project)
+                except (KeyError, TypeError, ValueError) as exc:
+                    batch_report.problem(f"session #{index + 1}: {exc!r}")
+        report.merge(batch_report)
         if progress is not None:
-            progress()
+            for _ in batch:
+                progress()
     for project in projects:
         ContextCache.invalidate(project=project)
     return report
+
+
+def _batch_import(batch: list[tuple[int, Any]], report: ImportReport) -> set[str]:
+    """One batch of document sessions, stored with bulk queries; the projects touched.
+
+    A session whose fields cannot be read is reported and left out before anything is
+    written; what the document repeats (same hash twice in a session) is stored once."""
+    wanted: dict[tuple[str, str], tuple[int, dict[str, Any], dict[str, Any]]] = {}
+    for index, data in batch:
+        try:
+            key, defaults = _session_key(data)
+        except (KeyError, TypeError, ValueError) as exc:
+            report.problem(f"session #{index + 1}: {exc!r}")
+            continue
+        if key in wanted:  # the document names a session twice: the second adds to it
+            raise ValueError("session repeated in one batch")
+        wanted[key] = (index, data, defaults)
+    if not wanted:
+        return set()
+    stored = {
+        (s.platform, s.session_id): s
+        for s in Session.objects.filter(session_id__in={sid for _, sid in wanted})
+        if (s.platform, s.session_id) in wanted
+    }
+    new = [
+        Session(platform=key[0], session_id=key[1], **defaults)
+        for key, (_, _, defaults) in wanted.items()
+        if key not in stored
+    ]
+    for key in wanted:
+        report.add("session", created=key not in stored)
+    Session.objects.bulk_create(new)
+    for session in new:
+        stored[(session.platform, session.session_id)] = session
+    sessions = [(stored[key], data) for key, (_, data, _) in wanted.items()]
+    pks = [s.pk for s, _ in sessions]
+    prompts = _prompts_bulk(sessions, pks, report)
+    _observations_bulk(sessions, pks, report)
+    _summaries_bulk(sessions, pks, report)
+    for session, data in sessions:
+        for part in extensions.session_parts():
+            rows = list(data.get(part.name) or [])
+            if rows:
+                for created in part.import_rows(session, rows, prompts[session.pk]):
+                    report.add(part.noun, created)
+    _ledger_bulk(sessions, pks, report)
+    return {s.project for s, _ in sessions}
+
+
+def _session_key(data: dict[str, Any]) -> tuple[tuple[str, str], dict[str, Any]]:
+    """(platform, session id) and the fields a new Session gets, as `_session_import` reads them."""
+    defaults = {
+        f: data[f] for f in _SESSION_FIELDS if f in data and f not in {"platform", "session_id"}
+    }
+    defaults["started"] = time_import(data.get("started"))
+    defaults["ended"] = time_import(data["ended"]) if data.get("ended") else None
+    return (data.get("platform") or "claude-code", str(data["session_id"])), defaults
+
+
+def _prompts_bulk(
+    sessions: list[tuple[Session, dict[str, Any]]], pks: list[int], report: ImportReport
+) -> dict[int, dict[int, Prompt]]:
+    """Each session's prompts by number, the document's new ones added in one insert."""
+    by_session: dict[int, dict[int, Prompt]] = {pk: {} for pk in pks}
+    for prompt in Prompt.objects.filter(session_id__in=pks):
+        by_session[prompt.session_id][prompt.number] = prompt
+    new: list[Prompt] = []
+    for session, data in sessions:
+        known = by_session[session.pk]
+        for item in data.get("prompts") or []:
+            number = int(item["number"])
+            if number in known:
+                report.add("prompt", created=False)
+                continue
+            known[number] = Prompt(
+                session=session,
+                number=number,
+                text=str(item["text"]),
+                created=time_import(item.get("created")),
+            )
+            new.append(known[number])
+            report.add("prompt", created=True)
+    insert_rows(Prompt, new)
+    bumped = []
+    for session, _ in sessions:
+        known = by_session[session.pk]
+        if known and session.prompt_counter < max(known):
+            session.prompt_counter = max(known)
+            bumped.append(session)
+    Session.objects.bulk_update(bumped, ["prompt_counter"])
+    return by_session
+
+
+def _observation_fields(data: dict[str, Any]) -> dict[str, Any]:
+    fields = {f: data[f] for f in _OBSERVATION_FIELDS if f in data and data[f] is not None}
+    fields |= {f: data[f] for f, allowed in _CURATION_CHOICES.items() if data.get(f) in allowed}
+    fields |= {f: data[f][:2000] for f in _CURATION_TEXT if isinstance(data.get(f), str)}
+    if data.get("edited"):
+        fields["edited"] = time_import(data["edited"])
+    return fields
+
+
+def _observations_bulk(
+    sessions: list[tuple[Session, dict[str, Any]]], pks: list[int], report: ImportReport
+) -> None:
+    """The sessions' observations not stored yet, deduped in one query, inserted in bulk,
+    then their file rows in bulk (the same rules as `observation_import`)."""
+    seen: set[tuple[Any, ...]] = set()
+    hashed = Observation.objects.filter(session_id__in=pks).exclude(content_hash="")
+    seen.update(hashed.values_list("session_id", "content_hash"))
+    bare = Observation.objects.filter(session_id__in=pks, content_hash="")
+    seen.update(
+        (s, t, n, c)
+        for s, t, n, c in bare.values_list("session_id", "title", "narrative", "created")
+    )
+    new: list[tuple[Observation, Session, dict[str, Any]]] = []
+    for session, data in sessions:
+        for item in data.get("observations") or []:
+            observation = Observation(
+                session=session,
+                project=session.project,
+                created=time_import(item.get("created")),
+                **_observation_fields(item),
+            )
+            key: tuple[Any, ...] = (
+                (session.pk, observation.content_hash)
+                if observation.content_hash
+                else (session.pk, observation.title, observation.narrative, observation.created)
+            )
+            if key in seen:
+                report.add("observation", created=False)
+                continue
+            seen.add(key)
+            new.append((observation, session, item))
+            report.add("observation", created=True)
+    insert_rows(Observation, [o for o, _, _ in new])
+    insert_rows(
+        ObservationFile,
+        [row for o, session, item in new for row in _observation_files(o, session, item)],
+    )
+
+
+def _observation_files(
+    observation: Observation, session: Session, data: dict[str, Any]
+) -> list[ObservationFile]:
+    """An observation's file rows: the document's `files`, else from files_read/modified
+    made relative to the session's project root the way the gate looks them up."""
+    files = data.get("files")
+    if files is None:
+        files = [{"path": p, "role": ObservationFile.Role.READ} for p in observation.files_read]
+        files += [
+            {"path": p, "role": ObservationFile.Role.MODIFIED} for p in observation.files_modified
+        ]
+        for f in files:
+            f["path"] = relative_path(str(f["path"]), session.project_root)
+    return [
+        ObservationFile(
+            observation=observation,
+            project=session.project,
+            path=str(f["path"]),
+            role=f.get("role") or ObservationFile.Role.READ,
+            content_hash=f.get("content_hash") or "",
+            created=time_import(f["created"]) if f.get("created") else observation.created,
+        )
+        for f in files
+    ]
+
+
+def _summaries_bulk(
+    sessions: list[tuple[Session, dict[str, Any]]], pks: list[int], report: ImportReport
+) -> None:
+    seen = set(
+        Summary.objects.filter(session_id__in=pks).values_list("session_id", "created", "request")
+    )
+    new = []
+    for session, data in sessions:
+        for item in data.get("summaries") or []:
+            created = time_import(item.get("created"))
+            key = (session.pk, created, item.get("request") or "")
+            if key in seen:
+                report.add("summary", created=False)
+                continue
+            seen.add(key)
+            fields = {f: item[f] for f in _SUMMARY_FIELDS if f in item and item[f] is not None}
+            new.append(Summary(session=session, project=session.project, created=created, **fields))
+            report.add("summary", created=True)
+    insert_rows(Summary, new)
+
+
+def _ledger_bulk(
+    sessions: list[tuple[Session, dict[str, Any]]], pks: list[int], report: ImportReport
+) -> None:
+    seen = set(
+        LedgerEntry.objects.filter(session_id__in=pks).values_list("session_id", "created", "kind")
+    )
+    new = []
+    for session, data in sessions:
+        for item in data.get("ledger") or []:
+            created = time_import(item.get("created"))
+            fields = {f: item[f] for f in _LEDGER_FIELDS if f in item and item[f] is not None}
+            key = (session.pk, created, fields.get("kind", ""))
+            if key in seen:
+                report.add("ledger entry", created=False)
+                continue
+            seen.add(key)
+            new.append(
+                LedgerEntry(session=session, project=session.project, created=created, **fields)
+            )
+            report.add("ledger entry", created=True)
+    insert_rows(LedgerEntry, new)
 
 
 def _session_import(data: dict[str, Any], report: ImportReport) -> Session:

@@ -16,6 +16,15 @@ class ImportReport:
     def add(self, kind: str, created: bool) -> None:
         (self.imported if created else self.skipped)[kind] += 1
 
+    def merge(self, other: ImportReport) -> None:
+        """Add another report's counts, problems and notes (a batch's, once it committed)."""
+        self.imported.update(other.imported)
+        self.skipped.update(other.skipped)
+        self.notes.extend(other.notes)
+        for message in other.problems:
+            if len(self.problems) < 20:
+                self.problems.append(message)
+
     def problem(self, message: str) -> None:
         # Keep the report readable on a huge, damaged history: the count matters past 20.
         if len(self.problems) < 20:

@@ -13,9 +13,10 @@ from typing import Any
 
 from django.utils import timezone
 
+from memory.importers.bulk import insert_rows
 from memory.importers.report import ImportReport
 from memory.importers.sanitize import prompt_sanitize
-from memory.models import Prompt, Session
+from memory.models import Event, Prompt, Session
 from memory.privacy import redaction
 from memory.projects import Project, is_excluded
 
@@ -109,6 +110,9 @@ def imported_prompts_store(
     """Add each prompt not stored yet (numbered in transcript order, privacy applied; none
     older than `since`). Returns the numbers of private prompts, whose tool uses store nothing."""
     private: set[int] = set()
+    # One query for the numbers stored and one insert for the new prompts, not one each.
+    stored = set(Prompt.objects.filter(session=session).values_list("number", flat=True))
+    new: list[Prompt] = []
     for number, (text, at) in enumerate(prompts, start=1):
         cleaned = prompt_sanitize(text, sanitizer)
         if cleaned is None:
@@ -117,14 +121,21 @@ def imported_prompts_store(
             report.add("prompt", created=False)
             continue
         too_old = bool(since and at and at < since)
-        if too_old or Prompt.objects.filter(session=session, number=number).exists():
+        if too_old or number in stored:
             report.add("prompt", created=False)
             continue
-        Prompt.objects.create(
-            session=session, number=number, text=cleaned, created=at or timezone.now()
+        new.append(
+            Prompt(session=session, number=number, text=cleaned, created=at or timezone.now())
         )
         report.add("prompt", created=True)
+    insert_rows(Prompt, new)
     if session.prompt_counter < len(prompts):
         session.prompt_counter = len(prompts)
         session.save(update_fields=["prompt_counter"])
     return private
+
+
+def stored_tool_use_ids(session: Session) -> set[str]:
+    """The tool uses the session already holds: an import checks against this set in
+    memory, instead of one query per tool use."""
+    return set(Event.objects.filter(session=session).values_list("tool_use_id", flat=True))

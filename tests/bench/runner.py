@@ -34,6 +34,7 @@ BENCHMARKS = [
     "handover",
     "consolidation",
     "index_consolidation",
+    "import_rate",
 ]
 # Where a benchmark lives when not in tests/bench/.
 MODULES = {"hooks": "memory.management.commands.bench"}

@@ -6,7 +6,14 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from memory.importers.report import ImportReport
 
@@ -39,6 +46,9 @@ class Command(BaseCommand):
             TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
+            # A 100k-row history takes minutes: show how long so far and how long to go.
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
             console=console,
             transient=True,
         ) as bar:
