@@ -205,7 +205,9 @@ def _batch_import(batch: list[tuple[int, Any]], report: ImportReport) -> set[str
         except (KeyError, TypeError, ValueError) as exc:
             report.problem(f"session #{index + 1}: {exc!r}")
             continue
-        if key in wanted:  # the document names a session twice: the second adds to it
+        if key in wanted:
+            # Named twice: the one-session-at-a-time path (the caller's retry) adds the
+            # second to the first, in document order.
             raise ValueError("session repeated in one batch")
         wanted[key] = (index, data, defaults)
     if not wanted:
