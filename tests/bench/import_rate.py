@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import shutil
 import sqlite3
 import tempfile
 import time
@@ -245,20 +246,23 @@ def child_run(out: Any, size: int) -> None:
         ("claude-mem", write_claude_mem, ["claude-mem", str(work / "claude-mem.db")], "observations"),
         ("claude-code", write_transcripts, ["claude-code", str(work / "transcripts")], "events"),
     ]  # fmt: skip
-    for seed, (name, write, args, counted) in enumerate(formats):
-        rows = _observations(size, seed)
-        write(rows, Path(args[1]))
-        before = _counts()
-        took, _ = _import(args)
-        after = _counts()
-        added = after[counted] - before[counted]
-        again, _ = _import(args)
-        readded = {k: v - after[k] for k, v in _counts().items() if v != after[k]}
-        out.write(
-            f"{name:<12} {size:>7} {'tool uses' if counted == 'events' else 'observations'}: "
-            f"{took:7.1f} s  {added / took:8.0f}/s  (added {added}; re-import {again:.1f} s, "
-            f"added {readded or 'nothing'})"
-        )
+    try:
+        for seed, (name, write, args, counted) in enumerate(formats):
+            rows = _observations(size, seed)
+            write(rows, Path(args[1]))
+            before = _counts()
+            took, _ = _import(args)
+            after = _counts()
+            added = after[counted] - before[counted]
+            again, _ = _import(args)
+            readded = {k: v - after[k] for k, v in _counts().items() if v != after[k]}
+            out.write(
+                f"{name:<12} {size:>7} {'tool uses' if counted == 'events' else 'observations'}: "
+                f"{took:7.1f} s  {added / took:8.0f}/s  (added {added}; re-import {again:.1f} s, "
+                f"added {readded or 'nothing'})"
+            )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def run(*, out: Any, options: dict[str, Any]) -> None:
