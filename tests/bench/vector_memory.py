@@ -15,10 +15,12 @@ to one project); RSS after; then RSS again once the model has been idle past its
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -57,10 +59,10 @@ def _breakdown(root: int) -> str:
     for pid in worker_bench._tree(root):
         try:
             fields = {}
-            for line in open(f"/proc/{pid}/smaps_rollup").read().splitlines()[1:]:
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]:
                 name, _, rest = line.partition(":")
                 fields[name] = int(rest.split()[0]) / 1024
-            argv = open(f"/proc/{pid}/cmdline").read().split("\0")
+            argv = Path(f"/proc/{pid}/cmdline").read_text().split("\0")
         except OSError:
             continue
         what = " ".join(a.rsplit("/", 1)[-1] for a in argv[:3] if a)
@@ -113,6 +115,7 @@ def _measure(env: dict[str, str], runs: int) -> dict[str, Any]:
 
 def child_pad(size: int) -> dict[str, Any]:
     django_setup()
+    # after django.setup(), in the child: these import Django models
     from memory.retrieval.embeddings import transformer
     from tests.bench.recall import _pad
 
@@ -157,8 +160,6 @@ def run(*, out: Any, options: dict[str, Any]) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["pad"]:
-        import json
-
         print(json.dumps(child_pad(int(sys.argv[2]))))
     else:
         subprocess.run(
