@@ -86,6 +86,9 @@ def get_model() -> Model:
                     _loaded[name] = _loaded.get("") or transformer.load()
             else:
                 _loaded[name] = transformer.load()
+            # The load's transient buffers (the file read, graph optimisation) are freed by
+            # now; glibc keeps their pages unless asked (the scan's matrix load used to ask).
+            index.release_free_heap()
             _watch()
         return _loaded[name]
 

@@ -223,9 +223,12 @@ def candidates(
     keep = np.fromiter(allowed, dtype=np.int64, count=len(allowed)) if allowed is not None else None
     best_ids = np.zeros(0, dtype=np.int64)
     best_scores = np.zeros(0, dtype=np.float32)
+    widened = np.empty((min(CHUNK, rows), dim), dtype=np.float32)  # one block per search
     for chunk in _chunks(path(kind), rows, dim):
         ids = chunk["oid"]
-        scores = (chunk["codes"].astype(np.float32) @ q) * chunk["scale"]
+        block = widened[: len(chunk)]
+        np.copyto(block, chunk["codes"], casting="unsafe")
+        scores = (block @ q) * chunk["scale"]
         if keep is not None:
             mask = np.isin(ids, keep)
             ids, scores = ids[mask], scores[mask]
