@@ -82,9 +82,10 @@ def _vector_index_cache() -> Iterator[None]:
     matrix cached by one test could look current to the next. A serving process never sees
     rolled-back vectors (the consumer writes them, the server only reads committed ones)."""
     yield
-    from memory.retrieval.embeddings import index
+    from memory.retrieval.embeddings import index, ondisk
 
     index.clear()
+    ondisk.clear()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

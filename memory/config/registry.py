@@ -789,6 +789,18 @@ REGISTRY: tuple[Setting, ...] = (
         ),
     ),
     Setting(
+        "CLAUDE_MEM_EMBEDDINGS_IDLE_SECONDS",
+        "600",
+        kind="int",
+        bounds=(0, 86_400),
+        label="Unload the embedding model after (s)",
+        section=OBSERVER,
+        help=(
+            "Seconds without use after which the worker drops the embedding model (about "
+            "60 MB) until the next search or embedding needs it; 0 keeps it loaded."
+        ),
+    ),
+    Setting(
         "CLAUDE_MEM_SEMANTIC_INJECT",
         "false",
         kind="bool",
@@ -824,7 +836,10 @@ REGISTRY: tuple[Setting, ...] = (
         kind="str",
         label="Vector index (SQLite)",
         section=OTHER,
-        help="SQLite vector search: auto, scan or sqlite-vec.",
+        help=(
+            "SQLite vector search: auto, disk (an int8 copy read in chunks: memory flat in the "
+            "rows), scan (every vector in memory) or sqlite-vec."
+        ),
     ),
     Setting(
         "CLAUDE_MEM_HOOK_TIMEOUT_MS",

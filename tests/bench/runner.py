@@ -28,6 +28,7 @@ BENCHMARKS = [
     "public_recall",
     "recall_pg",
     "vectors",
+    "vector_memory",
     "embedding_model",
     "offline",
     "economy",

@@ -114,7 +114,7 @@ def _held_in_file() -> set[int]:
 # -- the fallback: runs under every Python ------------------------------------------------------
 
 
-def test_sqlite_vec_asked_for_where_it_cannot_load_keeps_the_scan_and_says_so(
+def test_sqlite_vec_asked_for_where_it_cannot_load_uses_the_disk_copy_and_says_so(
     rows: dict[str, int], use: Any, monkeypatch: pytest.MonkeyPatch, caplog: Any
 ) -> None:
     reason = "this Python's sqlite3 cannot load extensions (test)"
@@ -126,19 +126,19 @@ def test_sqlite_vec_asked_for_where_it_cannot_load_keeps_the_scan_and_says_so(
     with caplog.at_level(logging.WARNING, logger="memory.retrieval.embeddings.vector_index"):
         assert _hits(text=QUERIES[0], mode="semantic") == expected
     model = get_model()
-    assert vector_index.choice("observation", model.version, model.dim) == "scan"
-    assert any(reason in r.getMessage() and "scan" in r.getMessage() for r in caplog.records)
+    assert vector_index.choice("observation", model.version, model.dim) == "disk"
+    assert any(reason in r.getMessage() and "disk" in r.getMessage() for r in caplog.records)
     level, line = vector_index.describe()
     assert level == "warn" and reason in line
     assert not vec0.path().exists()  # nothing was built
 
 
-def test_auto_where_it_cannot_load_is_the_scan_without_a_warning(
+def test_auto_where_it_cannot_load_is_the_disk_copy_without_a_warning(
     use: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(vec0, "unavailable_reason", lambda: "no extension loading (test)")
     use("auto")
-    assert vector_index.choice("observation", "m", 256) == "scan"
+    assert vector_index.choice("observation", "m", 256) == "disk"
     assert vector_index.describe()[0] == "ok"
 
 
@@ -286,8 +286,8 @@ def test_auto_measures_both_keeps_the_faster_and_records_why(
         first = vector_index.choice("observation", model.version, model.dim)
     saved = json.loads(vector_index.state_path().read_text())[vec0.source_key()]["observation"]
     assert saved["choice"] == first and saved["count"] == len(rows)
-    assert saved["scan_ms"] > 0 and saved["vec_ms"] > 0
-    assert (saved["vec_ms"] < saved["scan_ms"]) == (first == "sqlite-vec")
+    assert saved["disk_ms"] > 0 and saved["vec_ms"] > 0
+    assert (saved["vec_ms"] < saved["disk_ms"]) == (first == "sqlite-vec")
     assert any("measured faster" in r.getMessage() for r in caplog.records)
     assert "auto, measured on this store" in vector_index.describe()[1]
     # Another process reuses the record without measuring again.
@@ -295,11 +295,11 @@ def test_auto_measures_both_keeps_the_faster_and_records_why(
     with monkeypatch.context() as patched:
         patched.setattr(vector_index, "_measure", lambda *a: pytest.fail("measured again"))
         assert vector_index.choice("observation", model.version, model.dim) == first
-    # Rigged timings: each path wins once; when the scan wins, the copy is dropped.
-    for faster in ("sqlite-vec", "scan"):
+    # Rigged timings: each path wins once; when the disk copy wins, the vec0 copy is dropped.
+    for faster in ("sqlite-vec", "disk"):
         vector_index.state_path().unlink()
         vector_index.clear()
-        timings = iter([1.0, 9.0] if faster == "sqlite-vec" else [9.0, 1.0])  # vec, then scan
+        timings = iter([1.0, 9.0] if faster == "sqlite-vec" else [9.0, 1.0])  # vec, then disk
         monkeypatch.setattr(vector_index, "_median_ms", lambda run, q, t=timings: next(t))
         assert vector_index.choice("observation", model.version, model.dim) == faster
         kept = set(rows.values()) if faster == "sqlite-vec" else set()
@@ -340,7 +340,7 @@ def test_auto_measures_again_when_the_store_has_grown(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_auto_measures_in_the_background_while_the_scan_answers(
+def test_auto_measures_in_the_background_while_the_disk_copy_answers(
     vec: None, rows: dict[str, int], use: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """No search waits for the measure (the copy of 100k vectors takes seconds to build)."""
@@ -358,9 +358,9 @@ def test_auto_measures_in_the_background_while_the_scan_answers(
         return real(*args)
 
     monkeypatch.setattr(vector_index, "_measure", held)
-    assert vector_index.choice("observation", model.version, model.dim) == "scan"
+    assert vector_index.choice("observation", model.version, model.dim) == "disk"
     assert started.wait(30)
-    assert _hits(text=QUERIES[0], mode="semantic")  # answered by the scan meanwhile
+    assert _hits(text=QUERIES[0], mode="semantic")  # answered by the disk copy meanwhile
     assert len(vector_index._measuring) == 1  # one measure, however many searches
     release.set()
     for _ in range(300):

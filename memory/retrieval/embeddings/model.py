@@ -10,18 +10,26 @@ keeps the default. Nothing is ever downloaded.
 Each vector is stored with the version of the model that made it, so a model change is
 caught up by the background sweep (`store.embed_pending`) and search only compares vectors
 of one model.
+
+The model loads on first use and is dropped again after `CLAUDE_MEM_EMBEDDINGS_IDLE_SECONDS`
+without use (default 600; 0 keeps it): the ONNX session, its weights and the tokenizer are
+about 60 MB of the worker's memory, which an idle worker should give back. A watcher thread
+per process checks; a model in the middle of an `embed` is never dropped (the transformer
+counts its calls in flight), and the next use loads it again.
 """
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import logging
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memory import config
-from memory.retrieval.embeddings import transformer
+from memory.retrieval.embeddings import index, transformer
 from memory.retrieval.embeddings.transformer import TransformerModel
 
 if TYPE_CHECKING:
@@ -34,6 +42,11 @@ Model = TransformerModel
 
 _lock = threading.Lock()
 _loaded: dict[str, Model] = {}
+IDLE_SETTING = "CLAUDE_MEM_EMBEDDINGS_IDLE_SECONDS"
+# When get_model last answered (monotonic seconds); the transformer keeps its own for embed.
+_last_used = 0.0
+_watcher: threading.Thread | None = None
+_wake = threading.Event()
 
 
 def configured_name() -> str:
@@ -51,7 +64,9 @@ def _local(folder: Path) -> Model:
 
 
 def get_model() -> Model:
-    """The configured model, loaded once per process."""
+    """The configured model, loaded on first use (and again after an idle unload)."""
+    global _last_used
+    _last_used = time.monotonic()
     name = configured_name()
     model = _loaded.get(name)
     if model is not None:
@@ -71,6 +86,10 @@ def get_model() -> Model:
                     _loaded[name] = _loaded.get("") or transformer.load()
             else:
                 _loaded[name] = transformer.load()
+            # The load's transient buffers (the file read, graph optimisation) are freed by
+            # now; glibc keeps their pages unless asked (the scan's matrix load used to ask).
+            index.release_free_heap()
+            _watch()
         return _loaded[name]
 
 
@@ -101,6 +120,61 @@ def model_version() -> str:
         digest = hashlib.sha256(weights.read_bytes()).hexdigest()[:12]
         _versions[key] = f"local/{weights.parent.name}@{digest}"
     return _versions[key]
+
+
+def idle_limit() -> float:
+    """Seconds without use after which the model is dropped; 0: never."""
+    return float(max(0, config.get_int(IDLE_SETTING)))
+
+
+def idle_for() -> float:
+    """Seconds since the model was last asked for or last finished embedding."""
+    return time.monotonic() - max(_last_used, transformer.last_used())
+
+
+def loaded() -> bool:
+    return bool(_loaded)
+
+
+def unload_if_idle(limit: float | None = None) -> bool:
+    """Drop the loaded model(s) when unused for `limit` seconds (default: the setting) and
+    no embed is in flight; hand the freed heap back to the OS. True when it dropped one."""
+    if limit is None:
+        limit = idle_limit()
+        if limit <= 0:
+            return False
+    with _lock:
+        if not _loaded or transformer.in_flight() or idle_for() < limit:
+            return False
+        _loaded.clear()
+    gc.collect()  # the session and tokenizer are freed by refcount; any cycle with them now
+    index.release_free_heap()
+    log.info("embedding model unloaded after %.0f s idle", limit)
+    return True
+
+
+def _watch() -> None:
+    """Start this process's watcher (under `_lock`, once a model is in `_loaded`): it checks
+    every tenth of the idle limit (at most a minute) and ends once the model is dropped or
+    the setting turns unloading off; the next load starts it again."""
+    global _watcher
+    if _watcher is not None and _watcher.is_alive():
+        _wake.set()  # it may be sleeping on an older, longer limit: read it again
+        return
+
+    def watch() -> None:
+        while (limit := idle_limit()) > 0:
+            _wake.wait(min(60.0, max(0.05, limit / 10)))
+            _wake.clear()
+            try:
+                if not _loaded or unload_if_idle(limit):
+                    return
+            except Exception:  # a failed check leaves the model loaded: say why, stop
+                log.exception("embedding model idle unload failed")
+                return
+
+    _watcher = threading.Thread(target=watch, name="cmem-embeddings-idle", daemon=True)
+    _watcher.start()
 
 
 def embed(texts: list[str]) -> np.ndarray:

@@ -22,7 +22,6 @@ import contextlib
 import functools
 import hashlib
 import importlib.util
-import json
 import logging
 import os
 import sqlite3
@@ -327,30 +326,6 @@ def _knn(kind: Kind, query: np.ndarray, k: int) -> list[tuple[int, float]]:
     return [(r[0], 1.0 - r[1]) for r in rows.fetchall()]
 
 
-def _live_vectors(kind: Kind, model: str, ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """(ids, float32 vectors) of these rows' live vectors, read from `memory_embedding`.
-
-    One probe of the (kind, object_id) unique index per id, forced by the CROSS JOIN: with
-    hundreds of ids in an `IN (...)`, SQLite chose the (kind, model) index instead and read
-    every vector of the kind (70 ms for 800 ids at 100k rows, against 2 ms)."""
-    # optional dependency (numpy: the embeddings extra)
-    import numpy as np
-
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT e.object_id, e.vector FROM json_each(%s) AS j CROSS JOIN memory_embedding "
-            "AS e WHERE e.kind = %s AND e.object_id = j.value AND e.model = %s",
-            [json.dumps(ids), kind, model],
-        )
-        rows = cursor.fetchall()
-    if not rows:
-        return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
-    found = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-    blob = b"".join(bytes(r[1]) for r in rows)
-    vectors = np.frombuffer(blob, dtype=np.float16).reshape(len(rows), -1).astype(np.float32)
-    return found, vectors
-
-
 def _rescored(
     kind: Kind, model: str, query: np.ndarray, ids: list[int], *, from_copy: bool
 ) -> list[tuple[float, int]]:
@@ -360,7 +335,7 @@ def _rescored(
     # optional dependency (numpy: the embeddings extra)
     import numpy as np
 
-    found, vectors = _live_vectors(kind, model, ids)
+    found, vectors = index.live_vectors(kind, model, ids)
     gone = set(ids) - {int(pk) for pk in found} if from_copy else set()
     if gone:
         conn = _conn()

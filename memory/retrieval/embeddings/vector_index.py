@@ -1,18 +1,22 @@
-"""Which nearest-rows index serves a SQLite search: the in-memory scan or sqlite-vec.
+"""Which nearest-rows index serves a SQLite search: the int8 copy on disk, the in-heap scan,
+or sqlite-vec.
 
-`CLAUDE_MEM_VECTOR_INDEX`: `scan` (`index.py`: one float32 matrix per kind, one matrix
-product), `sqlite-vec` (`vec0.py`: a derived vec0 file), or `auto` (the default): sqlite-vec
-only where this interpreter can load it AND it measures faster on this store. Many Pythons
-cannot load extensions at all (built without `enable_load_extension`), so the scan is what
-works everywhere; sqlite-vec asked for where it cannot load is logged (once) and shown by
-`cmem doctor`, and the scan answers.
+`CLAUDE_MEM_VECTOR_INDEX`: `disk` (`ondisk.py`: an int8 copy read in bounded chunks, the
+candidates re-scored exactly; memory flat in the row count), `scan` (`index.py`: one
+float32 matrix per kind in the process's heap, one matrix product), `sqlite-vec`
+(`vec0.py`: a derived vec0 file), or `auto` (the default): sqlite-vec only where this
+interpreter can load it AND it measures faster than the disk copy on this store, else the
+disk copy. Many Pythons cannot load extensions at all (built without
+`enable_load_extension`); sqlite-vec asked for where it cannot load is logged (once) and
+shown by `cmem doctor`, and the disk copy answers.
 
 `auto` times both paths on the live store the first time a kind is searched (in a
-background thread, the scan answering meanwhile; a few queries made of stored vectors,
-after one warm-up each), keeps the faster, logs which and why, and
+background thread, the disk copy answering meanwhile; a few queries made of stored
+vectors, after one warm-up each), keeps the faster, logs which and why, and
 records it in the data dir (`state/vector-index.json`), so the other processes and later
 runs reuse it; it measures again when the kind has grown `REMEASURE_GROWTH`-fold. When the
-scan wins, the copy is dropped (nothing on disk to keep in step).
+disk copy wins, the vec0 copy is dropped (nothing on disk to keep in step). A `scan` recorded
+by an earlier version reads as `disk`.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from django.db import connection
 from huey.contrib.djhuey import HUEY
 
 from memory import config
-from memory.retrieval.embeddings import Kind, index, vec0
+from memory.retrieval.embeddings import Kind, index, ondisk, vec0
 
 if TYPE_CHECKING:
     import numpy as np
@@ -39,8 +43,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SETTING = "CLAUDE_MEM_VECTOR_INDEX"
-Choice = Literal["scan", "sqlite-vec"]
-CHOICES = ("auto", "scan", "sqlite-vec")
+Choice = Literal["disk", "scan", "sqlite-vec"]
+CHOICES = ("auto", "disk", "scan", "sqlite-vec")
 # Queries timed per path when `auto` decides, and the depth each asks (hybrid's CANDIDATES).
 QUERIES = 5
 DEPTH = 50
@@ -111,13 +115,13 @@ def _record(kind: Kind, model: str, decision: Decision, figures: dict[str, float
 def choice(kind: Kind, model: str, dim: int) -> Choice:
     """The path that serves `kind` now (see the module docstring)."""
     setting = configured()
-    if setting == "scan":
-        return "scan"
+    if setting in ("scan", "disk"):
+        return "disk" if setting == "disk" else "scan"
     reason = vec0.unavailable_reason()
     if reason:
         if setting == "sqlite-vec":
-            _log_once(f"{SETTING}=sqlite-vec, but {reason}; searching with the scan")
-        return "scan"
+            _log_once(f"{SETTING}=sqlite-vec, but {reason}; searching with the disk copy")
+        return "disk"
     if setting == "sqlite-vec":
         return "sqlite-vec"
     key = (str(vec0.path()), kind, model)
@@ -129,7 +133,8 @@ def choice(kind: Kind, model: str, dim: int) -> Choice:
     if decision is None:
         saved = recorded().get(kind)
         if isinstance(saved, dict) and saved.get("model") == model:
-            decision = Decision(saved["choice"], saved.get("why", ""), int(saved["count"]))
+            chosen: Choice = "sqlite-vec" if saved["choice"] == "sqlite-vec" else "disk"
+            decision = Decision(chosen, saved.get("why", ""), int(saved["count"]))
     if decision is not None and not _grown(decision.count, count):
         decision.generation = generation
         _decided[key] = decision
@@ -137,14 +142,14 @@ def choice(kind: Kind, model: str, dim: int) -> Choice:
     measured = _start_measuring(key, kind, model, dim, count, generation)
     if measured is not None:
         return measured.choice
-    return decision.choice if decision is not None else "scan"  # until the measure is in
+    return decision.choice if decision is not None else "disk"  # until the measure is in
 
 
 def _start_measuring(
     key: tuple[str, Kind, str], kind: Kind, model: str, dim: int, count: int, generation: int
 ) -> Decision | None:
     """Measure in a background thread, so no search waits for it (building the copy of
-    100k vectors took 3.7 s here, and a hook's request has 2 s): the scan answers until the
+    100k vectors took 3.7 s here, and a hook's request has 2 s): the disk copy answers until the
     decision is in. Where background work runs inline (`HUEY.immediate`: the tests), it is
     measured now and returned."""
 
@@ -164,8 +169,8 @@ def _start_measuring(
     def background() -> None:
         try:
             work()
-        except Exception as exc:  # noqa: BLE001 - a failed measure keeps the scan, and says why
-            _log_once(f"measuring the indexes failed ({exc}); searching with the scan")
+        except Exception as exc:  # noqa: BLE001 - a failed measure keeps the disk copy, and says why
+            _log_once(f"measuring the indexes failed ({exc}); searching with the disk copy")
         finally:
             _measuring.discard(key)
             connection.close()  # this thread's own database connection
@@ -195,11 +200,11 @@ def _measure(kind: Kind, model: str, dim: int, count: int) -> Decision:
     # optional dependency (numpy: the embeddings extra)
     import numpy as np
 
-    ids, vectors = index.matrix(kind, model, dim)
-    if not len(ids):
-        return Decision("scan", "no vectors stored yet", 0)
-    picks = np.linspace(0, len(ids) - 1, num=min(QUERIES, len(ids))).astype(int)
-    queries = vectors[picks] / np.linalg.norm(vectors[picks], axis=1, keepdims=True)
+    sample, stored = index.null_sample(kind, model, dim)
+    if not stored or not len(sample):
+        return Decision("disk", "no vectors stored yet", 0)
+    picks = np.linspace(0, len(sample) - 1, num=min(QUERIES, len(sample))).astype(int)
+    queries = sample[picks] / np.linalg.norm(sample[picks], axis=1, keepdims=True)
     try:
         start = time.perf_counter()
         vec0.sync(kind, model, dim)
@@ -208,19 +213,19 @@ def _measure(kind: Kind, model: str, dim: int, count: int) -> Decision:
     except sqlite3.Error as exc:
         why = f"sqlite-vec failed on this store ({exc})"
         _log_once(why)
-        return Decision("scan", why, count)
-    scan_ms = _median_ms(lambda q: index.nearest(kind, model, q, k=DEPTH), queries)
-    faster: Choice = "sqlite-vec" if vec_ms < scan_ms else "scan"
+        return Decision("disk", why, count)
+    disk_ms = _median_ms(lambda q: ondisk.nearest(kind, model, q, k=DEPTH), queries)
+    faster: Choice = "sqlite-vec" if vec_ms < disk_ms else "disk"
     why = (
-        f"{faster} measured faster over {count:,} {kind} vectors: scan {scan_ms:.2f} ms, "
+        f"{faster} measured faster over {count:,} {kind} vectors: disk {disk_ms:.2f} ms, "
         f"sqlite-vec {vec_ms:.2f} ms (median of {len(queries)} queries, depth {DEPTH})"
     )
     decision = Decision(faster, why, count)
-    if faster == "scan":
+    if faster == "disk":
         with contextlib.suppress(sqlite3.Error):
             vec0.drop(kind)
     log.info("vector index for %s: %s", kind, why)
-    _record(kind, model, decision, {"scan_ms": scan_ms, "vec_ms": vec_ms, "build_s": build_s})
+    _record(kind, model, decision, {"disk_ms": disk_ms, "vec_ms": vec_ms, "build_s": build_s})
     return decision
 
 
@@ -234,14 +239,17 @@ def nearest(
     min_score: float = 0.0,
 ) -> list[tuple[float, int]]:
     """`index.nearest`'s contract, answered by the chosen path. A depth beyond what
-    sqlite-vec answers in one query, or an error from it, falls back to the scan."""
+    sqlite-vec answers in one query, or an error from it, falls back to the disk copy."""
     dim = int(query.shape[0])
-    if choice(kind, model, dim) == "sqlite-vec" and k + vec0.MARGIN <= vec0.MAX_K:
+    chosen = choice(kind, model, dim)
+    if chosen == "sqlite-vec" and k + vec0.MARGIN <= vec0.MAX_K:
         try:
             return vec0.nearest(kind, model, query, k=k, allowed=allowed, min_score=min_score)
         except sqlite3.Error as exc:
-            _log_once(f"sqlite-vec failed ({exc}); searching with the scan")
-    return index.nearest(kind, model, query, k=k, allowed=allowed, min_score=min_score)
+            _log_once(f"sqlite-vec failed ({exc}); searching with the disk copy")
+    if chosen == "scan":
+        return index.nearest(kind, model, query, k=k, allowed=allowed, min_score=min_score)
+    return ondisk.nearest(kind, model, query, k=k, allowed=allowed, min_score=min_score)
 
 
 def describe() -> tuple[str, str]:
@@ -249,11 +257,11 @@ def describe() -> tuple[str, str]:
     and what `auto` chose."""
     setting = configured()
     reason = vec0.unavailable_reason()
-    if setting == "scan":
-        return "ok", "vector index: scan (CLAUDE_MEM_VECTOR_INDEX=scan)"
+    if setting in ("scan", "disk"):
+        return "ok", f"vector index: {setting} ({SETTING}={setting})"
     if reason:
         level = "warn" if setting == "sqlite-vec" else "ok"
-        return level, f"vector index: scan ({SETTING}={setting}, but {reason})"
+        return level, f"vector index: disk ({SETTING}={setting}, but {reason})"
     if setting == "sqlite-vec":
         return "ok", "vector index: sqlite-vec (CLAUDE_MEM_VECTOR_INDEX=sqlite-vec)"
     decided = {kind: entry.get("choice") for kind, entry in recorded().items()}

@@ -1,0 +1,284 @@
+"""Nearest rows from an int8 copy on disk, read in bounded chunks: RSS flat in the row count.
+
+The in-heap scan (`index.py`) holds one float32 matrix per kind (150 MB per process at
+100k vectors of 384 dims), so a worker's memory grew with its store. This path keeps a
+derived copy of each kind in a file of its own in the data dir (`vectors/q8-…-<kind>.bin`):
+one record per vector, (object id int64, scale float32, dim int8 codes), each row's codes
+its float16 values divided by `scale` = max|v| / 127 and rounded. A search reads the file
+with `os.pread`, CHUNK rows at a time (the page cache holds the file, not the process:
+no mmap, whose touched pages would count in RSS), scores each chunk with one matrix
+product and keeps the best `k + MARGIN` over all chunks; those candidates are then
+re-scored exactly from their live `memory_embedding` rows, the dot product the scan
+computes, so the returned scores and order are the scan's (int8 only chooses the
+candidates), and a row deleted since the last sync is simply not returned.
+
+Like vec0's copy (`vec0.py`) it is never the source of truth: synced on each search from
+the generation row a trigger bumps on every insert or delete of a vector (migration 0006);
+new vectors (ids only grow) are appended; when the counts then disagree (a deletion, a
+re-embed) the file is rebuilt from the table and swapped in by rename; a copy made from
+another database file (a restore reuses row ids), another model or dimension is rebuilt;
+a damaged or deleted file is rebuilt. A sidecar JSON (written atomically, after the rows)
+says how many rows are valid, so a crash mid-append leaves only bytes that are ignored and
+overwritten. Writers take an `flock` on a lock file: several processes may search one store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from django.db import connection
+
+from memory import config
+from memory.retrieval.embeddings import TABLES, Kind, index, vec0
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# Rows read per pread: 2048 rows of 384 dims are 0.8 MB of codes and a 3 MB float32 block
+# while a chunk is scored, the whole of what a search holds beyond the candidates.
+CHUNK = 2048
+# Candidates beyond `k` re-scored exactly: int8 rounding moves a score by ~1e-3, so the
+# scan's k-th row is among the copy's best k + MARGIN (recall@10 1.0 in the tests).
+MARGIN = 64
+# An `allowed` set this small is scored directly from its stored vectors (one indexed
+# probe per id), without reading the copy.
+DIRECT = 4096
+# Rows read from the table at a time while the copy is built or appended to.
+WRITE_BATCH = 2048
+
+_lock = threading.Lock()
+
+
+def _dtype(dim: int) -> np.dtype[Any]:
+    # optional dependency (numpy: the embeddings extra)
+    import numpy as np
+
+    return np.dtype([("oid", "<i8"), ("scale", "<f4"), ("codes", "i1", (dim,))])
+
+
+def path(kind: Kind) -> Path:
+    """The copy of `kind`, in the data dir, named after the database it copies."""
+    digest = hashlib.sha1(vec0.source_key().encode()).hexdigest()[:12]
+    return config.data_dir() / "vectors" / f"q8-{digest}-{kind}.bin"
+
+
+def _meta_path(target: Path) -> Path:
+    return target.with_suffix(".json")
+
+
+def _read_meta(target: Path) -> dict[str, Any]:
+    try:
+        meta = json.loads(_meta_path(target).read_text())
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def _quantized(rows: list[tuple[int, bytes]], dim: int) -> bytes:
+    """The records of these (object_id, float16 blob) rows."""
+    # optional dependency (numpy: the embeddings extra)
+    import numpy as np
+
+    out = np.zeros(len(rows), dtype=_dtype(dim))
+    out["oid"] = [r[0] for r in rows]
+    vectors = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.float16)
+    vectors = vectors.reshape(len(rows), dim).astype(np.float32)
+    scale = np.abs(vectors).max(axis=1) / 127.0
+    scale[scale == 0] = 1.0  # an all-zero vector: codes 0 whatever the scale
+    out["scale"] = scale
+    out["codes"] = np.rint(vectors / scale[:, None]).clip(-127, 127).astype(np.int8)
+    return out.tobytes()
+
+
+def _rows_after(kind: Kind, model: str, after: int) -> Iterator[list[tuple[int, bytes]]]:
+    """(object_id, float16 blob) of vectors stored after row `after`, WRITE_BATCH at a time."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT object_id, vector FROM memory_embedding "
+            "WHERE kind = %s AND model = %s AND id > %s ORDER BY id",
+            [kind, model, after],
+        )
+        while part := cursor.fetchmany(WRITE_BATCH):
+            yield part
+
+
+def _append(fd: int, offset: int, kind: Kind, model: str, after: int, dim: int) -> int:
+    """Write the vectors stored after row `after` from byte `offset`; returns rows written."""
+    written = 0
+    for part in _rows_after(kind, model, after):
+        data = _quantized(part, dim)
+        os.pwrite(fd, data, offset)
+        offset += len(data)
+        written += len(part)
+    return written
+
+
+def _rebuild(target: Path, kind: Kind, model: str, dim: int) -> int:
+    """Write the whole copy to a temp file and rename it in place (readers holding the old
+    file finish on it); returns its row count."""
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        rows = _append(fd, 0, kind, model, 0, dim)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, target)
+    return rows
+
+
+def _fresh(meta: dict[str, Any], model: str, dim: int, identity: str) -> bool:
+    return meta.get("model") == model and meta.get("dim") == dim and meta.get("source") == identity
+
+
+def sync(kind: Kind, model: str, dim: int) -> dict[str, Any]:
+    """Bring `kind`'s copy up to date with `memory_embedding`; returns its meta (`rows`:
+    how many records of the file are valid). The usual search costs one read of the
+    generation row and of the small meta file."""
+    target = path(kind)
+    generation = index.current_generation()
+    identity = vec0._source_identity()
+    meta = _read_meta(target)
+    if _fresh(meta, model, dim, identity) and meta.get("generation") == generation:
+        with contextlib.suppress(OSError):  # a deleted or truncated file is rebuilt below
+            if target.stat().st_size >= int(meta.get("rows", 0)) * _dtype(dim).itemsize:
+                return meta
+    count, max_id = index._signature(kind, model)
+    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with _lock, open(target.with_suffix(".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        meta = _read_meta(target)  # again under the lock: another process may have synced
+        size = target.stat().st_size if target.exists() else -1
+        record = _dtype(dim).itemsize
+        whole = _fresh(meta, model, dim, identity) and size >= int(meta.get("rows", 0)) * record
+        if whole and (meta.get("count"), meta.get("max_id")) == (count, max_id):
+            rows = int(meta["rows"])
+        elif whole and max_id > int(meta["max_id"]):
+            rows = int(meta["rows"])
+            fd = os.open(target, os.O_WRONLY)
+            try:
+                os.ftruncate(fd, rows * record)  # bytes a crashed append left
+                rows += _append(fd, rows * record, kind, model, int(meta["max_id"]), dim)
+            finally:
+                os.close(fd)
+            if rows != count:  # rows were deleted or re-embedded as well
+                rows = _rebuild(target, kind, model, dim)
+        else:
+            rows = _rebuild(target, kind, model, dim)
+        meta = {
+            "source": identity,
+            "model": model,
+            "dim": dim,
+            "generation": generation,
+            "count": count,
+            "max_id": max_id,
+            "rows": rows,
+        }
+        config.write_atomic(_meta_path(target), json.dumps(meta).encode())
+    return meta
+
+
+def _chunks(target: Path, rows: int, dim: int) -> Iterator[np.ndarray]:
+    """The copy's first `rows` records, CHUNK at a time, each read with one pread."""
+    # optional dependency (numpy: the embeddings extra)
+    import numpy as np
+
+    dtype = _dtype(dim)
+    fd = os.open(target, os.O_RDONLY)
+    try:
+        for start in range(0, rows, CHUNK):
+            want = min(CHUNK, rows - start) * dtype.itemsize
+            data = os.pread(fd, want, start * dtype.itemsize)
+            usable = len(data) // dtype.itemsize  # short: a rebuild swapped a smaller file in
+            if usable:
+                yield np.frombuffer(data, dtype=dtype, count=usable)
+            if usable * dtype.itemsize < want:
+                return
+    finally:
+        os.close(fd)
+
+
+def candidates(
+    kind: Kind, model: str, query: np.ndarray, depth: int, allowed: set[int] | None = None
+) -> list[int]:
+    """The object ids of the copy's `depth` best rows for `query` (approximate scores),
+    among `allowed` when given."""
+    # optional dependency (numpy: the embeddings extra)
+    import numpy as np
+
+    dim = int(query.shape[0])
+    meta = sync(kind, model, dim)
+    rows = int(meta.get("rows", 0))
+    if not rows:
+        return []
+    q = query.astype(np.float32)
+    keep = np.fromiter(allowed, dtype=np.int64, count=len(allowed)) if allowed is not None else None
+    best_ids = np.zeros(0, dtype=np.int64)
+    best_scores = np.zeros(0, dtype=np.float32)
+    widened = np.empty((min(CHUNK, rows), dim), dtype=np.float32)  # one block per search
+    for chunk in _chunks(path(kind), rows, dim):
+        ids = chunk["oid"]
+        block = widened[: len(chunk)]
+        np.copyto(block, chunk["codes"], casting="unsafe")
+        scores = (block @ q) * chunk["scale"]
+        if keep is not None:
+            mask = np.isin(ids, keep)
+            ids, scores = ids[mask], scores[mask]
+        ids = np.concatenate([best_ids, ids])
+        scores = np.concatenate([best_scores, scores])
+        if len(scores) > depth:
+            top = np.argpartition(-scores, depth - 1)[:depth]
+            ids, scores = ids[top], scores[top]
+        best_ids, best_scores = ids, scores
+    return [int(pk) for pk in best_ids]
+
+
+def nearest(
+    kind: Kind,
+    model: str,
+    query: np.ndarray,
+    *,
+    k: int,
+    allowed: set[int] | None = None,
+    min_score: float = 0.0,
+) -> list[tuple[float, int]]:
+    """`index.nearest`'s contract: the `k` rows most similar to `query`, best first, as
+    (cosine, id), scored exactly as the scan scores them; `allowed` restricts to those ids."""
+    # optional dependency (numpy: the embeddings extra)
+    import numpy as np
+
+    if k <= 0 or (allowed is not None and not allowed):
+        return []
+    if allowed is not None and len(allowed) <= DIRECT:
+        ids = sorted(allowed)
+    else:
+        ids = candidates(kind, model, query, k + MARGIN, allowed)
+    found, vectors = index.live_vectors(kind, model, ids)
+    if not len(found):
+        return []
+    scores = vectors @ query.astype(np.float32)
+    order = np.argsort(-scores, kind="stable")[:k]
+    return [(float(scores[i]), int(found[i])) for i in order if scores[i] > min_score]
+
+
+def drop(kind: Kind) -> None:
+    """Forget `kind`'s copy (tests, and a store that changes path)."""
+    target = path(kind)
+    for stale in (target, _meta_path(target), target.with_suffix(".lock")):
+        with contextlib.suppress(OSError):
+            stale.unlink()
+
+
+def clear() -> None:
+    """Delete every kind's copy of this database (tests: a rolled-back test leaves the
+    generation counter where the next test's rows will bring it again)."""
+    for kind in TABLES:
+        drop(kind)

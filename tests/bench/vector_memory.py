@@ -1,0 +1,167 @@
+"""`python -m tests.bench vector_memory`: worker memory after a hybrid workload, per vector index.
+
+Issue 33's memory target, measured as the user sees it: RSS summed over the worker's
+processes (`cmem serve` and its children, mapped file pages included, from
+/proc/<pid>/smaps_rollup). Per size (default 10,000 and 100,000; `--size`), one temporary
+data dir: migrated, filled with filler observations and random unit vectors stored under
+the bundled model's version (`recall._pad`: what costs memory is the count of vectors, not
+their meaning; embedding 100k rows here would take most of an hour). Then, for
+`CLAUDE_MEM_VECTOR_INDEX` = `scan` (every vector in the heap) and `disk` (the int8 copy read
+in chunks), a real worker is started with `CLAUDE_MEM_EMBEDDINGS_IDLE_SECONDS=20`, and:
+idle RSS; `--runs` hybrid searches over HTTP (default 30, varied texts, a third filtered
+to one project); RSS after; then RSS again once the model has been idle past its limit.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from tests.bench import worker as worker_bench
+from tests.bench.harness import (
+    bench_sizes,
+    child_json,
+    cmem_migrate,
+    django_setup,
+    free_port,
+    scratch_dir,
+    worker_env,
+)
+
+IDLE_SECONDS = 20
+TEXTS = (
+    "cache invalidation after a deploy", "why did refunds disagree with checkout totals",
+    "redis connection pool exhausted", "flaky test in the payment webhook",
+    "migrating the session store", "slow query on the orders table",
+)  # fmt: skip
+
+
+def _tree_rss_mb(root: int) -> float:
+    total = 0
+    for pid in worker_bench._tree(root):
+        try:
+            total += worker_bench._memory_kb(pid)[0]
+        except OSError:
+            continue
+    return total / 1024
+
+
+def _breakdown(root: int) -> str:
+    """Per process: RSS, and of it anonymous (heap) against file-backed (libraries, data)."""
+    parts = []
+    for pid in worker_bench._tree(root):
+        try:
+            fields = {}
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]:
+                name, _, rest = line.partition(":")
+                fields[name] = int(rest.split()[0]) / 1024
+            argv = Path(f"/proc/{pid}/cmdline").read_text().split("\0")
+        except OSError:
+            continue
+        what = " ".join(a.rsplit("/", 1)[-1] for a in argv[:3] if a)
+        parts.append(f"{what} {fields['Rss']:.0f} ({fields['Anonymous']:.0f} anon)")
+    return "; ".join(parts)
+
+
+def _workload(port: int, secret: str, runs: int) -> None:
+    auth = {"Authorization": f"Bearer {secret}"}
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    try:
+        for n in range(runs):
+            params = {"q": TEXTS[n % len(TEXTS)], "mode": "hybrid"}
+            if n % 3 == 2:
+                params["project"] = "filler"
+            conn.request("GET", "/api/search?" + urlencode(params), headers=auth)
+            resp = conn.getresponse()
+            resp.read()
+            if resp.status != 200:
+                raise RuntimeError(f"search answered {resp.status}")
+    finally:
+        conn.close()
+
+
+def _measure(env: dict[str, str], runs: int) -> dict[str, Any]:
+    live, _ = worker_bench._start(env)
+    assert live.proc is not None
+    try:
+        time.sleep(5)  # the consumer's start-up tasks settle
+        idle = _tree_rss_mb(live.proc.pid)
+        began = time.perf_counter()
+        _workload(live.port, (live.data_dir / "worker.secret").read_text().strip(), runs)
+        elapsed = time.perf_counter() - began
+        time.sleep(2)
+        after = _tree_rss_mb(live.proc.pid)
+        after_detail = _breakdown(live.proc.pid)
+        time.sleep(IDLE_SECONDS + 8)  # past the limit and the watcher's next look
+        unloaded = _tree_rss_mb(live.proc.pid)
+        unloaded_detail = _breakdown(live.proc.pid)
+    finally:
+        live.stop()
+    return {
+        "idle": idle,
+        "after": after,
+        "unloaded": unloaded,
+        "search_s": elapsed / runs,
+        "detail": f"after: {after_detail}. unloaded: {unloaded_detail}",
+    }
+
+
+def child_pad(size: int) -> dict[str, Any]:
+    django_setup()
+    # after django.setup(), in the child: these import Django models
+    from memory.retrieval.embeddings import transformer
+    from tests.bench.recall import _pad
+
+    _pad(size, 384, transformer.VERSION)
+    return {"size": size}
+
+
+def run(*, out: Any, options: dict[str, Any]) -> None:
+    runs = options.get("runs") or 30
+    out.write(
+        "| observations | index | idle | after the hybrid workload | after the idle unload "
+        "| hybrid mean (incl. first) | load |"
+    )
+    out.write("|---:|---|---:|---:|---:|---:|---:|")
+    details = []
+    for size in bench_sizes(options):
+        with scratch_dir("cmem-bench-vecmem-") as work:
+            data = work / "data"
+            for index_name in ("scan", "disk"):
+                env = worker_env(
+                    data,
+                    free_port(),
+                    CLAUDE_MEM_COMPRESSOR="offline",
+                    DJANGO_SETTINGS_MODULE="cmem_site.settings",
+                    CLAUDE_MEM_VECTOR_INDEX=index_name,
+                    CLAUDE_MEM_EMBEDDINGS_IDLE_SECONDS=str(IDLE_SECONDS),
+                )
+                if index_name == "scan":
+                    cmem_migrate(env)
+                    child_json("tests.bench.vector_memory", env, "pad", str(size), timeout=3600)
+                got = _measure(env, runs)
+                out.write(
+                    f"| {size:,} | {index_name} | {got['idle']:.1f} MB | {got['after']:.1f} MB "
+                    f"| {got['unloaded']:.1f} MB | {got['search_s'] * 1000:.0f} ms "
+                    f"| {os.getloadavg()[0]:.1f} |"
+                )
+                details.append(f"{size:,} {index_name}: {got['detail']}")
+    out.write("Processes (MB RSS, of it anonymous):")
+    for line in details:
+        out.write(f"- {line}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["pad"]:
+        print(json.dumps(child_pad(int(sys.argv[2]))))
+    else:
+        subprocess.run(
+            [sys.executable, "-m", "tests.bench", "vector_memory", *sys.argv[1:]], check=True
+        )
