@@ -468,6 +468,11 @@ class ObservationFile(models.Model):
         indexes = [
             # Used by the file-read gate: a file's observations, newest first.
             models.Index(fields=["project", "path", "-created"], name="obsfile_project_path_idx"),
+            # The read gate's second slice: a file's rows that modified it, newest first,
+            # without walking the file's reads (issue 33; gate.GATE_MODIFIED_ROWS).
+            models.Index(
+                fields=["project", "path", "role", "-created"], name="obsfile_path_role_idx"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -66,9 +66,16 @@ from memory.projects import (
 from memory.runtime.compiled_sql import CompiledInsert, CompiledQuery
 from memory.team import scope
 
-# Rows fetched per file before dedupe: a file's whole history in practice, bounded for the
-# rare file touched by thousands of observations.
+# Rows fetched per file before dedupe for the file page and the by-file API: a file's whole
+# history in practice, bounded for the rare file touched by thousands of observations.
 FETCH_ROWS = 400
+# The read gate's own slice (issue 33: a decision that does not grow with a file's history):
+# the file's newest rows, and when it has more than that, its newest rows that modified it
+# (the most specific kind, +2 in Candidate.score) from an index of their own. Two bounded
+# index range reads, whatever the file's history; a file with at most GATE_NEWEST_ROWS rows
+# (every file, in practice) is decided on its whole history as before.
+GATE_NEWEST_ROWS = 64
+GATE_MODIFIED_ROWS = 16
 TITLE_MAX = 160
 # Superseded rows of the file named with their successor, at most this many.
 REPLACED_SHOWN = 3
@@ -159,7 +166,9 @@ def gate_decide(*, event: HookEvent, mode: str = "") -> HookResult:
     if view is not None and view.denied:
         _retry_pass(view, project)
         return PASS
-    history = file_candidates(project=project.name, rel_path=relative_path(path, project.root))
+    history = file_candidates(
+        project=project.name, rel_path=relative_path(path, project.root), bounded=True
+    )
     candidates = [c for c in history if c.is_current]
     if not candidates:
         return PASS
@@ -262,20 +271,33 @@ def _retry_pass(view: FileView, project: Project) -> None:
         ledger_record_retry(session=view.session, project=project.name, path=view.path)
 
 
-def file_candidates(*, project: str, rel_path: str) -> list[Candidate]:
+def file_candidates(*, project: str, rel_path: str, bounded: bool = False) -> list[Candidate]:
     """A file's observations, newest first, one entry per observation, whatever their
     status (the gate keeps the current ones; the file page lists them all, labelled).
 
     One indexed range read (obsfile_project_path_idx) joined to each observation by its
     primary key; the files an observation touched come from its files_read/files_modified.
+    `bounded` (the read gate): at most GATE_NEWEST_ROWS + GATE_MODIFIED_ROWS rows, read
+    through indexes whatever the file's history (see GATE_NEWEST_ROWS).
     """
+    # A teammate's token: only observations of their own sessions (memory/team/scope.py),
+    # filtered in the query so other users' rows never crowd theirs out of the slice.
     owner = scope.restricted_owner()
-    if owner is not None:
-        # A teammate's token: only observations of their own sessions (memory/team/scope.py),
-        # filtered in the query so other users' rows never crowd theirs out of FETCH_ROWS.
-        rows = list(_candidates_query(project=project, path=rel_path, owner=owner))
+    if not bounded:
+        rows = _rows(project=project, path=rel_path, owner=owner, count=FETCH_ROWS)
     else:
-        rows = _CANDIDATES.rows(project=project, path=rel_path)
+        rows = _rows(project=project, path=rel_path, owner=owner, count=GATE_NEWEST_ROWS)
+        if len(rows) == GATE_NEWEST_ROWS:
+            # More history than the newest slice: add the newest rows that modified the file
+            # (older than the slice, or in it: a row met twice merges below). They come after
+            # the newest rows, so the list stays newest first.
+            rows += _rows(
+                project=project,
+                path=rel_path,
+                owner=owner,
+                count=GATE_MODIFIED_ROWS,
+                role=ObservationFile.Role.MODIFIED,
+            )
     merged: dict[int, Candidate] = {}
     for (
         obs_id, role, digest, created, session_pk, title, obs_type, read, written,
@@ -301,8 +323,12 @@ def file_candidates(*, project: str, rel_path: str) -> list[Candidate]:
 # The by-file query, built by the ORM once and then run on a plain cursor. Deliberately not
 # a QuerySet per call: on the gate's hot path, building the query and converting 40-odd rows
 # through the ORM doubled its CPU cost (~1.3 ms against ~0.55 ms at 100k observations).
-def _candidates_query(*, project: str, path: str, owner: int | None = None) -> QuerySet[Any]:
+def _candidates_query(
+    *, project: str, path: str, owner: int | None = None, role: str = "", count: int = FETCH_ROWS
+) -> QuerySet[Any]:
     rows = ObservationFile.objects.filter(project=project, path=path)
+    if role:  # served by obsfile_path_role_idx: a file's rows of one role, newest first
+        rows = rows.filter(role=role)
     if owner is not None:
         rows = rows.filter(observation__session__owner_id=owner)
     return rows.order_by("-created").values_list(
@@ -320,12 +346,42 @@ def _candidates_query(*, project: str, path: str, owner: int | None = None) -> Q
         "observation__certainty",
         "observation__origin",
         "observation__person_edited",
-    )[:FETCH_ROWS]
+    )[:count]
 
 
-_CANDIDATES = CompiledQuery(
-    lambda p: _candidates_query(project=p["project"], path=p["path"]), "project", "path"
+# One compiled query per (role, count) the gate and the file page use: LIMIT is part of the
+# SQL, and the role is a parameter only when filtered on.
+def _newest(count: int) -> CompiledQuery:
+    return CompiledQuery(
+        lambda p: _candidates_query(project=p["project"], path=p["path"], count=count),
+        "project",
+        "path",
+    )
+
+
+_COMPILED = {("", count): _newest(count) for count in (FETCH_ROWS, GATE_NEWEST_ROWS)}
+_COMPILED[(ObservationFile.Role.MODIFIED, GATE_MODIFIED_ROWS)] = CompiledQuery(
+    lambda p: _candidates_query(
+        project=p["project"], path=p["path"], role=p["role"], count=GATE_MODIFIED_ROWS
+    ),
+    "project",
+    "path",
+    "role",
 )
+
+
+def _rows(
+    *, project: str, path: str, owner: int | None, count: int, role: str = ""
+) -> list[tuple[Any, ...]]:
+    """A file's ObservationFile rows (of `role`, if given) joined to their observations,
+    newest first, at most `count`; a teammate's (`owner`) own only."""
+    if owner is not None:
+        query = _candidates_query(project=project, path=path, owner=owner, role=role, count=count)
+        return list(query)
+    compiled = _COMPILED[(role, count)]
+    if role:
+        return compiled.rows(project=project, path=path, role=role)
+    return compiled.rows(project=project, path=path)
 
 
 def _paths(value: Any) -> list[str]:

@@ -1,7 +1,9 @@
 """`python -m tests.bench gate`: the file-read gate and the SessionStart index at size.
 
 For each size (default 100,000 and 10,000 observations; `--size N` for one size,
-`--quick` for 10,000 only), in a temporary data dir of its own:
+`--quick` for 10,000 only; `--hot H` makes H of them touch one file, src/pkg0/mod0.py,
+and measures reads of that file only: a gate that must not grow with a file's history),
+in a temporary data dir of its own:
 
 1. `cmem migrate`; write 5,000 real files (2-6 KB) into a scratch project folder.
 2. Seed N observations over those files with bulk_create (1-4 files each, read or
@@ -12,7 +14,8 @@ For each size (default 100,000 and 10,000 observations; `--size N` for one size,
      Client: a session's first Read of a file with history (the full path: stat,
      exclusion, view and by-file lookups, hash, rank, render, FileView + ledger writes in
      one transaction) - p50 and p99;
-   - the by-file lookup alone (what claude-mem's 13 ms full scan does) - p50;
+   - the by-file lookup alone, the gate's bounded slice (what claude-mem's 13 ms full scan
+     does) - p50;
    - the SessionStart index: cold render (cache invalidated) p50, and a cached start p50;
    - `context` endpoint, cold, through the test Client - p50.
 
@@ -50,6 +53,9 @@ from tests.bench.harness import (
 
 FILES = 5_000
 PER_SESSION = 20
+# The hot file of `--hot` (the child reads the count from the environment).
+HOT_FILE = 0
+HOT_ENV = "CMEM_BENCH_GATE_HOT"
 
 
 def _rel(i: int) -> str:
@@ -89,6 +95,7 @@ def child_seed(size: int, project_dir: str) -> dict[str, Any]:
         "ledger",
     ]
     now = timezone.now()
+    hot = int(os.environ.get(HOT_ENV) or 0)
     started = time.perf_counter()
     n_sessions = max(1, size // PER_SESSION)
     with transaction.atomic():
@@ -111,6 +118,9 @@ def child_seed(size: int, project_dir: str) -> dict[str, Any]:
                 (rng.randrange(FILES), rng.choice(["read", "read", "modified"]))
                 for _ in range(rng.choice([1, 1, 2, 3, 4]))
             ]
+            if hot and rng.random() < hot / size:  # this one touches the hot file too
+                files[0] = (HOT_FILE, rng.choice(["read", "read", "read", "modified"]))
+                files = list(dict(files).items())  # one row per file and role
             touched.append(files)
             title = " ".join(rng.choices(words, k=6))
             observations.append(
@@ -180,6 +190,8 @@ def child_measure(runs: int, project_dir: str) -> dict[str, Any]:
     known = sorted(
         set(ObservationFile.objects.filter(project=project.name).values_list("path", flat=True))
     )
+    if os.environ.get(HOT_ENV):
+        known = [_rel(HOT_FILE)]  # every decision reads the file with the huge history
     # Sessions exist before their first Read (UserPromptSubmit's session-init made them);
     # each decision is a session's first Read of a file with history.
     session_ids = [f"gate-{uuid.uuid4().hex}" for _ in range(runs + 20)]
@@ -225,7 +237,7 @@ def child_measure(runs: int, project_dir: str) -> dict[str, Any]:
     for _ in range(runs):
         rel = rng.choice(known)
         t0 = time.perf_counter()
-        file_candidates(project=project.name, rel_path=rel)
+        file_candidates(project=project.name, rel_path=rel, bounded=True)  # the gate's slice
         lookup.append(time.perf_counter() - t0)
     cold: list[float] = []
     cold_cpu: list[float] = []
@@ -386,7 +398,7 @@ def child_hooks(runs: int, project_dir: str) -> dict[str, Any]:
 # --- parent side ---------------------------------------------------------------------------
 
 
-def _bench_size(size: int, runs: int, out: Any) -> dict[str, Any]:
+def _bench_size(size: int, runs: int, out: Any, hot: int = 0) -> dict[str, Any]:
     with scratch_dir("cmem-bench-gate-") as work:
         project = work / "bench-project"
         write_modules(project, FILES, _rel)
@@ -394,12 +406,15 @@ def _bench_size(size: int, runs: int, out: Any) -> dict[str, Any]:
             work / "data",
             CLAUDE_MEM_COMPRESSOR="offline",
             DJANGO_SETTINGS_MODULE="cmem_site.settings",
+            **({HOT_ENV: str(hot)} if hot else {}),
         )
-        out.write(f"{size:,} observations over {FILES:,} files: seeding…")
+        what = f" ({hot:,} of them on {_rel(HOT_FILE)})" if hot else ""
+        out.write(f"{size:,} observations over {FILES:,} files{what}: seeding…")
         seeded = migrated_and_seeded("tests.bench.gate", env, size, project)
         out.write(f"  seeded in {seeded['seed_s']:.1f}s; measuring {runs} gate decisions…")
         return {
             **seeded,
+            "hot": hot,
             **child_json("tests.bench.gate", env, "measure", str(runs), str(project)),
         }
 
@@ -412,15 +427,17 @@ def run(*, out: Any, options: dict[str, Any]) -> None:
         sizes = [10_000]
     else:
         sizes = [100_000, 10_000]
-    results = [_bench_size(size, runs, out) for size in sizes]
+    hot = int(options.get("hot") or 0)
+    results = [_bench_size(size, runs, out, hot) for size in sizes]
     out.write(
         "| observations | gate p50 (CPU) | gate p99 | by-file query p50 | context cold p50 (CPU) "
         "| context cached p50 | context hook cold p50 | load avg |"
     )
     out.write("|---|---|---|---|---|---|---|---|")
     for r in results:
+        hot_rows = f" ({r['hot']:,} on one file)" if r.get("hot") else ""
         out.write(
-            f"| {r['size']:,} | {r['gate_p50_ms']:.2f} ms ({r['gate_cpu_p50_ms']:.2f}) "
+            f"| {r['size']:,}{hot_rows} | {r['gate_p50_ms']:.2f} ms ({r['gate_cpu_p50_ms']:.2f}) "
             f"| {r['gate_p99_ms']:.2f} ms | {r['by_file_p50_ms']:.2f} ms "
             f"| {r['context_cold_p50_ms']:.1f} ms ({r['context_cold_cpu_p50_ms']:.1f}) "
             f"| {r['context_cached_p50_ms']:.2f} ms | {r['context_endpoint_cold_p50_ms']:.1f} ms "

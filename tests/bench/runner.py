@@ -53,6 +53,9 @@ def parser() -> argparse.ArgumentParser:
     found.add_argument(
         "--seconds", type=int, default=None, help="Soak length in seconds (bench load)."
     )
+    found.add_argument(
+        "--hot", type=int, default=None, help="bench gate: rows of one file's history (a hot file)."
+    )
     # bench public_recall: which half, and a data dir to keep the loaded store in or reuse.
     found.add_argument("--half", choices=["tuning", "heldout"], default=None)
     found.add_argument("--keep", default=None, help="Keep the loaded store in this data dir.")
