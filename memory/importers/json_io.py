@@ -364,45 +364,48 @@ def _observation_files(
 def _summaries_bulk(
     sessions: list[tuple[Session, dict[str, Any]]], pks: list[int], report: ImportReport
 ) -> None:
-    seen = set(
-        Summary.objects.filter(session_id__in=pks).values_list("session_id", "created", "request")
+    _children_bulk(
+        Summary, "summaries", "summary", "request", _SUMMARY_FIELDS, sessions, pks, report
     )
-    new = []
-    for session, data in sessions:
-        for item in data.get("summaries") or []:
-            created = time_import(item.get("created"))
-            key = (session.pk, created, item.get("request") or "")
-            if key in seen:
-                report.add("summary", created=False)
-                continue
-            seen.add(key)
-            fields = {f: item[f] for f in _SUMMARY_FIELDS if f in item and item[f] is not None}
-            new.append(Summary(session=session, project=session.project, created=created, **fields))
-            report.add("summary", created=True)
-    insert_rows(Summary, new)
 
 
 def _ledger_bulk(
     sessions: list[tuple[Session, dict[str, Any]]], pks: list[int], report: ImportReport
 ) -> None:
+    _children_bulk(
+        LedgerEntry, "ledger", "ledger entry", "kind", _LEDGER_FIELDS, sessions, pks, report
+    )
+
+
+def _children_bulk(
+    model: type[Summary] | type[LedgerEntry],
+    key: str,
+    label: str,
+    identity: str,
+    names: tuple[str, ...],
+    sessions: list[tuple[Session, dict[str, Any]]],
+    pks: list[int],
+    report: ImportReport,
+) -> None:
+    """A batch's summaries or ledger entries (document key `key`): one read of what these
+    sessions already hold, a row being the same when its session, time and `identity`
+    field are; the new ones in one insert."""
     seen = set(
-        LedgerEntry.objects.filter(session_id__in=pks).values_list("session_id", "created", "kind")
+        model.objects.filter(session_id__in=pks).values_list("session_id", "created", identity)
     )
     new = []
     for session, data in sessions:
-        for item in data.get("ledger") or []:
+        for item in data.get(key) or []:
             created = time_import(item.get("created"))
-            fields = {f: item[f] for f in _LEDGER_FIELDS if f in item and item[f] is not None}
-            key = (session.pk, created, fields.get("kind", ""))
-            if key in seen:
-                report.add("ledger entry", created=False)
+            fields = {f: item[f] for f in names if f in item and item[f] is not None}
+            row_key = (session.pk, created, fields.get(identity) or "")
+            if row_key in seen:
+                report.add(label, created=False)
                 continue
-            seen.add(key)
-            new.append(
-                LedgerEntry(session=session, project=session.project, created=created, **fields)
-            )
-            report.add("ledger entry", created=True)
-    insert_rows(LedgerEntry, new)
+            seen.add(row_key)
+            new.append(model(session=session, project=session.project, created=created, **fields))
+            report.add(label, created=True)
+    insert_rows(model, new)
 
 
 def _session_import(data: dict[str, Any], report: ImportReport) -> Session:
