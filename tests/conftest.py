@@ -91,6 +91,9 @@ def _vector_index_cache() -> Iterator[None]:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """A test stops what it starts. Whatever is still running when the run ends fails the run,
     named with the test that started it; then it is killed, so the machine is not left with it."""
+    from memory.retrieval.embeddings import model
+
+    model.close_all()  # the encoder's process belongs to this run's process, not to a test
     base = session.config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
     left = wait_for_leftovers([str(base), TESTENV_DATA])
     if not left:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -12,7 +13,7 @@ import pytest
 from django.db import connection
 
 from memory.models import Embedding, Observation, Session
-from memory.retrieval.embeddings import index, model, ondisk, store, transformer, vector_index
+from memory.retrieval.embeddings import index, model, ondisk, store, vector_index
 from memory.retrieval.search.query import SearchQuery
 from memory.retrieval.search.service import search
 
@@ -188,12 +189,15 @@ def test_the_model_unloads_when_idle_and_loads_again_on_use(fresh_model: Any) ->
     first = model.get_model()
     vector = first.embed(["redis connection pool"])
     assert model.loaded()
+    pid = first.pid()
+    assert pid is not None
     assert not model.unload_if_idle(3600)  # used a moment ago
     assert model.unload_if_idle(0)
     assert not model.loaded()
+    assert not Path(f"/proc/{pid}").exists()  # the encoder's process has ended, reaped
     again = model.get_model()
-    assert again is not first
-    assert np.allclose(again.embed(["redis connection pool"]), vector, atol=1e-6)
+    assert np.array_equal(again.embed(["redis connection pool"]), vector)
+    assert again.pid() not in (None, pid)
 
 
 def test_a_model_in_use_is_never_unloaded(fresh_model: Any) -> None:
@@ -203,9 +207,9 @@ def test_a_model_in_use_is_never_unloaded(fresh_model: Any) -> None:
     worker.start()
     try:
         deadline = time.monotonic() + 10
-        while not transformer.in_flight() and time.monotonic() < deadline:
+        while not (model.in_flight() and model.loaded()) and time.monotonic() < deadline:
             time.sleep(0.001)
-        assert transformer.in_flight()
+        assert model.in_flight()
         assert not model.unload_if_idle(0)
         assert model.loaded()
     finally:
@@ -223,6 +227,6 @@ def test_the_watcher_unloads_after_the_setting(
         time.sleep(0.1)
     assert not model.loaded()
     monkeypatch.setenv(model.IDLE_SETTING, "0")  # 0 keeps it
-    model.get_model()
+    model.get_model().embed(["coupon expiry"])
     time.sleep(0.5)
     assert model.loaded() and not model.unload_if_idle()

@@ -12,6 +12,8 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+import threading
+import time
 
 # A search is one matrix-vector product: memory-bound, and on a small shared machine
 # OpenBLAS's worker threads spin against each other (measured: 10k rows x 256 took 32 ms
@@ -46,15 +48,46 @@ def missing() -> tuple[str, ...]:
     return tuple(name for name in REQUIRED if importlib.util.find_spec(name) is None)
 
 
-def available() -> bool:
+def installed() -> bool:
+    """The embeddings extra is installed: rows can be embedded."""
     return not missing()
+
+
+# Why search by meaning could not answer this thread's last search, though installed (the
+# encoder process did not answer, the on-disk copy is still being built): read by the
+# search's `mode_note` once its answer is ready, so kept NOTE_SECONDS at most, and cleared
+# when the thread next embeds a query.
+NOTE_SECONDS = 10.0
+_thread = threading.local()
+
+
+def note_unavailable(reason: str) -> None:
+    """This thread's search could not embed its query: `reason` is its note."""
+    _thread.reason, _thread.at = reason, time.monotonic()
+
+
+def clear_unavailable() -> None:
+    _thread.reason = ""
+
+
+def _transient() -> str:
+    reason = getattr(_thread, "reason", "")
+    if reason and time.monotonic() - _thread.at < NOTE_SECONDS:
+        return str(reason)
+    return ""
+
+
+def available() -> bool:
+    """Search by meaning can answer now: installed, and this thread's last search met
+    nothing that stopped it."""
+    return installed() and not _transient()
 
 
 def unavailable_note() -> str:
     """One sentence for every surface that would have searched by meaning; "" when it can."""
-    if available():
-        return ""
-    return (
-        f"search by meaning is off ({', '.join(missing())} not installed), so search answers by "
-        f"keyword; for meaning, {INSTALL_HINT}"
-    )
+    if missing():
+        return (
+            f"search by meaning is off ({', '.join(missing())} not installed), so search answers "
+            f"by keyword; for meaning, {INSTALL_HINT}"
+        )
+    return _transient()

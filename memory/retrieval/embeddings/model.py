@@ -1,4 +1,4 @@
-"""The embedding model: which one, loaded once per process, and its version.
+"""The embedding model: which one, run in its own process, and its version.
 
 The default is the bundled transformer (`transformer.py`: all-MiniLM-L6-v2, int8, run by
 ONNX Runtime, shipped in cmem's wheel). `CLAUDE_MEM_EMBEDDINGS_MODEL` may name a local
@@ -11,11 +11,14 @@ Each vector is stored with the version of the model that made it, so a model cha
 caught up by the background sweep (`store.embed_pending`) and search only compares vectors
 of one model.
 
-The model loads on first use and is dropped again after `CLAUDE_MEM_EMBEDDINGS_IDLE_SECONDS`
-without use (default 600; 0 keeps it): the ONNX session, its weights and the tokenizer are
-about 60 MB of the worker's memory, which an idle worker should give back. A watcher thread
-per process checks; a model in the middle of an `embed` is never dropped (the transformer
-counts its calls in flight), and the next use loads it again.
+`get_model()` answers the encoder of this process: a child process of its own
+(`encoder.py`), started on the first text to embed and ended after
+`CLAUDE_MEM_EMBEDDINGS_IDLE_SECONDS` without use (default 600; 0 keeps it). The model, ONNX
+Runtime and the numpy it uses are about 90 MB, and only ending a process gives all of it
+back (an extension module cannot be unloaded; a heap fragmented by the searches in between
+keeps its pages). A watcher thread per process checks; an encoder in the middle of an
+`embed` is never ended, and the next use starts it again. `transformer.load()` is the
+same model in this process (tests and benches that time the model itself).
 """
 
 from __future__ import annotations
@@ -29,8 +32,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memory import config
-from memory.retrieval.embeddings import index, transformer
-from memory.retrieval.embeddings.transformer import TransformerModel
+from memory.retrieval.embeddings import encoder, index, transformer
+from memory.retrieval.embeddings.encoder import ChildEncoder
 
 if TYPE_CHECKING:
     import numpy as np
@@ -38,12 +41,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_NAME = transformer.NAME
-Model = TransformerModel
+Model = ChildEncoder
 
 _lock = threading.Lock()
 _loaded: dict[str, Model] = {}
 IDLE_SETTING = "CLAUDE_MEM_EMBEDDINGS_IDLE_SECONDS"
-# When get_model last answered (monotonic seconds); the transformer keeps its own for embed.
+# When get_model last answered (monotonic seconds); the encoder keeps its own for embed.
 _last_used = 0.0
 _watcher: threading.Thread | None = None
 _wake = threading.Event()
@@ -53,18 +56,9 @@ def configured_name() -> str:
     return config.get("CLAUDE_MEM_EMBEDDINGS_MODEL").strip()
 
 
-def _local_files(folder: Path) -> tuple[Path, Path]:
-    return folder / "model.onnx", folder / "tokenizer.json"
-
-
-def _local(folder: Path) -> Model:
-    weights, tokenizer = _local_files(folder)
-    digest = hashlib.sha256(weights.read_bytes()).hexdigest()[:12]
-    return transformer.load(weights, tokenizer, version=f"local/{folder.name}@{digest}")
-
-
 def get_model() -> Model:
-    """The configured model, loaded on first use (and again after an idle unload)."""
+    """The configured model's encoder (its process starts on the first text to embed,
+    and again after an idle end)."""
     global _last_used
     _last_used = time.monotonic()
     name = configured_name()
@@ -73,24 +67,22 @@ def get_model() -> Model:
         return model
     with _lock:
         if name not in _loaded:
-            if name:
-                try:
-                    _loaded[name] = _local(Path(name).expanduser())
-                except Exception as exc:  # noqa: BLE001 - any unreadable model means: use the default
-                    log.warning(
-                        "CLAUDE_MEM_EMBEDDINGS_MODEL=%s cannot be loaded (%s); using the bundled %s",
-                        name,
-                        exc,
-                        DEFAULT_NAME,
-                    )
-                    _loaded[name] = _loaded.get("") or transformer.load()
-            else:
-                _loaded[name] = transformer.load()
-            # The load's transient buffers (the file read, graph optimisation) are freed by
-            # now; glibc keeps their pages unless asked (the scan's matrix load used to ask).
-            index.release_free_heap()
-            _watch()
+            version = model_version()
+            if name and version == transformer.VERSION:
+                log.warning(
+                    "CLAUDE_MEM_EMBEDDINGS_MODEL=%s cannot be loaded (no readable model.onnx "
+                    "and tokenizer.json there); using the bundled %s",
+                    name,
+                    DEFAULT_NAME,
+                )
+            _loaded[name] = ChildEncoder(name, version, on_start=_started)
         return _loaded[name]
+
+
+def _started() -> None:
+    """An encoder process has started: the idle watch runs while one does."""
+    with _lock:
+        _watch()
 
 
 _versions: dict[tuple[str, float, int], str] = {}
@@ -108,7 +100,7 @@ def model_version() -> str:
         return loaded.version
     if not name:
         return transformer.VERSION
-    weights, tokenizer = _local_files(Path(name).expanduser())
+    weights, tokenizer = transformer.local_files(Path(name).expanduser())
     try:
         stat = weights.stat()
         if not tokenizer.is_file():
@@ -129,34 +121,51 @@ def idle_limit() -> float:
 
 def idle_for() -> float:
     """Seconds since the model was last asked for or last finished embedding."""
-    return time.monotonic() - max(_last_used, transformer.last_used())
+    return time.monotonic() - max(_last_used, encoder.last_used())
 
 
 def loaded() -> bool:
-    return bool(_loaded)
+    """An encoder process of this process is running."""
+    return any(model.pid() is not None for model in list(_loaded.values()))
+
+
+def in_flight() -> int:
+    """Calls of `embed`/`encode` under way in this process."""
+    return encoder.in_flight()
 
 
 def unload_if_idle(limit: float | None = None) -> bool:
-    """Drop the loaded model(s) when unused for `limit` seconds (default: the setting) and
-    no embed is in flight; hand the freed heap back to the OS. True when it dropped one."""
+    """End the encoder process(es) when unused for `limit` seconds (default: the setting)
+    and no embed is in flight; hand this process's freed heap back too (the vectors the
+    searches read). True when it ended one."""
     if limit is None:
         limit = idle_limit()
         if limit <= 0:
             return False
     with _lock:
-        if not _loaded or transformer.in_flight() or idle_for() < limit:
+        if not loaded() or encoder.in_flight() or idle_for() < limit:
             return False
-        _loaded.clear()
-    gc.collect()  # the session and tokenizer are freed by refcount; any cycle with them now
+        running = list(_loaded.values())
+    for model in running:
+        model.close()
+    gc.collect()
     index.release_free_heap()
     log.info("embedding model unloaded after %.0f s idle", limit)
     return True
 
 
+def close_all() -> None:
+    """End every encoder process now, in use or not (the end of a test run)."""
+    with _lock:
+        running = list(_loaded.values())
+    for model in running:
+        model.close()
+
+
 def _watch() -> None:
-    """Start this process's watcher (under `_lock`, once a model is in `_loaded`): it checks
-    every tenth of the idle limit (at most a minute) and ends once the model is dropped or
-    the setting turns unloading off; the next load starts it again."""
+    """Start this process's watcher (under `_lock`, when an encoder process starts): it
+    checks every tenth of the idle limit (at most a minute) and ends once no encoder runs or
+    the setting turns unloading off; the next start starts it again."""
     global _watcher
     if _watcher is not None and _watcher.is_alive():
         _wake.set()  # it may be sleeping on an older, longer limit: read it again
@@ -167,7 +176,7 @@ def _watch() -> None:
             _wake.wait(min(60.0, max(0.05, limit / 10)))
             _wake.clear()
             try:
-                if not _loaded or unload_if_idle(limit):
+                if not loaded() or unload_if_idle(limit):
                     return
             except Exception:  # a failed check leaves the model loaded: say why, stop
                 log.exception("embedding model idle unload failed")
@@ -179,15 +188,3 @@ def _watch() -> None:
 
 def embed(texts: list[str]) -> np.ndarray:
     return get_model().embed(texts)
-
-
-def warm_in_background() -> None:
-    """Load the model off the request path (the server calls this once at start)."""
-    threading.Thread(target=_warm, name="cmem-embeddings-warm", daemon=True).start()
-
-
-def _warm() -> None:
-    try:
-        get_model()
-    except Exception:
-        log.exception("embedding model warm-up failed")

@@ -20,6 +20,13 @@ another database file (a restore reuses row ids), another model or dimension is 
 a damaged or deleted file is rebuilt. A sidecar JSON (written atomically, after the rows)
 says how many rows are valid, so a crash mid-append leaves only bytes that are ignored and
 overwritten. Writers take an `flock` on a lock file: several processes may search one store.
+
+No search waits for the copy to be written (seconds at 100k vectors): the minute sweep
+brings every copy up to date in the background (`vector_index.prepare_copies`), and a search that finds the
+copy missing or far behind (a first search, an import, a model change) starts that work in
+a thread and answers from the copy as it stands, or, with none yet, by keyword with a note
+(`embeddings.unavailable_note`). Where background work runs inline (`HUEY.immediate`: the
+tests), the search syncs it itself.
 """
 
 from __future__ import annotations
@@ -28,19 +35,25 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from django.db import connection
+from huey.contrib.djhuey import HUEY
 
 from memory import config
+from memory.retrieval import embeddings
 from memory.retrieval.embeddings import TABLES, Kind, index, vec0
 
 if TYPE_CHECKING:
     import numpy as np
+
+log = logging.getLogger(__name__)
 
 # Rows read per pread: 2048 rows of 384 dims are 0.8 MB of codes and a 3 MB float32 block
 # while a chunk is scored, the whole of what a search holds beyond the candidates.
@@ -53,8 +66,14 @@ MARGIN = 64
 DIRECT = 4096
 # Rows read from the table at a time while the copy is built or appended to.
 WRITE_BATCH = 2048
+# New vectors a search appends itself (a few batches, well under a second); more (an import,
+# the sweep catching up) are appended in the background while the copy answers as it stands.
+INLINE_APPEND = 4 * WRITE_BATCH
 
 _lock = threading.Lock()
+# Copies (their paths) a background thread of this process is building.
+_building: set[str] = set()
+_building_lock = threading.Lock()
 
 
 def _dtype(dim: int) -> np.dtype[Any]:
@@ -139,19 +158,58 @@ def _fresh(meta: dict[str, Any], model: str, dim: int, identity: str) -> bool:
     return meta.get("model") == model and meta.get("dim") == dim and meta.get("source") == identity
 
 
-def sync(kind: Kind, model: str, dim: int) -> dict[str, Any]:
+def sync(kind: Kind, model: str, dim: int, *, wait: bool = True) -> dict[str, Any] | None:
     """Bring `kind`'s copy up to date with `memory_embedding`; returns its meta (`rows`:
     how many records of the file are valid). The usual search costs one read of the
-    generation row and of the small meta file."""
+    generation row and of the small meta file.
+
+    `wait=False` (a search): what takes seconds (a first build, a rebuild, a large append
+    after an import) is started in a background thread instead, and the answer is the copy
+    as it stands (rows deleted since are dropped by the exact re-scoring, rows added since
+    are missing until the build is done), or None when there is no copy yet."""
     target = path(kind)
     generation = index.current_generation()
     identity = vec0._source_identity()
     meta = _read_meta(target)
-    if _fresh(meta, model, dim, identity) and meta.get("generation") == generation:
-        with contextlib.suppress(OSError):  # a deleted or truncated file is rebuilt below
-            if target.stat().st_size >= int(meta.get("rows", 0)) * _dtype(dim).itemsize:
-                return meta
+    whole = _fresh(meta, model, dim, identity) and _complete(target, meta, dim)
+    if whole and meta.get("generation") == generation:
+        return meta
     count, max_id = index._signature(kind, model)
+    if not wait and not _quick(meta if whole else {}, count, max_id) and not HUEY.immediate:
+        _build_in_background(kind, model, dim)
+        return meta if whole else None
+    return _sync_locked(target, kind, model, dim, generation, identity, count, max_id)
+
+
+def _complete(target: Path, meta: dict[str, Any], dim: int) -> bool:
+    """The file holds every record its meta counts (a deleted or truncated file does not)."""
+    try:
+        return target.stat().st_size >= int(meta.get("rows", 0)) * _dtype(dim).itemsize
+    except OSError:
+        return False
+
+
+def _quick(meta: dict[str, Any], count: int, max_id: int) -> bool:
+    """Whether bringing a copy with this `meta` ({} for none) to (count, max_id) is quick
+    enough for a search to wait: nothing to write, or a small append."""
+    if not meta:
+        return count == 0
+    known, newest = int(meta.get("count", -1)), int(meta.get("max_id", -1))
+    if (known, newest) == (count, max_id):
+        return True
+    return max_id > newest and 0 <= count - known <= INLINE_APPEND
+
+
+def _sync_locked(
+    target: Path,
+    kind: Kind,
+    model: str,
+    dim: int,
+    generation: int,
+    identity: str,
+    count: int,
+    max_id: int,
+) -> dict[str, Any]:
     target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     with _lock, open(target.with_suffix(".lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
@@ -186,6 +244,39 @@ def sync(kind: Kind, model: str, dim: int) -> dict[str, Any]:
     return meta
 
 
+def building(kind: Kind) -> bool:
+    """A background build of `kind`'s copy is under way in this process."""
+    return str(path(kind)) in _building
+
+
+def _build_in_background(kind: Kind, model: str, dim: int) -> None:
+    """Sync `kind`'s copy in a thread of its own (once at a time per copy)."""
+    key = str(path(kind))
+    with _building_lock:
+        if key in _building:
+            return
+        _building.add(key)
+
+    def work() -> None:
+        try:
+            started = time.perf_counter()
+            meta = sync(kind, model, dim)
+            log.info(
+                "vector copy of %s built in the background: %s rows in %.1f s",
+                kind,
+                f"{int(meta.get('rows', 0)):,}" if meta else 0,
+                time.perf_counter() - started,
+            )
+        except Exception:
+            log.exception("building the vector copy of %s failed", kind)
+        finally:
+            with _building_lock:
+                _building.discard(key)
+            connection.close()  # this thread's own database connection
+
+    threading.Thread(target=work, name="cmem-vector-copy", daemon=True).start()
+
+
 def _chunks(target: Path, rows: int, dim: int) -> Iterator[np.ndarray]:
     """The copy's first `rows` records, CHUNK at a time, each read with one pread."""
     # optional dependency (numpy: the embeddings extra)
@@ -215,7 +306,14 @@ def candidates(
     import numpy as np
 
     dim = int(query.shape[0])
-    meta = sync(kind, model, dim)
+    meta = sync(kind, model, dim, wait=False)
+    if meta is None:
+        embeddings.note_unavailable(
+            f"the on-disk copy of the {kind} vectors is being built in the background (a "
+            "first search, or after an import or a model change), so this search answered "
+            "by keyword; search by meaning uses it as soon as it is ready"
+        )
+        return []
     rows = int(meta.get("rows", 0))
     if not rows:
         return []

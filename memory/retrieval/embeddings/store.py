@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from memory import config
 from memory.models import Embedding, Observation, Prompt, Summary
-from memory.retrieval.embeddings import KINDS, TABLES, Kind, available, index
+from memory.retrieval.embeddings import KINDS, TABLES, Kind, index, installed
 from memory.retrieval.embeddings.model import get_model, model_version
 
 BATCH = 256
@@ -93,7 +93,7 @@ def embed_rows(kind: Kind, ids: list[int]) -> int:
     order = list(found)
     if not order:
         return 0
-    vectors = model.embed([found[pk] for pk in order]).astype(np.float16)
+    vectors = model.encode([found[pk] for pk in order]).astype(np.float16)
     created = connection.ops.adapt_datetimefield_value(timezone.now())
     with transaction.atomic():
         # Delete + insert rather than update: a new row id tells the vector index cache that
@@ -169,7 +169,7 @@ def embed_pending(
     With `skip_settled` (the sweep) a kind whose rows, newest id and vectors are as they were
     when a sweep last found nothing pending is skipped without the pending query: ids only
     grow, so any new row moves the newest id, a deletion the count, a vector the third."""
-    if not available():
+    if not installed():
         return 0  # no embeddings extra: search answers by keyword, the sweep has nothing to do
     version = model_version()
     settled = _settled_read() if skip_settled else {}
@@ -202,7 +202,7 @@ def embed_pending(
 def embed_session(session_pk: int) -> int:
     """The consumer's step after storing a session's observations and summaries (a no-op
     without the embeddings extra: search answers by keyword then)."""
-    if not available():
+    if not installed():
         return 0
     model = get_model()
     done = 0
@@ -231,7 +231,7 @@ def waiting(kinds: Iterable[Kind] = KINDS) -> int:
     """Rows of `kinds` with no vector of the configured model yet (an import, a model
     change, rows the sweep has not reached): every row gets one, an empty text a zero
     vector, and a vector goes with its row, so it is rows minus vectors."""
-    if not available():
+    if not installed():
         return 0
     version = model_version()
     generation = index.current_generation()

@@ -108,6 +108,18 @@ class TransformerModel:
         return out
 
 
+def local_files(folder: Path) -> tuple[Path, Path]:
+    """The weights and tokenizer of a model folder in the bundled layout."""
+    return folder / "model.onnx", folder / "tokenizer.json"
+
+
+def load_local(folder: Path) -> TransformerModel:
+    """The model in `folder` (`CLAUDE_MEM_EMBEDDINGS_MODEL`), versioned by its weights' digest."""
+    weights, tokenizer = local_files(folder)
+    digest = hashlib.sha256(weights.read_bytes()).hexdigest()[:12]
+    return load(weights, tokenizer, version=f"local/{folder.name}@{digest}")
+
+
 def load(
     weights: Path = WEIGHTS, tokenizer: Path = TOKENIZER, *, version: str = VERSION
 ) -> TransformerModel:

@@ -35,7 +35,8 @@ from django.db import connection
 from huey.contrib.djhuey import HUEY
 
 from memory import config
-from memory.retrieval.embeddings import Kind, index, ondisk, vec0
+from memory.retrieval.embeddings import KINDS, Kind, index, ondisk, vec0
+from memory.retrieval.embeddings.model import model_version
 
 if TYPE_CHECKING:
     import numpy as np
@@ -214,6 +215,7 @@ def _measure(kind: Kind, model: str, dim: int, count: int) -> Decision:
         why = f"sqlite-vec failed on this store ({exc})"
         _log_once(why)
         return Decision("disk", why, count)
+    ondisk.sync(kind, model, dim)  # built first, as vec0's is: neither is timed building
     disk_ms = _median_ms(lambda q: ondisk.nearest(kind, model, q, k=DEPTH), queries)
     faster: Choice = "sqlite-vec" if vec_ms < disk_ms else "disk"
     why = (
@@ -250,6 +252,29 @@ def nearest(
     if chosen == "scan":
         return index.nearest(kind, model, query, k=k, allowed=allowed, min_score=min_score)
     return ondisk.nearest(kind, model, query, k=k, allowed=allowed, min_score=min_score)
+
+
+def prepare_copies(kinds: tuple[Kind, ...] = KINDS) -> int:
+    """Bring the copies of `kinds` up to date with the configured model's vectors, off the
+    request path (the minute sweep); returns the rows they hold. Only where the disk copy
+    serves (`choice`); a kind with no vector has no copy."""
+    model = model_version()
+    rows = 0
+    for kind in kinds:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT length(vector) FROM memory_embedding WHERE kind = %s AND model = %s "
+                "LIMIT 1",
+                [kind, model],
+            )
+            found = cursor.fetchone()
+        if found is None:
+            continue
+        dim = int(found[0]) // 2  # float16 blobs
+        if choice(kind, model, dim) == "disk":
+            meta = ondisk.sync(kind, model, dim)
+            rows += int(meta.get("rows", 0)) if meta else 0
+    return rows
 
 
 def describe() -> tuple[str, str]:
