@@ -53,33 +53,39 @@ def installed() -> bool:
     return not missing()
 
 
-# Why search by meaning could not answer this thread's last search, though installed (the
-# encoder process did not answer, the on-disk copy is still being built): read by the
-# search's `mode_note` once its answer is ready, so kept NOTE_SECONDS at most, and cleared
-# when the thread next embeds a query.
-NOTE_SECONDS = 10.0
-_thread = threading.local()
+# Why search by meaning cannot answer right now, though installed, by what stops it: the
+# encoder process did not answer (for a short while: the next search after it tries again),
+# an on-disk copy of the vectors being built (until it is). Searches meanwhile answer by
+# keyword at once, rather than each waiting on what failed, and their note says why.
+_unavailable: dict[str, tuple[str, float | None]] = {}
+_unavailable_lock = threading.Lock()
 
 
-def note_unavailable(reason: str) -> None:
-    """This thread's search could not embed its query: `reason` is its note."""
-    _thread.reason, _thread.at = reason, time.monotonic()
+def set_unavailable(key: str, reason: str, seconds: float | None = None) -> None:
+    """Search by meaning is off because of `key` (`reason`), for `seconds` or until cleared."""
+    until = None if seconds is None else time.monotonic() + seconds
+    with _unavailable_lock:
+        _unavailable[key] = (reason, until)
 
 
-def clear_unavailable() -> None:
-    _thread.reason = ""
+def clear_unavailable(key: str) -> None:
+    with _unavailable_lock:
+        _unavailable.pop(key, None)
 
 
 def _transient() -> str:
-    reason = getattr(_thread, "reason", "")
-    if reason and time.monotonic() - _thread.at < NOTE_SECONDS:
-        return str(reason)
+    now = time.monotonic()
+    with _unavailable_lock:
+        for key, (reason, until) in list(_unavailable.items()):
+            if until is not None and now >= until:
+                del _unavailable[key]
+                continue
+            return reason
     return ""
 
 
 def available() -> bool:
-    """Search by meaning can answer now: installed, and this thread's last search met
-    nothing that stopped it."""
+    """Search by meaning can answer now: installed, and nothing transient stops it."""
     return installed() and not _transient()
 
 

@@ -8,10 +8,12 @@ after `CLAUDE_MEM_EMBEDDINGS_IDLE_SECONDS` gives back everything the model cost.
   text waits behind at most one piece of a background batch, never the whole batch.
 - Every wait is bounded: `START_SECONDS` for the child to load its model, `REPLY_SECONDS`
   per piece. A child that does not answer in time is killed; one that died (crashed,
-  killed) is found on the next use and started again.
-- `embed` is what a search calls: on failure it logs why, records the reason for this
-  thread (`embeddings.unavailable_note()`, which the search's `mode_note` reads), and
-  answers zero vectors, which search treats as "nothing to compare": the answer is the
+  killed) is started again on the next use, or at once when it died under a request
+  (which is then asked once more).
+- `embed` is what a search calls: on failure it logs why, turns search by meaning off for
+  `RETRY_SECONDS` with the reason (`embeddings.unavailable_note()`, which the search's
+  `mode_note` reads; the searches meanwhile answer by keyword at once), and answers zero
+  vectors, which search treats as "nothing to compare": this search's answer is the
   keyword search's. `encode` raises `EncoderError` instead: what stores vectors must never
   store a zero vector for a row that has text.
 - The child ends when the worker closes its pipe, and on its own once the worker is gone
@@ -49,12 +51,20 @@ PIECE = 8
 # loaded machine) and one piece's answer.
 START_SECONDS = 60.0
 REPLY_SECONDS = 20.0
+# After a failure searches answer by keyword this long, each at once, before one tries again
+# (a hung encoder would otherwise cost every search the whole timeout).
+RETRY_SECONDS = 15.0
+UNAVAILABLE_KEY = "encoder"
 # The width a zero vector gets when the child never said its own (the bundled model's).
 DEFAULT_DIM = 384
 
 
 class EncoderError(RuntimeError):
     """The encoder process could not answer (did not start, died, or timed out)."""
+
+
+class EncoderDied(EncoderError):
+    """The encoder process ended while asked (it crashed, or was killed)."""
 
 
 # Calls in flight and when the last ended (monotonic), over every encoder of this process:
@@ -104,19 +114,22 @@ class ChildEncoder:
     def embed(self, texts: list[str]) -> np.ndarray:
         """(len(texts), dim) float32 unit vectors, as `TransformerModel.embed`; when the
         encoder cannot answer, zero vectors (see the module docstring)."""
-        embeddings.clear_unavailable()
         try:
-            return self.encode(texts)
+            vectors = self.encode(texts)
         except EncoderError as exc:
             log.warning("the encoder process could not answer: %s", exc)
-            embeddings.note_unavailable(
-                f"the embedding model's process did not answer ({exc}), so this search "
-                "answered by keyword; it is started again on the next search"
+            embeddings.set_unavailable(
+                UNAVAILABLE_KEY,
+                f"the embedding model's process did not answer ({exc}), so search answers by "
+                f"keyword; it is started again by the first search after {RETRY_SECONDS:.0f} s",
+                RETRY_SECONDS,
             )
             # optional dependency (numpy: the embeddings extra)
             import numpy as np
 
             return np.zeros((len(texts), self._dim or DEFAULT_DIM), dtype=np.float32)
+        embeddings.clear_unavailable(UNAVAILABLE_KEY)
+        return vectors
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """(len(texts), dim) float32 unit vectors; raises `EncoderError`."""
@@ -147,6 +160,15 @@ class ChildEncoder:
         return _Held(self._lock, seconds)
 
     def _request(self, texts: list[str]) -> np.ndarray:
+        """One piece's vectors; a child that died under it (crashed, killed) is started
+        again and asked once more."""
+        try:
+            return self._ask(texts)
+        except EncoderDied as exc:
+            log.warning("the encoder process ended during a request (%s); starting it again", exc)
+            return self._ask(texts)
+
+    def _ask(self, texts: list[str]) -> np.ndarray:
         # optional dependency (numpy: the embeddings extra)
         import numpy as np
 
@@ -222,7 +244,7 @@ class ChildEncoder:
             except BlockingIOError:
                 continue
             except OSError as exc:  # BrokenPipeError: the child is gone
-                raise EncoderError(f"the encoder process ended ({exc})") from exc
+                raise EncoderDied(f"the encoder process ended ({exc})") from exc
 
     def _read(self, size: int, deadline: float) -> bytes:
         assert self._proc is not None and self._proc.stdout is not None
@@ -237,7 +259,7 @@ class ChildEncoder:
                 continue
             chunk = os.read(fd, size - len(out))
             if not chunk:
-                raise EncoderError("the encoder process ended")
+                raise EncoderDied("the encoder process ended")
             out += chunk
         return bytes(out)
 

@@ -25,7 +25,7 @@ No search waits for the copy to be written (seconds at 100k vectors): the minute
 brings every copy up to date in the background (`vector_index.prepare_copies`), and a search that finds the
 copy missing or far behind (a first search, an import, a model change) starts that work in
 a thread and answers from the copy as it stands, or, with none yet, by keyword with a note
-(`embeddings.unavailable_note`). Where background work runs inline (`HUEY.immediate`: the
+(`embeddings.unavailable_note`; every search answers so until the copy is built). Where background work runs inline (`HUEY.immediate`: the
 tests), the search syncs it itself.
 """
 
@@ -176,15 +176,21 @@ def sync(kind: Kind, model: str, dim: int, *, wait: bool = True) -> dict[str, An
         return meta
     count, max_id = index._signature(kind, model)
     if not wait and not _quick(meta if whole else {}, count, max_id) and not HUEY.immediate:
-        _build_in_background(kind, model, dim)
+        _build_in_background(kind, model, dim, first=not whole)
         return meta if whole else None
     return _sync_locked(target, kind, model, dim, generation, identity, count, max_id)
+
+
+def _record_size(dim: int) -> int:
+    """`_dtype(dim).itemsize` (a packed record), without importing numpy: a search whose
+    copy is current, and the sweep finding it so, need nothing more."""
+    return 8 + 4 + dim
 
 
 def _complete(target: Path, meta: dict[str, Any], dim: int) -> bool:
     """The file holds every record its meta counts (a deleted or truncated file does not)."""
     try:
-        return target.stat().st_size >= int(meta.get("rows", 0)) * _dtype(dim).itemsize
+        return target.stat().st_size >= int(meta.get("rows", 0)) * _record_size(dim)
     except OSError:
         return False
 
@@ -249,13 +255,21 @@ def building(kind: Kind) -> bool:
     return str(path(kind)) in _building
 
 
-def _build_in_background(kind: Kind, model: str, dim: int) -> None:
-    """Sync `kind`'s copy in a thread of its own (once at a time per copy)."""
+def _build_in_background(kind: Kind, model: str, dim: int, *, first: bool) -> None:
+    """Sync `kind`'s copy in a thread of its own (once at a time per copy); with `first`
+    (there is no copy to answer from meanwhile) search by meaning is off until it is done."""
     key = str(path(kind))
     with _building_lock:
         if key in _building:
             return
         _building.add(key)
+    if first:
+        embeddings.set_unavailable(
+            key,
+            f"the on-disk copy of the {kind} vectors is being built in the background (a first "
+            "search, an import or a model change), so search answers by keyword until it is "
+            "ready",
+        )
 
     def work() -> None:
         try:
@@ -272,6 +286,7 @@ def _build_in_background(kind: Kind, model: str, dim: int) -> None:
         finally:
             with _building_lock:
                 _building.discard(key)
+            embeddings.clear_unavailable(key)
             connection.close()  # this thread's own database connection
 
     threading.Thread(target=work, name="cmem-vector-copy", daemon=True).start()
@@ -307,12 +322,7 @@ def candidates(
 
     dim = int(query.shape[0])
     meta = sync(kind, model, dim, wait=False)
-    if meta is None:
-        embeddings.note_unavailable(
-            f"the on-disk copy of the {kind} vectors is being built in the background (a "
-            "first search, or after an import or a model change), so this search answered "
-            "by keyword; search by meaning uses it as soon as it is ready"
-        )
+    if meta is None:  # being built (`embeddings.unavailable_note` says so meanwhile)
         return []
     rows = int(meta.get("rows", 0))
     if not rows:

@@ -257,10 +257,14 @@ def nearest(
 def prepare_copies(kinds: tuple[Kind, ...] = KINDS) -> int:
     """Bring the copies of `kinds` up to date with the configured model's vectors, off the
     request path (the minute sweep); returns the rows they hold. Only where the disk copy
-    serves (`choice`); a kind with no vector has no copy."""
+    serves (`choice`), and only a copy that exists: the first is built in the background
+    by the first search that needs it, so that a worker nobody searches never loads numpy
+    for it (its idle memory stays what it was). A current copy costs two small reads."""
     model = model_version()
     rows = 0
     for kind in kinds:
+        if not ondisk.path(kind).exists():
+            continue
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT length(vector) FROM memory_embedding WHERE kind = %s AND model = %s "
