@@ -6,10 +6,14 @@ processes (`cmem serve` and its children, mapped file pages included, from
 data dir: migrated, filled with filler observations and random unit vectors stored under
 the bundled model's version (`recall._pad`: what costs memory is the count of vectors, not
 their meaning; embedding 100k rows here would take most of an hour). Then, for
-`CLAUDE_MEM_VECTOR_INDEX` = `scan` (every vector in the heap) and `disk` (the int8 copy read
-in chunks), a real worker is started with `CLAUDE_MEM_EMBEDDINGS_IDLE_SECONDS=20`, and:
-idle RSS; `--runs` hybrid searches over HTTP (default 30, varied texts, a third filtered
-to one project); RSS after; then RSS again once the model has been idle past its limit.
+`CLAUDE_MEM_VECTOR_INDEX` = `scan` (every vector in the heap; up to 100k only, it would be
+1.5 GB at 1M) and `disk` (the int8 copy read in chunks), a real worker is started with
+`CLAUDE_MEM_EMBEDDINGS_IDLE_SECONDS=20`, and: idle RSS; searches until the disk copy, which
+the first search starts building in the background, is ready (how long is reported);
+`--runs` hybrid searches over HTTP (default 30, varied texts, a third filtered to one
+project); RSS after; then RSS again once the encoder process has been idle past its limit
+and ended. PSS is reported beside it (a page several processes share counted once), and
+per process where its RSS is (`_largest`).
 """
 
 from __future__ import annotations
@@ -66,8 +70,61 @@ def _breakdown(root: int) -> str:
         except OSError:
             continue
         what = " ".join(a.rsplit("/", 1)[-1] for a in argv[:3] if a)
-        parts.append(f"{what} {fields['Rss']:.0f} ({fields['Anonymous']:.0f} anon)")
+        parts.append(
+            f"{what} {fields['Rss']:.0f} ({fields['Anonymous']:.0f} anon; {_largest(pid)})"
+        )
     return "; ".join(parts)
+
+
+def _tree_pss_mb(root: int) -> float:
+    """The same processes' PSS: a page two of them share (the interpreter, numpy's
+    libraries) counted once, split between them."""
+    total = 0
+    for pid in worker_bench._tree(root):
+        try:
+            total += worker_bench._memory_kb(pid)[1]
+        except OSError:
+            continue
+    return total / 1024
+
+
+def _largest(pid: int, count: int = 6) -> str:
+    """Where one process's RSS is: its mappings summed by what backs them (a library's file
+    name, `[heap]`, `anon` for unnamed mappings: thread stacks, malloc's other arenas,
+    ONNX Runtime's and numpy's buffers), largest first."""
+    sizes: dict[str, int] = {}
+    name = "?"
+    try:
+        lines = Path(f"/proc/{pid}/smaps").read_text().splitlines()
+    except OSError:
+        return ""
+    for line in lines:
+        head = line.split(None, 5)
+        if len(head) >= 5 and "-" in head[0] and not line.endswith("kB"):
+            name = head[5].rsplit("/", 1)[-1] if len(head) > 5 else "anon"
+        elif line.startswith("Rss:"):
+            sizes[name] = sizes.get(name, 0) + int(line.split()[1])
+    top = sorted(sizes.items(), key=lambda item: -item[1])[:count]
+    return ", ".join(f"{what} {kb / 1024:.0f}" for what, kb in top)
+
+
+def _copy_ready(port: int, secret: str, within: float = 1800) -> float:
+    """Search until the answer's note no longer says the vector copy is being built (the
+    first search starts its build in the background and answers by keyword meanwhile), so
+    that the measured searches are hybrid ones; returns the seconds it took."""
+    auth = {"Authorization": f"Bearer {secret}"}
+    began = time.perf_counter()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    try:
+        while time.perf_counter() - began < within:
+            conn.request("GET", "/api/search?" + urlencode({"q": TEXTS[0]}), headers=auth)
+            resp = conn.getresponse()
+            if "being built" not in json.loads(resp.read()).get("note", ""):
+                return time.perf_counter() - began
+            time.sleep(0.5)
+    finally:
+        conn.close()
+    raise RuntimeError(f"the vector copy was not built within {within:.0f} s")
 
 
 def _workload(port: int, secret: str, runs: int) -> None:
@@ -93,14 +150,18 @@ def _measure(env: dict[str, str], runs: int) -> dict[str, Any]:
     try:
         time.sleep(5)  # the consumer's start-up tasks settle
         idle = _tree_rss_mb(live.proc.pid)
+        secret = (live.data_dir / "worker.secret").read_text().strip()
+        ready_s = _copy_ready(live.port, secret)
         began = time.perf_counter()
-        _workload(live.port, (live.data_dir / "worker.secret").read_text().strip(), runs)
+        _workload(live.port, secret, runs)
         elapsed = time.perf_counter() - began
         time.sleep(2)
         after = _tree_rss_mb(live.proc.pid)
+        after_pss = _tree_pss_mb(live.proc.pid)
         after_detail = _breakdown(live.proc.pid)
         time.sleep(IDLE_SECONDS + 8)  # past the limit and the watcher's next look
         unloaded = _tree_rss_mb(live.proc.pid)
+        unloaded_pss = _tree_pss_mb(live.proc.pid)
         unloaded_detail = _breakdown(live.proc.pid)
     finally:
         live.stop()
@@ -108,7 +169,9 @@ def _measure(env: dict[str, str], runs: int) -> dict[str, Any]:
         "idle": idle,
         "after": after,
         "unloaded": unloaded,
+        "pss": f"{after_pss:.1f} / {unloaded_pss:.1f} MB",
         "search_s": elapsed / runs,
+        "ready_s": ready_s,
         "detail": f"after: {after_detail}. unloaded: {unloaded_detail}",
     }
 
@@ -127,14 +190,15 @@ def run(*, out: Any, options: dict[str, Any]) -> None:
     runs = options.get("runs") or 30
     out.write(
         "| observations | index | idle | after the hybrid workload | after the idle unload "
-        "| hybrid mean (incl. first) | load |"
+        "| PSS after / unloaded | first search to copy built | hybrid mean | load |"
     )
-    out.write("|---:|---|---:|---:|---:|---:|---:|")
+    out.write("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     details = []
     for size in bench_sizes(options):
         with scratch_dir("cmem-bench-vecmem-") as work:
             data = work / "data"
-            for index_name in ("scan", "disk"):
+            # The scan holds every vector in the heap: 1.5 GB at 1M, measured up to 100k.
+            for index_name in ("scan", "disk") if size <= 100_000 else ("disk",):
                 env = worker_env(
                     data,
                     free_port(),
@@ -143,17 +207,18 @@ def run(*, out: Any, options: dict[str, Any]) -> None:
                     CLAUDE_MEM_VECTOR_INDEX=index_name,
                     CLAUDE_MEM_EMBEDDINGS_IDLE_SECONDS=str(IDLE_SECONDS),
                 )
-                if index_name == "scan":
+                if index_name == "scan" or size > 100_000:
                     cmem_migrate(env)
                     child_json("tests.bench.vector_memory", env, "pad", str(size), timeout=3600)
                 got = _measure(env, runs)
                 out.write(
                     f"| {size:,} | {index_name} | {got['idle']:.1f} MB | {got['after']:.1f} MB "
-                    f"| {got['unloaded']:.1f} MB | {got['search_s'] * 1000:.0f} ms "
+                    f"| {got['unloaded']:.1f} MB | {got['pss']} | {got['ready_s']:.1f} s "
+                    f"| {got['search_s'] * 1000:.0f} ms "
                     f"| {os.getloadavg()[0]:.1f} |"
                 )
                 details.append(f"{size:,} {index_name}: {got['detail']}")
-    out.write("Processes (MB RSS, of it anonymous):")
+    out.write("Processes (MB RSS, of it anonymous; the largest mappings):")
     for line in details:
         out.write(f"- {line}")
 
