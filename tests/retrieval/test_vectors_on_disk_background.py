@@ -59,8 +59,16 @@ def _wait_built(within: float = 60.0) -> None:
         time.sleep(0.02)
 
 
-def test_the_first_copy_is_built_in_the_background() -> None:
-    vectors = _unit(3000, 1)
+def test_a_small_first_copy_is_built_by_the_search_itself() -> None:
+    vectors = _unit(500, 6)
+    _store(vectors, first_id=1)
+    assert ondisk.nearest("observation", SYNTHETIC, vectors[3], k=1)[0][1] == 4
+    assert not ondisk.building("observation") and embeddings.available()
+
+
+def test_a_large_first_copy_is_built_in_the_background() -> None:
+    count = ondisk.INLINE_APPEND + 1000
+    vectors = _unit(count, 1)
     _store(vectors, first_id=1)
     assert not ondisk.path("observation").exists()
     started = time.monotonic()
@@ -71,7 +79,7 @@ def test_the_first_copy_is_built_in_the_background() -> None:
     _wait_built()
     assert embeddings.available() and embeddings.unavailable_note() == ""
     assert ondisk.nearest("observation", SYNTHETIC, vectors[10], k=5)[0][1] == 11
-    assert ondisk.sync("observation", SYNTHETIC, DIM)["rows"] == 3000
+    assert ondisk.sync("observation", SYNTHETIC, DIM)["rows"] == count
 
 
 def test_a_large_append_answers_from_the_copy_as_it_stands_meanwhile() -> None:
@@ -114,7 +122,10 @@ def test_the_sweep_keeps_an_existing_copy_current_and_builds_no_first_one() -> N
     assert meta["rows"] == meta["count"] == 2
 
 
-def test_a_search_that_finds_no_copy_answers_by_keyword_and_says_so() -> None:
+def test_a_search_that_finds_no_copy_answers_by_keyword_and_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(ondisk, "INLINE_APPEND", 0)  # two rows stand for a large store
     session = Session.objects.create(session_id="s-bg2", project="shop")
     redis = Observation.objects.create(
         session=session, project="shop", title="Redis connection pool exhausted under load"

@@ -66,8 +66,9 @@ MARGIN = 64
 DIRECT = 4096
 # Rows read from the table at a time while the copy is built or appended to.
 WRITE_BATCH = 2048
-# New vectors a search appends itself (a few batches, well under a second); more (an import,
-# the sweep catching up) are appended in the background while the copy answers as it stands.
+# New vectors a search appends itself, or a first copy it builds itself (a few batches, well
+# under a second); more (an import, the sweep catching up, a large store's first search) are
+# written in the background while the copy answers as it stands (or, with none, keyword).
 INLINE_APPEND = 4 * WRITE_BATCH
 
 _lock = threading.Lock()
@@ -197,9 +198,10 @@ def _complete(target: Path, meta: dict[str, Any], dim: int) -> bool:
 
 def _quick(meta: dict[str, Any], count: int, max_id: int) -> bool:
     """Whether bringing a copy with this `meta` ({} for none) to (count, max_id) is quick
-    enough for a search to wait: nothing to write, or a small append."""
+    enough for a search to wait: nothing to write, a small append, or a small first copy
+    (a new store answers by meaning from its first search)."""
     if not meta:
-        return count == 0
+        return count <= INLINE_APPEND
     known, newest = int(meta.get("count", -1)), int(meta.get("max_id", -1))
     if (known, newest) == (count, max_id):
         return True
