@@ -1,4 +1,5 @@
-"""The encoder's own process: `python -m memory.retrieval.embeddings.encoder_child [MODEL]`.
+"""The encoder's own process (numpy, ONNX Runtime and the model; no Django), run as
+`python -m memory.retrieval.embeddings.encoder_child [MODEL]`.
 
 The worker runs its sentence encoder here rather than in its own heap (`encoder.py` is the
 worker's side): ONNX Runtime's import (21 MB), the session and tokenizer (51 MB) and the
