@@ -14,7 +14,6 @@ rows on another, and a second ONNX thread per call would take the core the reque
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import logging
 import threading
@@ -69,6 +68,9 @@ def runtime_available() -> bool:
 
 
 def weights_digest() -> str:
+    # here, not at the top: hashlib brings OpenSSL's 3 MB into the encoder process
+    import hashlib
+
     return hashlib.sha256(WEIGHTS.read_bytes()).hexdigest()
 
 
@@ -115,6 +117,9 @@ def local_files(folder: Path) -> tuple[Path, Path]:
 
 def load_local(folder: Path) -> TransformerModel:
     """The model in `folder` (`CLAUDE_MEM_EMBEDDINGS_MODEL`), versioned by its weights' digest."""
+    # here, not at the top: hashlib brings OpenSSL's 3 MB into the encoder process
+    import hashlib
+
     weights, tokenizer = local_files(folder)
     digest = hashlib.sha256(weights.read_bytes()).hexdigest()[:12]
     return load(weights, tokenizer, version=f"local/{folder.name}@{digest}")
