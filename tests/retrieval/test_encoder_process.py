@@ -261,3 +261,18 @@ def test_rows_are_never_stored_with_a_zero_vector_when_the_encoder_fails(
     with pytest.raises(EncoderError):
         store.embed_rows("observation", [pk])
     assert store.pending_ids("observation", model.model_version(), limit=10) == [pk]
+
+
+def test_the_idle_watch_ends_every_encoder_it_sees_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Started, ended when idle, started again: the watch (which stops once no encoder
+    runs) is there again for the second one."""
+    monkeypatch.setenv(model.IDLE_SETTING, "1")
+    model.unload_if_idle(0)
+    for _ in range(2):
+        model.get_model().embed(["coupon expiry"])
+        pid = model.get_model().pid()
+        assert pid is not None
+        deadline = time.monotonic() + 15
+        while model.loaded() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not model.loaded() and _gone(pid)

@@ -167,20 +167,26 @@ def _watch() -> None:
     checks every tenth of the idle limit (at most a minute) and ends once no encoder runs or
     the setting turns unloading off; the next start starts it again."""
     global _watcher
-    if _watcher is not None and _watcher.is_alive():
+    if _watcher is not None:  # it looks again, under this lock, before it ends
         _wake.set()  # it may be sleeping on an older, longer limit: read it again
         return
 
     def watch() -> None:
-        while (limit := idle_limit()) > 0:
-            _wake.wait(min(60.0, max(0.05, limit / 10)))
-            _wake.clear()
-            try:
-                if not loaded() or unload_if_idle(limit):
+        global _watcher
+        while True:
+            limit = idle_limit()
+            if limit > 0:
+                _wake.wait(min(60.0, max(0.05, limit / 10)))
+                _wake.clear()
+                try:
+                    unload_if_idle(limit)
+                except Exception:  # the encoder stays; the next look tries again
+                    log.exception("embedding model idle unload failed")
+            # Under the lock `_started` holds: an encoder started meanwhile keeps it watching.
+            with _lock:
+                if limit <= 0 or not loaded():
+                    _watcher = None
                     return
-            except Exception:  # a failed check leaves the model loaded: say why, stop
-                log.exception("embedding model idle unload failed")
-                return
 
     _watcher = threading.Thread(target=watch, name="cmem-embeddings-idle", daemon=True)
     _watcher.start()
