@@ -223,9 +223,43 @@ def run(*, out: Any, options: dict[str, Any]) -> None:
         out.write(f"- {line}")
 
 
+def pipe_cost(runs: int) -> None:
+    """What the encoder's process costs a query: the in-process encoder and the child asked
+    in turn, one short text each (`python -m tests.bench.vector_memory pipe [RUNS]`)."""
+    import statistics
+
+    from memory.retrieval.embeddings import transformer
+    from memory.retrieval.embeddings.encoder import ChildEncoder
+
+    inproc, child = transformer.load(), ChildEncoder("", transformer.VERSION)
+    try:
+        child.encode(list(TEXTS))  # both warm
+        inproc.embed(list(TEXTS))
+        wall: dict[str, list[float]] = {"in process": [], "encoder process": []}
+        cpu: dict[str, list[float]] = {"in process": [], "encoder process": []}
+        for n in range(runs):
+            text = f"{TEXTS[n % len(TEXTS)]} {n}"
+            for name, call in (("in process", inproc.embed), ("encoder process", child.encode)):
+                began, began_cpu = time.perf_counter(), time.process_time()
+                call([text])
+                wall[name].append((time.perf_counter() - began) * 1000)
+                cpu[name].append((time.process_time() - began_cpu) * 1000)
+        for name in wall:
+            print(
+                f"{name}: wall p50 {statistics.median(wall[name]):.2f} ms, p90 "
+                f"{statistics.quantiles(wall[name], n=10)[-1]:.2f} ms; this process's CPU p50 "
+                f"{statistics.median(cpu[name]):.2f} ms"
+            )
+        print(f"{runs} texts each, load average {os.getloadavg()[0]:.1f}")
+    finally:
+        child.close()
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["pad"]:
         print(json.dumps(child_pad(int(sys.argv[2]))))
+    elif sys.argv[1:2] == ["pipe"]:
+        pipe_cost(int(sys.argv[2]) if len(sys.argv) > 2 else 150)
     else:
         subprocess.run(
             [sys.executable, "-m", "tests.bench", "vector_memory", *sys.argv[1:]], check=True
