@@ -41,6 +41,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -49,6 +50,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
+from tests.bench import worker as worker_bench
 from tests.bench.harness import (
     LiveWorker,
     bench_sizes,
@@ -124,6 +126,9 @@ class Surface:
     claude_mem: str  # path of claude-mem's request, its query parameter is `query`
     claude_mem_params: dict[str, str]
     cmem_params: dict[str, str]
+    # Every request a text never asked before (`fresh_texts`): cmem embeds each query
+    # (its LRU of query vectors never answers), where QUERIES repeat round after round.
+    fresh: bool = False
 
 
 def _surfaces() -> list[Surface]:
@@ -147,7 +152,25 @@ def _surfaces() -> list[Surface]:
             {"project": project},
             {"project": project, "mode": "hybrid"},
         ),
+        Surface(
+            "one project, each default, every text new",
+            "/api/search",
+            {"project": project},
+            {"project": project, "mode": "hybrid"},
+            fresh=True,
+        ),
     ]
+
+
+def fresh_texts() -> list[str]:
+    """Phrases the rows hold ("redis cache times out"), each asked once, in a seeded order."""
+    texts = [
+        f"{component} {' '.join(problem.split()[:2])}"
+        for component in COMPONENTS
+        for problem, _ in PROBLEMS
+    ]
+    random.Random(5).shuffle(texts)
+    return texts
 
 
 class _Text:
@@ -336,6 +359,12 @@ def claude_mem_worker(env: dict[str, str]) -> Iterator[int]:
         _claude_mem(env, "stop")
 
 
+def _claude_mem_pid(port: int) -> int:
+    """The pid claude-mem's worker reports in its health answer (its process tree is measured)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=5) as response:
+        return int(json.loads(response.read())["pid"])
+
+
 def seed_claude_mem(db: Path, size: int) -> float:
     """The rows of `rows(size)` in claude-mem's tables (its triggers fill its FTS5 index)."""
     began = time.perf_counter()
@@ -391,19 +420,41 @@ def seed_claude_mem(db: Path, size: int) -> float:
 # -- measuring ------------------------------------------------------------------------------
 
 
-class _Client:
-    """One keep-alive connection; `get` returns the wall time in ms (status checked)."""
+TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
 
-    def __init__(self, port: int, headers: dict[str, str]) -> None:
+
+def _cpu_ms(pids: list[int]) -> float:
+    """User + system CPU time of these processes (all their threads), in ms."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total * TICK_MS
+
+
+class _Client:
+    """One keep-alive connection to a worker whose processes are `pids`; `get` returns the
+    wall time in ms (status checked) and adds the CPU time the worker spent meanwhile to
+    `cpu`: on a shared machine wall time measures the queue for a core too, the CPU time
+    what answering cost (summed over many requests: /proc counts in clock ticks)."""
+
+    def __init__(self, port: int, headers: dict[str, str], root: int) -> None:
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
         self.headers = headers
+        self.pids = worker_bench._tree(root)
+        self.cpu = 0.0
 
     def get(self, path: str, params: dict[str, str]) -> float:
+        cpu = _cpu_ms(self.pids)
         began = time.perf_counter()
         self.conn.request("GET", f"{path}?{urlencode(params)}", headers=self.headers)
         response = self.conn.getresponse()
         body = response.read()
         elapsed = (time.perf_counter() - began) * 1000
+        self.cpu += _cpu_ms(self.pids) - cpu
         if response.status != 200:
             raise RuntimeError(f"{path} answered {response.status}: {body[:300]!r}")
         return elapsed
@@ -423,6 +474,7 @@ def _hits(cm: _Client | None, cmem: _Client) -> dict[str, tuple[float, float]]:
     counts = {}
     for surface in _surfaces():
         theirs = mine = 0
+        # The new texts are kept for the timed rounds: counted on the repeated ones.
         for text in QUERIES:
             if cm is not None:
                 theirs += cm.hits(
@@ -433,14 +485,21 @@ def _hits(cm: _Client | None, cmem: _Client) -> dict[str, tuple[float, float]]:
     return counts
 
 
-def _measure(cm: _Client | None, cmem: _Client, runs: int) -> dict[str, dict[str, list[float]]]:
+def _measure(
+    cm: _Client | None, cmem: _Client, runs: int
+) -> tuple[dict[str, dict[str, list[float]]], dict[str, tuple[float, float]]]:
+    """Wall times per surface and system, and the mean CPU ms per search (claude-mem, cmem)."""
     times: dict[str, dict[str, list[float]]] = {}
+    cpu: dict[str, tuple[float, float]] = {}
     surfaces = _surfaces()
+    fresh = iter(fresh_texts())
     for warm in (True, False):
         for _ in range(1 if warm else runs):
             for surface in surfaces:
                 got = times.setdefault(surface.label, {"claude-mem": [], "cmem": []})
-                for text in QUERIES:
+                texts = [next(fresh) for _ in QUERIES] if surface.fresh else QUERIES
+                theirs_before, mine_before = cm.cpu if cm else 0.0, cmem.cpu
+                for text in texts:
                     if cm is not None:
                         took = cm.get(
                             surface.claude_mem,
@@ -453,7 +512,13 @@ def _measure(cm: _Client | None, cmem: _Client, runs: int) -> dict[str, dict[str
                     )
                     if not warm:
                         got["cmem"].append(took)
-    return times
+                if not warm:
+                    theirs, mine = cpu.get(surface.label, (0.0, 0.0))
+                    cpu[surface.label] = (
+                        theirs + ((cm.cpu if cm else 0.0) - theirs_before) / (runs * len(texts)),
+                        mine + (cmem.cpu - mine_before) / (runs * len(texts)),
+                    )
+    return times, cpu
 
 
 def _one_size(size: int, runs: int, install: Path | None, out: Any) -> list[str]:
@@ -485,13 +550,14 @@ def _one_size(size: int, runs: int, install: Path | None, out: Any) -> list[str]
         live.start(120)
         try:
             secret = (data / "worker.secret").read_text().strip()
-            cmem = _Client(live.port, {"Authorization": f"Bearer {secret}"})
+            assert live.proc is not None
+            cmem = _Client(live.port, {"Authorization": f"Bearer {secret}"}, live.proc.pid)
             if cm_env is None:
-                hits, times = _hits(None, cmem), _measure(None, cmem, runs)
+                hits, (times, cpu) = _hits(None, cmem), _measure(None, cmem, runs)
             else:
                 with claude_mem_worker(cm_env) as port:
-                    cm = _Client(port, {})
-                    hits, times = _hits(cm, cmem), _measure(cm, cmem, runs)
+                    cm = _Client(port, {}, _claude_mem_pid(port))
+                    hits, (times, cpu) = _hits(cm, cmem), _measure(cm, cmem, runs)
         finally:
             live.stop()
     load = os.getloadavg()
@@ -507,6 +573,9 @@ def _one_size(size: int, runs: int, install: Path | None, out: Any) -> list[str]
             ratio, line = 0.0, line + "not run | "
         line += f"{percentile(mine, 0.5):.2f} / {percentile(mine, 0.99):.2f} ms | "
         line += f"{ratio:.2f} |" if ratio else "|"
+        theirs_cpu, mine_cpu = cpu[label]
+        line += f" {theirs_cpu:.2f} / {mine_cpu:.2f} ms |"
+        line += f" {theirs_cpu / mine_cpu:.2f} |" if theirs_cpu and mine_cpu else " |"
         theirs_hits, mine_hits = hits[label]
         lines.append(line + f" {theirs_hits:.1f} / {mine_hits:.1f} | {load[0]:.1f} |")
     return lines
@@ -530,8 +599,8 @@ def run(*, out: Any, options: dict[str, Any]) -> None:
         "limit 20, keep-alive connections. Medians / p99; ratio = claude-mem ÷ cmem (above 1: cmem faster)."
     )
     table = [
-        "| observations | search | claude-mem p50 / p99 | cmem p50 / p99 | ratio | rows answered (claude-mem / cmem) | load |",
-        "|---:|---|---:|---:|---:|---:|---:|",
+        "| observations | search | claude-mem p50 / p99 | cmem p50 / p99 | ratio | CPU per search (claude-mem / cmem) | CPU ratio | rows answered (claude-mem / cmem) | load |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for size in bench_sizes(options):
         table += _one_size(size, runs, install, out)
