@@ -323,6 +323,70 @@ def child_seed(size: int) -> dict[str, Any]:
     return {"seed_s": seeded, "embed_topics_s": embedded, "topics": topics}
 
 
+def child_profile(size: int) -> dict[str, float]:
+    """CPU ms of each stage of a hybrid search over one project, the median over QUERIES
+    (process CPU time: the encoder's and BLAS's threads count), in this (child) process on
+    the seeded data dir: what bounds the hybrid figure. `size` only labels the output."""
+    django_setup()
+    # after django.setup(), in the child: these import Django models and the model
+    from dataclasses import replace
+
+    from memory.retrieval.search import hybrid, sqlite
+    from memory.retrieval.search.query import Kind, SearchQuery
+
+    backend = sqlite.SqliteBackend()
+
+    def query(text: str) -> SearchQuery:
+        return SearchQuery(text=text, project=PROJECTS[0], mode="hybrid", limit=20)
+
+    vectors = {text: hybrid.embedded_text(text) for text in QUERIES}
+    keyword = {text: backend.keyword_ranked(replace(query(text), limit=50))[0] for text in QUERIES}
+    semantic = {
+        text: hybrid.semantic_ranked(backend, query(text), 50, keyword[text], vectors[text])
+        for text in QUERIES
+    }
+
+    def nearest(kind: Kind) -> Any:
+        return lambda text: sqlite.nearest(kind, query(text), *vectors[text], 50, [])
+
+    stages = {
+        "hybrid search, whole (query vector from the LRU)": lambda text: hybrid.search_mode(
+            backend, query(text)
+        ),
+        "keyword list, 50 deep": lambda text: backend.keyword_ranked(
+            replace(query(text), limit=50)
+        ),
+        "embedding the query (the model, no LRU)": lambda text: hybrid.get_model().embed([text]),
+        "nearest observations, 50": nearest("observation"),
+        "nearest summaries, 50": nearest("summary"),
+        "nearest prompts, 50": nearest("prompt"),
+        "semantic list: 3 kinds, weighted by currency": lambda text: hybrid.semantic_ranked(
+            backend, query(text), 50, keyword[text], vectors[text]
+        ),
+        "significance (z over the noise sample)": lambda text: hybrid.significant(
+            semantic[text], vectors[text]
+        ),
+        "term coverage of the keyword head": lambda text: backend.term_coverage(
+            [(kind, pk) for _, kind, pk in keyword[text][:3]], text
+        ),
+        "the page's 20 rows, read and highlighted": lambda text: backend.hits_by_ids(
+            keyword[text][:20], text
+        ),
+    }
+    out: dict[str, float] = {}
+    for label, stage in stages.items():
+        for text in QUERIES:
+            stage(text)  # warm: the page cache, the vector copy, the model
+        took = []
+        for _ in range(5):
+            for text in QUERIES:
+                began = time.process_time()
+                stage(text)
+                took.append((time.process_time() - began) * 1000)
+        out[label] = percentile(took, 0.5)
+    return out
+
+
 # -- claude-mem -----------------------------------------------------------------------------
 
 
@@ -521,7 +585,8 @@ def _measure(
     return times, cpu
 
 
-def _one_size(size: int, runs: int, install: Path | None, out: Any) -> list[str]:
+def _one_size(size: int, runs: int, install: Path | None, out: Any) -> tuple[list[str], list[str]]:
+    """The table's rows at `size`, and the notes (the hybrid profile) to print after it."""
     with scratch_dir("cmem-bench-versus-") as work:
         data = work / "data"
         env = worker_env(
@@ -560,6 +625,7 @@ def _one_size(size: int, runs: int, install: Path | None, out: Any) -> list[str]
                     hits, (times, cpu) = _hits(cm, cmem), _measure(cm, cmem, runs)
         finally:
             live.stop()
+        profile = child_json("tests.bench.versus", env, "profile", str(size), timeout=1800)
     load = os.getloadavg()
     lines = []
     for label, got in times.items():
@@ -578,7 +644,9 @@ def _one_size(size: int, runs: int, install: Path | None, out: Any) -> list[str]
         line += f" {theirs_cpu / mine_cpu:.2f} |" if theirs_cpu and mine_cpu else " |"
         theirs_hits, mine_hits = hits[label]
         lines.append(line + f" {theirs_hits:.1f} / {mine_hits:.1f} | {load[0]:.1f} |")
-    return lines
+    notes = [f"CPU per stage of a hybrid search over one project at {size:,} (median, ms):"]
+    notes += [f"- {label}: {ms:.2f}" for label, ms in profile.items()]
+    return lines, notes
 
 
 def run(*, out: Any, options: dict[str, Any]) -> None:
@@ -602,14 +670,19 @@ def run(*, out: Any, options: dict[str, Any]) -> None:
         "| observations | search | claude-mem p50 / p99 | cmem p50 / p99 | ratio | CPU per search (claude-mem / cmem) | CPU ratio | rows answered (claude-mem / cmem) | load |",
         "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    notes: list[str] = []
     for size in bench_sizes(options):
-        table += _one_size(size, runs, install, out)
-    for line in table:
+        rows, about = _one_size(size, runs, install, out)
+        table += rows
+        notes += about
+    for line in [*table, "", *notes]:
         out.write(line)
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["seed"]:
         print(json.dumps(child_seed(int(sys.argv[2]))))
+    elif sys.argv[1:2] == ["profile"]:
+        print(json.dumps(child_profile(int(sys.argv[2]))))
     else:
         subprocess.run([sys.executable, "-m", "tests.bench", "versus", *sys.argv[1:]], check=True)
