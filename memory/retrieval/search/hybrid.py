@@ -158,15 +158,23 @@ _query_lock = threading.Lock()
 _encoder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cmem-query-embed")
 
 
-def embedded_text(text: str) -> tuple[str, np.ndarray]:
-    """(model version, unit vector) of `text`, from the LRU of recent query texts when it
-    is there (the model is then not even loaded), else from the model."""
+def _remembered(text: str) -> tuple[str, np.ndarray] | None:
+    """`text`'s vector by the configured model from the LRU, or None."""
     key = (model_version(), text)
     with _query_lock:
         cached = _query_vectors.get(key)
-        if cached is not None:
-            _query_vectors.move_to_end(key)
-            return key[0], cached
+        if cached is None:
+            return None
+        _query_vectors.move_to_end(key)
+        return key[0], cached
+
+
+def embedded_text(text: str) -> tuple[str, np.ndarray]:
+    """(model version, unit vector) of `text`, from the LRU of recent query texts when it
+    is there (the model is then not even loaded), else from the model."""
+    remembered = _remembered(text)
+    if remembered is not None:
+        return remembered
     model = get_model()
     vector = model.embed([text])[0]
     vector.setflags(write=False)  # shared by every search of this text
@@ -201,7 +209,13 @@ def _query_vector_started(query: SearchQuery) -> Future[tuple[str, np.ndarray]] 
     (the database is read here, on the caller's thread)."""
     if not _embeddable(query):
         return None
-    return _encoder.submit(embedded_text, query.text)
+    remembered = _remembered(query.text)
+    if remembered is None:
+        return _encoder.submit(embedded_text, query.text)
+    # No hand-over to the thread (on a busy machine, a wait for it to be scheduled).
+    done: Future[tuple[str, np.ndarray]] = Future()
+    done.set_result(remembered)
+    return done
 
 
 def semantic_ranked(
