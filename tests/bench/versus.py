@@ -511,26 +511,37 @@ class _Client:
         self.pids = worker_bench._tree(root)
         self.cpu = 0.0
 
+    def _answer(self, path: str, params: dict[str, str]) -> tuple[int, bytes]:
+        """One GET; a connection the worker closed while idle is opened again, once, as
+        any HTTP client does (cmem's server drops idle keep-alive connections)."""
+        for attempt in (1, 2):
+            try:
+                self.conn.request("GET", f"{path}?{urlencode(params)}", headers=self.headers)
+                response = self.conn.getresponse()
+                return response.status, response.read()
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+                self.conn.close()
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
     def get(self, path: str, params: dict[str, str]) -> float:
         cpu = _cpu_ms(self.pids)
         began = time.perf_counter()
-        self.conn.request("GET", f"{path}?{urlencode(params)}", headers=self.headers)
-        response = self.conn.getresponse()
-        body = response.read()
+        status, body = self._answer(path, params)
         elapsed = (time.perf_counter() - began) * 1000
         self.cpu += _cpu_ms(self.pids) - cpu
-        if response.status != 200:
-            raise RuntimeError(f"{path} answered {response.status}: {body[:300]!r}")
+        if status != 200:
+            raise RuntimeError(f"{path} answered {status}: {body[:300]!r}")
         return elapsed
 
     def hits(self, path: str, params: dict[str, str]) -> int:
         """How many rows the answer lists: cmem's `results`; claude-mem's "Found N" line."""
-        self.conn.request("GET", f"{path}?{urlencode(params)}", headers=self.headers)
-        body = json.loads(self.conn.getresponse().read())
-        if "results" in body:
-            return len(body["results"])
-        found = re.search(r"Found (\d+)", body["content"][0]["text"])
-        return int(found.group(1)) if found else 0
+        found = json.loads(self._answer(path, params)[1])
+        if "results" in found:
+            return len(found["results"])
+        count = re.search(r"Found (\d+)", found["content"][0]["text"])
+        return int(count.group(1)) if count else 0
 
 
 def _hits(cm: _Client | None, cmem: _Client) -> dict[str, tuple[float, float]]:
