@@ -17,8 +17,8 @@ worker's HTTP API, on loopback, with the same data, interleaved A B A B.
    its own sentence. The query is embedded by the real model on every search (its LRU
    aside).
 3. Both workers run (cmem: `cmem serve`; claude-mem: its `worker-service.cjs start` with
-   Bun, `CMEM_BENCH_CLAUDE_MEM` naming the folder it is installed in, as in
-   ../shared/spec/reference/measured-anchors.md; skipped with a note when unset), each
+   Bun, `CMEM_BENCH_CLAUDE_MEM` naming the folder it is installed in, as
+   docs/benchmarks/search.md shows; skipped with a note when unset), each
    answers every query once to warm up, then `--runs` rounds (default 20): in each, every
    query of `QUERIES` on each surface, claude-mem then cmem, on one keep-alive connection
    each.
@@ -667,7 +667,7 @@ def run(*, out: Any, options: dict[str, Any]) -> None:
     if install is None:
         out.write(
             "claude-mem: not measured (set CMEM_BENCH_CLAUDE_MEM to the folder claude-mem 13.25.3 "
-            "and bun are installed in, ../shared/spec/reference/measured-anchors.md); cmem only"
+            "and bun are installed in: docs/benchmarks/search.md); cmem only"
         )
     elif not (install / "node_modules" / "claude-mem").is_dir() or not shutil.which("node"):
         raise SystemExit(
