@@ -516,9 +516,9 @@ OVERFETCH_MAX = 2000
 def nearest(
     kind: Kind, query: SearchQuery, model: str, vector: Any, k: int, candidates: list[int]
 ) -> list[tuple[float, int]]:
-    """The `k` nearest vectors of `kind` by the configured index (`vector_index`: the
-    in-memory scan, or sqlite-vec where it loads and measures faster); with filters, only
-    the rows the keyword search's own filter SQL selects.
+    """The `k` nearest vectors of `kind` by the configured index (`vector_index`: the int8
+    copy on disk, the in-heap scan, or sqlite-vec where it loads and measures faster); with
+    filters, only the rows the keyword search's own filter SQL selects.
 
     The status filter does not make a search narrow: rows no longer true are few. So it
     is checked on the nearest rows of a wider set (`_wider`: the whole kind, or the
