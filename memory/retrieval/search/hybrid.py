@@ -35,6 +35,9 @@ scores are within that factor, i.e. of similar score.
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -43,7 +46,7 @@ from django.db.models import Q
 from memory.models import Observation
 from memory.retrieval import embeddings
 from memory.retrieval.embeddings import index
-from memory.retrieval.embeddings.model import get_model
+from memory.retrieval.embeddings.model import get_model, model_version
 from memory.retrieval.embeddings.store import waiting
 from memory.retrieval.search.query import KINDS, Kind, Mode, SearchHit, SearchQuery
 
@@ -143,17 +146,76 @@ class Backend(Protocol):
         ...
 
 
+# Query texts whose vectors are kept (`embedded_text`): 384 floats each, ~0.4 MB in all.
+# An agent asks the same few questions of its memory again and again within a session, and
+# the encoder is the floor of every search by meaning.
+QUERY_CACHE = 256
+_query_vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+_query_lock = threading.Lock()
+# One thread that embeds a query while the keyword ranking runs (`search_mode`): the
+# encoder and SQLite both release the GIL. It never touches the database (a thread's own
+# connection would not see the request's transaction).
+_encoder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cmem-query-embed")
+
+
+def _remembered(text: str) -> tuple[str, np.ndarray] | None:
+    """`text`'s vector by the configured model from the LRU, or None."""
+    key = (model_version(), text)
+    with _query_lock:
+        cached = _query_vectors.get(key)
+        if cached is None:
+            return None
+        _query_vectors.move_to_end(key)
+        return key[0], cached
+
+
+def embedded_text(text: str) -> tuple[str, np.ndarray]:
+    """(model version, unit vector) of `text`, from the LRU of recent query texts when it
+    is there (the model is then not even loaded), else from the model."""
+    remembered = _remembered(text)
+    if remembered is not None:
+        return remembered
+    model = get_model()
+    vector = model.embed([text])[0]
+    vector.setflags(write=False)  # shared by every search of this text
+    with _query_lock:
+        _query_vectors[(model.version, text)] = vector
+        while len(_query_vectors) > QUERY_CACHE:
+            _query_vectors.popitem(last=False)
+    return model.version, vector
+
+
+def _embeddable(query: SearchQuery) -> bool:
+    """Whether the query has text and some wanted kind has vectors stored."""
+    if not query.text.strip():
+        return False
+    return bool(index.kinds_stored([kind for kind in KINDS if query.wants(kind)]))
+
+
+def _usable(embedded: tuple[str, np.ndarray]) -> tuple[str, np.ndarray] | None:
+    return embedded if embedded[1].any() else None
+
+
 def query_vector(query: SearchQuery) -> tuple[str, np.ndarray] | None:
     """(model version, vector) of the query text, or None when it has nothing to embed or
     no wanted kind has vectors stored."""
-    if not query.text.strip():
+    if not _embeddable(query):
         return None
-    if not index.kinds_stored([kind for kind in KINDS if query.wants(kind)]):
-        return None
+    return _usable(embedded_text(query.text))
 
-    model = get_model()
-    vector = model.embed([query.text])[0]
-    return (model.version, vector) if vector.any() else None
+
+def _query_vector_started(query: SearchQuery) -> Future[tuple[str, np.ndarray]] | None:
+    """`query_vector`, embedding on the encoder thread; None when there is nothing to embed
+    (the database is read here, on the caller's thread)."""
+    if not _embeddable(query):
+        return None
+    remembered = _remembered(query.text)
+    if remembered is None:
+        return _encoder.submit(embedded_text, query.text)
+    # No hand-over to the thread (on a busy machine, a wait for it to be scheduled).
+    done: Future[tuple[str, np.ndarray]] = Future()
+    done.set_result(remembered)
+    return done
 
 
 def semantic_ranked(
@@ -270,15 +332,17 @@ def search_mode(backend: Backend, query: SearchQuery) -> list[SearchHit]:
             semantic = [(score, kind, pk) for score, (kind, pk) in fused]
         return backend.hits_by_ids(semantic[query.offset : window], query.text)
     depth = max(CANDIDATES, window)
+    # The query is embedded on the encoder thread while the keyword list is ranked here.
+    pending = _query_vector_started(query)
     keyword, _ = backend.keyword_ranked(replace(query, limit=depth, offset=0))
-    embedded = query_vector(query)
+    embedded = _usable(pending.result()) if pending is not None else None
     if embedded is None:
-        return backend.keyword(query)
+        return _keyword_page(backend, query, keyword)
     nearest = semantic_ranked(backend, query, depth, keyword, embedded)
     semantic = significant(nearest, embedded, query.owner)
     if not semantic:
         if keyword:
-            return backend.keyword(query)
+            return _keyword_page(backend, query, keyword)
         # No row holds the words either: the nearest rows are the best answer there is.
         semantic = nearest
     head = [(kind, pk) for _, kind, pk in keyword[:COVERAGE_HEAD]]
@@ -291,3 +355,11 @@ def search_mode(backend: Backend, query: SearchQuery) -> list[SearchHit]:
     )
     page = [(score, kind, pk) for score, (kind, pk) in fused[query.offset : window]]
     return backend.hits_by_ids(page, query.text)
+
+
+def _keyword_page(
+    backend: Backend, query: SearchQuery, keyword: list[tuple[float, Kind, int]]
+) -> list[SearchHit]:
+    """What keyword search answers, from the keyword list hybrid ranked already (to
+    `CANDIDATES`, at least the page): only the page's rows are read, not ranked again."""
+    return backend.hits_by_ids(keyword[query.offset : query.offset + query.limit], query.text)
