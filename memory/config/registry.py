@@ -796,8 +796,8 @@ REGISTRY: tuple[Setting, ...] = (
         label="Unload the embedding model after (s)",
         section=OBSERVER,
         help=(
-            "Seconds without use after which the worker drops the embedding model (about "
-            "60 MB) until the next search or embedding needs it; 0 keeps it loaded."
+            "Seconds without use after which the worker ends the embedding model's process "
+            "(about 95 MB) until the next search or embedding needs it; 0 keeps it running."
         ),
     ),
     Setting(

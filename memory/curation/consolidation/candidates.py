@@ -219,7 +219,7 @@ def _vectors(ids: list[int]) -> dict[int, object]:
     # the pass runs in the consumer; the embeddings package is imported only when it runs
     from memory.retrieval import embeddings
 
-    if not ids or not embeddings.available():
+    if not ids or not embeddings.installed():
         return {}
     # optional dependency (numpy and the model: the embeddings extra)
     from memory.retrieval.embeddings.index import vectors_of
