@@ -21,6 +21,7 @@ from memory.models import Observation, Session
 from memory.retrieval import embeddings
 from memory.retrieval.embeddings import encoder, model, store, transformer
 from memory.retrieval.embeddings.encoder import ChildEncoder, EncoderError
+from memory.retrieval.search import hybrid
 from memory.retrieval.search.query import SearchQuery
 from memory.retrieval.search.service import effective_mode, mode_note, search
 
@@ -233,6 +234,7 @@ def test_a_search_whose_encoder_hangs_answers_by_keyword_and_says_so(
     note = mode_note(query.mode, query.kinds)
     assert "did not answer" in note and "answers by keyword" in note
     assert effective_mode(query.mode) == "keyword"
+    assert hybrid._remembered(query.text) is None  # no zero vector kept for the text
     assert _gone(pid)
     # Meanwhile searches answer by keyword at once, saying why, without asking the encoder.
     started = time.monotonic()

@@ -8,8 +8,10 @@ of its own."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -33,6 +35,7 @@ def background(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(HUEY, "immediate", False)
     monkeypatch.setenv(vector_index.SETTING, "disk")
     vector_index.clear()
+    ondisk.clear()  # an earlier test's copy of this database would be "a copy to answer from"
     yield
     _wait_built()
 
@@ -126,6 +129,17 @@ def test_a_search_that_finds_no_copy_answers_by_keyword_and_says_so(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(ondisk, "INLINE_APPEND", 0)  # two rows stand for a large store
+    # Two rows are written in a blink: the building thread waits for the test to have read
+    # the note, as a large store's build would still be running then.
+    release = threading.Event()
+    real_sync = ondisk.sync
+
+    def held_sync(*args: Any, **kwargs: Any) -> Any:
+        if threading.current_thread().name == "cmem-vector-copy":
+            release.wait(30)
+        return real_sync(*args, **kwargs)
+
+    monkeypatch.setattr(ondisk, "sync", held_sync)
     session = Session.objects.create(session_id="s-bg2", project="shop")
     redis = Observation.objects.create(
         session=session, project="shop", title="Redis connection pool exhausted under load"
@@ -138,6 +152,7 @@ def test_a_search_that_finds_no_copy_answers_by_keyword_and_says_so(
     hits = search(query)
     assert [hit.id for hit in hits] == [redis]  # the keyword answer
     assert "being built in the background" in mode_note(query.mode, query.kinds)
+    release.set()
     _wait_built()
     # Built: the next search finds the row by meaning alone.
     meaning = SearchQuery(text="the cache server ran out of connections", mode="semantic")

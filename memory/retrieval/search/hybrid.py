@@ -177,6 +177,8 @@ def embedded_text(text: str) -> tuple[str, np.ndarray]:
         return remembered
     model = get_model()
     vector = model.embed([text])[0]
+    if not vector.any():  # the encoder could not answer: ask it again next time
+        return model.version, vector
     vector.setflags(write=False)  # shared by every search of this text
     with _query_lock:
         _query_vectors[(model.version, text)] = vector
