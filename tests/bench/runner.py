@@ -36,6 +36,7 @@ BENCHMARKS = [
     "consolidation",
     "index_consolidation",
     "import_rate",
+    "startup",
 ]
 # Where a benchmark lives when not in tests/bench/.
 MODULES = {"hooks": "memory.management.commands.bench"}
