@@ -57,6 +57,22 @@ def env(key: str) -> str | None:
     return _environ.get(key)
 
 
+def env_set(key: str, value: str) -> None:
+    """`os.environ[key] = value` without importing `os`: the process's C environment (what
+    a spawned worker inherits), `posix.environ` (what `os.environ` is built from if anything
+    imports `os` later) and the copy `env()` reads."""
+    os_module = sys.modules.get("os")
+    if os_module is not None:
+        os_module.environ[key] = value
+        return
+    _posix.putenv(key, value)
+    _posix.environ[key.encode("utf-8", "surrogateescape")] = value.encode(  # type: ignore[union-attr]
+        "utf-8", "surrogateescape"
+    )
+    if _environ:
+        _environ[key] = value
+
+
 def data_dir() -> str:
     raw = env("CLAUDE_MEM_DATA_DIR") or "~/.claude-mem"
     if raw[:1] != "~":

@@ -37,16 +37,17 @@ def _hook_options(args: list[str]) -> list[str]:
     `--data-dir DIR`: the agent's environment lacks a CLAUDE_MEM_DATA_DIR set in the
     installing shell. `--route plugin`: the plugin's hooks say so once per session start, so
     the worker names the plugin's MCP tools (memory/agents/install/routes.py). `os` only
-    when an option needs it (memory/hookclient/client.py: not importing it is 1.2 ms a hook)."""
+    for `--route` (memory/hookclient/client.py: not importing it is 1.2 ms a hook)."""
     rest: list[str] = []
     i = 0
     while i < len(args):
         if args[i] in ("--data-dir", "--route") and i + 1 < len(args):
             if args[i] == "--data-dir":
-                # hook path: no os at import (the module's header); only for --data-dir
-                import os
+                # hook path: the package body, imported anyway; it sets the variable without
+                # importing os (1.2 ms a hook where `cmem install` wrote --data-dir)
+                from memory.hookclient import env_set
 
-                os.environ["CLAUDE_MEM_DATA_DIR"] = args[i + 1]
+                env_set("CLAUDE_MEM_DATA_DIR", args[i + 1])
             elif args[i + 1] == "plugin" and rest[-1:] == ["context"]:
                 _route_record_plugin()
             i += 2

@@ -71,7 +71,10 @@ class InProcessConsumer:
                 log.exception("consumer health check failed")
 
     def stop(self, timeout: float = 8.0) -> None:
-        """Let running tasks finish (up to `timeout`), then record the interrupted ones."""
+        """Let running tasks finish (up to `timeout`), then record the interrupted ones.
+        Nothing to do when it never started (the server stopped while binding)."""
+        if self._health is None:
+            return
         self._stop.set()
         self.consumer.stop_flag.set()
         self.huey.unregister_pre_execute(QUIET_HOOK)

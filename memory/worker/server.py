@@ -17,6 +17,7 @@ both sockets from one loop, so it stays as the pure-Python fallback.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import signal
@@ -97,9 +98,62 @@ def _skip_redis_unless_used() -> None:
         sys.modules["redis"] = None  # type: ignore[assignment]
 
 
+def _setting_changed_without_test_client() -> None:
+    """Load Django's `django/test/signals.py` under its own name without its package's
+    `__init__`, so django-ninja's `from django.test.signals import setting_changed`
+    (ninja/conf.py, run by `import ninja` during django.setup) finds it in sys.modules and
+    does not import `django.test` itself: the test client, the test cases, unittest and
+    jinja2, about 65 ms of CPU in a start of ~600 (docs/benchmarks/startup.md). Nothing in
+    the serving process uses `django.test`; `from django.test.signals import …` and a later
+    `import django.test` still work (the package finds this submodule loaded). What does not
+    is `import django.test.signals as x` before `django.test` itself is imported."""
+    if "django.test" in sys.modules or "django.test.signals" in sys.modules:
+        return
+    # serving process only: the spec machinery is needed for this one file
+    import importlib.util
+
+    django_spec = importlib.util.find_spec("django")
+    if django_spec is None or not django_spec.submodule_search_locations:
+        return
+    folder = Path(next(iter(django_spec.submodule_search_locations)))
+    spec = importlib.util.spec_from_file_location(
+        "django.test.signals", folder / "test" / "signals.py"
+    )
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["django.test.signals"] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception:
+        # Django moved or changed the file: the ordinary import then, whatever it costs.
+        del sys.modules["django.test.signals"]
+        log.warning("django.test.signals could not be loaded alone", exc_info=True)
+
+
+def _warm_urls() -> None:
+    """Load the URL configuration (the API's routers and their schemas: a quarter of the
+    start's CPU) now rather than in the first request, which would hold every request of
+    the start behind it anyway; before the consumer's threads start, so they do not
+    compete with it for the interpreter."""
+    # after django.setup(): the URL configuration imports the views and models
+    from django.urls import get_resolver
+
+    try:
+        get_resolver().url_patterns  # noqa: B018 - loading them is the point
+    except Exception:  # the first request then reports the broken URLconf, as it would have
+        log.exception("the URL configuration did not load")
+
+
 def main() -> int:
+    # No cyclic garbage collection while the start imports ~1,000 modules: every collection
+    # walks all the objects made so far, ~10% of the start's CPU for next to nothing found.
+    # after_bind() freezes what the start made (it lives as long as the process) and turns
+    # collection back on for the requests.
+    gc.disable()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cmem_site.settings")
     _skip_redis_unless_used()
+    _setting_changed_without_test_client()
     # before setup: _skip_redis_unless_used() must run first; the Django pieces after setup
     import django
 
@@ -118,12 +172,23 @@ def main() -> int:
     consumer = None
     if os.environ.get("CMEM_WORKER_CONSUMER", "1") != "0":
         consumer = InProcessConsumer()
-        consumer.start()
+
+    def after_bind() -> None:
+        # The sockets listen: requests queue in the backlog while the URLs load, then the
+        # consumer's threads start (its start-up sweeps are background work).
+        _warm_urls()
+        gc.freeze()
+        gc.enable()
+        if consumer is not None:
+            consumer.start()
+
     log.info("serving on %s and %s, %d threads", address.url, sock, threads)
     try:
-        if os.environ.get("CMEM_SERVER", "granian") != "waitress" and _serve_granian(apps, threads):
+        if os.environ.get("CMEM_SERVER", "granian") != "waitress" and _serve_granian(
+            apps, threads, after_bind
+        ):
             return 0
-        _serve_waitress(apps, threads)
+        _serve_waitress(apps, threads, after_bind)
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, signal.SIG_IGN)
@@ -133,8 +198,9 @@ def main() -> int:
     return 0
 
 
-def _serve_granian(apps: list[Listener], threads: int) -> bool:
-    """Serve until a stop signal; False (nothing bound) when granian cannot serve here."""
+def _serve_granian(apps: list[Listener], threads: int, after_bind: Callable[[], None]) -> bool:
+    """Serve until a stop signal; False (nothing bound) when granian cannot serve here.
+    `after_bind` runs once the listeners are bound."""
     # optional at run time: granian may be unable to serve here (waitress is the fallback)
     from memory.worker.granian_serving import GranianUnavailable, start_listeners
 
@@ -144,6 +210,7 @@ def _serve_granian(apps: list[Listener], threads: int) -> bool:
         log.warning("%s; serving with waitress instead", exc)
         return False
     try:
+        after_bind()
         while True:
             signal.pause()  # the requests run on granian's threads; this one waits for _Stop
     except _Stop:
@@ -153,7 +220,7 @@ def _serve_granian(apps: list[Listener], threads: int) -> bool:
     return True
 
 
-def _serve_waitress(apps: list[Listener], threads: int) -> None:
+def _serve_waitress(apps: list[Listener], threads: int, after_bind: Callable[[], None]) -> None:
     from waitress import wasyncore  # type: ignore[import-untyped]
     from waitress.server import create_server  # type: ignore[import-untyped]
     from waitress.task import ThreadedTaskDispatcher  # type: ignore[import-untyped]
@@ -183,6 +250,7 @@ def _serve_waitress(apps: list[Listener], threads: int) -> None:
             create_server(app, map=shared_map, _dispatcher=dispatcher, **where, **common)
         )
     try:
+        after_bind()  # create_server has bound and listens; the loop accepts from here
         servers[0].run()  # the loop serves every server registered in the shared map
     except _Stop:
         pass

@@ -37,6 +37,7 @@ BENCHMARKS = [
     "index_consolidation",
     "import_rate",
     "versus",
+    "startup",
 ]
 # Where a benchmark lives when not in tests/bench/.
 MODULES = {"hooks": "memory.management.commands.bench"}

@@ -292,6 +292,68 @@ def test_a_local_hook_run_loads_no_json_django_or_other_project_module(tmp_path:
     ]
 
 
+def test_the_installed_entry_with_data_dir_reaches_that_worker_without_importing_os(
+    tmp_path: Path,
+) -> None:
+    """The hook line `cmem install` writes for a custom data dir (`-I -S`, the entry,
+    `--data-dir DIR`): the event goes to DIR's socket, and `os` is never imported (-X
+    importtime lists every module the process loads), though the variable is set for
+    anything that imports `os` later (a spawned worker, the spool)."""
+    import socket
+    import threading
+
+    from memory.agents.install.claude_code import hook_entry_argv
+
+    data = tmp_path / "custom-data"
+    data.mkdir()
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(data / "worker.sock"))
+    server.listen()
+    requests: list[bytes] = []
+
+    def answer() -> None:
+        conn, _ = server.accept()
+        with conn:
+            requests.append(conn.recv(65536))
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}
+    env["HOME"] = str(tmp_path / "home")  # the default data dir would be elsewhere
+    python, *flags, code = hook_entry_argv()  # python -I -S -c CODE
+    argv = [python, "-X", "importtime", *flags, code, "hook", "claude-code", "observation"]
+    result = subprocess.run(
+        [*argv, "--data-dir", str(data)],
+        input=_observation("toolu_data_dir"),
+        env=env,
+        capture_output=True,
+        timeout=20,
+    )
+    thread.join(5)
+    server.close()
+    assert requests and requests[0].startswith(b"POST /api/hooks/claude-code/observation "), (
+        result.stderr[-2000:]
+    )
+    assert result.returncode == 0 and result.stdout == b"{}"
+    imported = [
+        line.rsplit("|", 1)[1].strip()
+        for line in result.stderr.decode().splitlines()
+        if line.startswith("import time:") and "|" in line
+    ]
+    assert "memory.hookclient.client" in imported
+    assert "os" not in imported
+    # What `os.environ` would read if the spool or a worker start imported it after.
+    after = subprocess.run(
+        [python, *flags,
+         code.replace(";run()", "")
+         + f";import memory.hookclient.entry as e;e._hook_options(['x','--data-dir',{str(data)!r}]);"
+         "import os,sys;sys.stdout.write(os.environ['CLAUDE_MEM_DATA_DIR'])"],
+        env=env, capture_output=True, text=True, timeout=20, check=True,
+    )  # fmt: skip
+    assert after.stdout == str(data)
+
+
 @pytest.mark.slow
 def test_worker_stopped_an_observation_spools_fast_and_is_stored_once_after_start(
     tmp_path: Path,

@@ -9,6 +9,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -160,3 +161,31 @@ def test_the_worker_serves_with_granian_and_falls_back_to_waitress(
     env = make_worker_env(data, free_port())
     env["CMEM_SERVER"] = choice
     assert _served_by(env, data) == server
+
+
+def test_the_serving_process_starts_without_djangos_test_package_and_keeps_it_importable(
+    tmp_path: Path,
+) -> None:
+    """django-ninja's `from django.test.signals import setting_changed` no longer pulls in
+    the test client, unittest and jinja2 at the serving process's start; the signal is
+    Django's own, and `django.test` still imports when something asks for it."""
+    data = tmp_path / "data"
+    data.mkdir(mode=0o700)
+    code = (
+        "import sys; from memory.worker import server; "
+        "server._setting_changed_without_test_client(); "
+        "import django; django.setup(); from django.core.signals import setting_changed; "
+        "from ninja.conf import settings; server._warm_urls(); "
+        "from django.test.signals import setting_changed as own_signal; "
+        "early = sorted(m for m in ('django.test', 'jinja2', 'unittest') if m in sys.modules); "
+        "same = own_signal is setting_changed; "
+        "from django.test import Client; "
+        "print(early, same, Client.__name__, 'ninja.conf' in sys.modules)"
+    )
+    env = make_worker_env(data, free_port())
+    env["DJANGO_SETTINGS_MODULE"] = "cmem_site.settings"
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["[]", "True", "Client", "True"]
