@@ -189,21 +189,21 @@ def test_a_rare_term_older_than_every_window_is_still_the_best_row() -> None:
 
 
 @pytest.mark.usefixtures("small_windows")
-def test_a_common_term_is_ranked_within_the_newest_window_only(
+def test_a_common_term_is_ranked_among_its_newest_matches_only(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The bound is real: a row holding the word in its title (the best ts_rank) but older
-    than a window already holding enough matches is not ranked."""
+    than the newest RANK_FLOOR matches is not ranked."""
     s = SessionFactory(project="github.com/acme/app", session_id="s1")
     old_best = _obs(s, "Cache cache cache", created=timezone.now() - timedelta(days=9))
     rows = _history(s, 60)
     found = [h.id for h in search(SearchQuery(text="cache", limit=5))]
     assert old_best.pk not in found
     assert len(found) == 5 and set(found) <= {r.pk for r in rows[-10:]}
-    # Without the bound (a window as large as the table) it leads.
+    # With a floor above the table's matches it leads.
     from memory.retrieval.search import postgres
 
-    monkeypatch.setattr(postgres, "WINDOW_FIRST", 10_000)
+    monkeypatch.setattr(postgres, "RANK_FLOOR", 1000)
     assert search(SearchQuery(text="cache", limit=5))[0].id == old_best.pk
 
 
@@ -239,3 +239,26 @@ def test_quotes_make_a_phrase_and_minus_is_a_word_as_on_sqlite() -> None:
     assert {h.id for h in search(SearchQuery(text="retry lock"))} == {phrase.pk, apart.pk}
     # `-lock` is the word "lock": both rows hold every word.
     assert {h.id for h in search(SearchQuery(text="retry -lock"))} == {phrase.pk, apart.pk}
+
+
+def test_a_selective_owner_is_served_by_the_session_index_without_windows() -> None:
+    """An owner of under a tenth of the sessions: one statement over the whole table,
+    the session index free to serve the scope; still only their rows."""
+    from django.contrib.auth import get_user_model
+    from django.test.utils import CaptureQueriesContext
+
+    from memory.team.scope import viewer_scope
+
+    users = get_user_model().objects
+    alice, bob = users.create_user("alice"), users.create_user("bob")
+    mine = SessionFactory(project="github.com/acme/app", session_id="sa", owner=alice)
+    theirs = [SessionFactory(project="github.com/acme/app", owner=bob) for _ in range(19)]
+    old = _obs(mine, "Cache note", created=timezone.now() - timedelta(days=9))
+    for session in theirs:
+        _history(session, 3)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memory_session")
+    with viewer_scope(user_id=alice.pk, staff=False), CaptureQueriesContext(connection) as ctx:
+        assert [h.id for h in search(SearchQuery(text="cache"))] == [old.pk]
+    windows = [q["sql"] for q in ctx.captured_queries if "search_vector @@" in q["sql"]]
+    assert windows and not any("o.id >" in sql or "+ 0" in sql for sql in windows)

@@ -41,18 +41,19 @@ _WORD = re.compile(r"\w+")
 # the same proportions as the FTS5 path's bm25 column weights.
 RANK_WEIGHTS = "{0.3, 0.2, 0.4, 1.0}"
 _RANK = f"ts_rank('{RANK_WEIGHTS}', o.search_vector, q.q)"
-# Matches are ranked from a window of the newest rows (by id, the order rows were stored in),
-# never from every match: ts_rank reads each ranked row's tsvector, and the GIN index says
-# which rows match but not which are recent, so ranking every match of a common word at 1M
-# rows fetched tens of thousands of rows (`_candidates`). The first window is the newest
-# WINDOW_FIRST ids; a window holding fewer than RANK_FLOOR matches the query may read (or
-# the page, when deeper) grows by the factor its own hit rate says is missing, at most
-# WINDOW_GROWTH_MAX times, until it covers the table, so a rare term still ranks every row
-# holding it. At most RANK_WINDOW matches, the newest, are ranked.
+# Matches are ranked from the newest RANK_FLOOR (or the page, when deeper), never from every
+# match: ts_rank reads each ranked row's tsvector, and the GIN index says which rows match but
+# not which are recent, so ranking every match of a common word at 1M rows fetched tens of
+# thousands of rows. They are looked for in a window of the newest WINDOW_FIRST ids (rows are
+# numbered as they are stored); a window holding fewer grows by the factor its own hit rate
+# says is missing (at least 4, at most WINDOW_GROWTH_MAX) until it covers the table, so a
+# rare term still ranks every row holding it (`_candidates`).
 WINDOW_FIRST = 50_000
 WINDOW_GROWTH_MAX = 64
 RANK_FLOOR = 200
-RANK_WINDOW = 2000
+# An owner holding less than this share of the sessions is selective enough for the session
+# index to serve their scope (`_filters`, `_candidates`).
+SELECTIVE_SHARE = 0.1
 HEADLINE_OPTIONS = f'StartSel="{HIGHLIGHT_OPEN}", StopSel="{HIGHLIGHT_CLOSE}", MaxWords=24, MinWords=8, MaxFragments=2, FragmentDelimiter=" … "'
 
 
@@ -134,12 +135,20 @@ def tsquery_terms(text: str) -> list[str]:
     return terms
 
 
-def _filters(query: SearchQuery, kind: Kind, spec: _Kind) -> tuple[list[str], list[Any]]:
+def _filters(
+    query: SearchQuery, kind: Kind, spec: _Kind, *, owner_index: bool = False
+) -> tuple[list[str], list[Any]]:
     where: list[str] = []
     params: list[Any] = []
     if query.owner is not None:
+        # The owner's sessions as an array made once, not a join: joined, the planner walked
+        # the sessions and scanned the GIN index again for each (40 scans of a common word's
+        # 58k matches, over a second at 1M rows). `owner_index`: the session index may serve
+        # it (a selective owner); else `+ 0` keeps it a filter on the rows the other
+        # conditions fetched (a teammate's 240k index entries cost more than the window).
+        column = spec.session if owner_index else f"{spec.session} + 0"
         where.append(
-            f"{spec.session} IN (SELECT scope_s.id FROM memory_session scope_s WHERE scope_s.owner_id = %s)"
+            f"{column} = ANY(ARRAY(SELECT scope_s.id FROM memory_session scope_s WHERE scope_s.owner_id = %s))"
         )
         params.append(query.owner)
     if query.project:
@@ -201,17 +210,17 @@ def _columns(spec: _Kind, score: str) -> str:
 
 
 def _candidates(cursor: Any, query: SearchQuery, kind: Kind, tsquery: str, want: int) -> list[int]:
-    """Ids of the newest matches of `tsquery` passing the query's filters, at most
-    RANK_WINDOW, from the smallest window of newest rows holding `want` of them (or the
-    whole table).
+    """Ids of the newest `want` matches of `tsquery` passing the query's filters (fewer when
+    the table holds fewer), looked for in windows of the newest ids (module constants).
 
     Each window is one statement the planner answers either way that is cheap: a backwards
-    walk of the primary key checking each row (matches everywhere: it stops after
-    RANK_WINDOW), or the GIN index's matches intersected with the primary key's range (matches
-    sparse: only the window's matches are fetched). Without the window the second way
-    fetched every match in the table to sort them by date."""
+    walk of the primary key checking each row (matches everywhere: it stops after `want`),
+    or the GIN index's matches intersected with the primary key's range (matches sparse:
+    only the window's matches are fetched). Without the window the second way fetched
+    every match in the table, to sort them by date."""
     spec = KINDS[kind]
-    where, params = _filters(query, kind, spec)
+    selective = query.owner is not None and _selective_owner(cursor, query.owner)
+    where, params = _filters(query, kind, spec, owner_index=selective)
     cursor.execute(f"SELECT min(o.id), max(o.id) FROM {spec.table}")
     low, high = cursor.fetchone()
     if high is None:
@@ -219,16 +228,18 @@ def _candidates(cursor: Any, query: SearchQuery, kind: Kind, tsquery: str, want:
     matches = (
         f"SELECT o.id FROM {spec.table} {spec.join} "
         f"WHERE o.search_vector @@ to_tsquery('english', %s){{bound}}"
-        f"{''.join(' AND ' + w for w in where)} ORDER BY o.id DESC LIMIT {RANK_WINDOW}"
+        f"{''.join(' AND ' + w for w in where)} ORDER BY o.id DESC LIMIT %s"
     )
-    window = WINDOW_FIRST
+    # A selective owner's matches come from the GIN and session indexes intersected, which
+    # fetches only theirs: no window is needed, and one would only repeat the intersection.
+    window = high - low + 1 if selective else WINDOW_FIRST
     while True:
         whole = high - window < low
         if whole:
-            cursor.execute(matches.format(bound=""), [tsquery, *params])
+            cursor.execute(matches.format(bound=""), [tsquery, *params, want])
         else:
             cursor.execute(
-                matches.format(bound=" AND o.id > %s"), [tsquery, high - window, *params]
+                matches.format(bound=" AND o.id > %s"), [tsquery, high - window, *params, want]
             )
         ids = [row[0] for row in cursor.fetchall()]
         if whole or len(ids) >= want:
@@ -236,6 +247,18 @@ def _candidates(cursor: Any, query: SearchQuery, kind: Kind, tsquery: str, want:
         # The hit rate so far says how much larger a window holding `want` is (twice that,
         # as rates vary along the table); none at all: the largest step.
         window *= min(WINDOW_GROWTH_MAX, max(4, -(-2 * want // max(1, len(ids)))))
+
+
+def _selective_owner(cursor: Any, owner: int) -> bool:
+    """The owner holds under SELECTIVE_SHARE of the sessions (the planner's count of the
+    table, not a scan of it)."""
+    cursor.execute(
+        "SELECT (SELECT count(*) FROM memory_session WHERE owner_id = %s), "
+        "(SELECT reltuples FROM pg_class WHERE oid = 'memory_session'::regclass)",
+        [owner],
+    )
+    mine, total = cursor.fetchone()
+    return total > 0 and mine < SELECTIVE_SHARE * total
 
 
 def _ranked(
