@@ -436,9 +436,11 @@ def hits_by_ids(page: list[tuple[float, Kind, int]], text: str) -> list[SearchHi
 
 def _scope(kind: Kind, query: SearchQuery, bound: int) -> tuple[str, list[Any]] | None:
     """SQL for the ids of the newest `bound` rows of `kind` passing the query's filters (the
-    keyword search's own `_filters`), or None when nothing filters this kind."""
+    keyword search's own `_filters`), or None when nothing filters this kind. The session
+    index may serve an owner here: this scan runs when the index walk found too few rows,
+    which is when the owner's rows are few (a filter alone would read the table for them)."""
     spec = KINDS[kind]
-    where, params = _filters(query, kind, spec)
+    where, params = _filters(query, kind, spec, owner_index=True)
     if not where:
         return None
     return (
