@@ -15,8 +15,8 @@ Queries come in two shapes, both by cosine distance (`<=>`):
   exactly as the walk is (an unscoped query's precision): every row of the scope not among
   them is further than all `ef`. A broad scope (a teammate's
   share of a team's rows) is answered so in milliseconds at 1M rows. When fewer pass
-  (a selective filter), `ef` is raised to the most pgvector walks (1000), and when even
-  that leaves fewer than `k`, the same candidate set the keyword search's filters select,
+  (a selective filter), `ef` is raised to the most pgvector walks (1000), whose rows
+  answer when they are at least half of `k`; when even that leaves fewer, the same candidate set the keyword search's filters select,
   newest first and bounded, is materialised and ranked exactly: an index walk alone would
   silently lose a selective filter's rows. pgvector 0.8's iterative scans would let the
   walk go on until `k` pass; 0.6 (the dev extra's) stops at `ef`.
@@ -205,7 +205,10 @@ def nearest(
                     (min(EF_SEARCH_MAX, max(EF_SEARCH_MIN, SCOPED_EF_PER_K * k)), EF_SEARCH_MAX)
                 ):
                     rows = _walk(cursor, kind, model, vec, k, ef, allowed)
-                    if len(rows) >= k:
+                    # The widest walk's rows are the scope's nearest too, only fewer than k:
+                    # half of k or more answer (the ranks past them weigh least in a fusion),
+                    # and the exact scan of a few percent of 1M rows costs most of a second.
+                    if len(rows) >= k or (ef == EF_SEARCH_MAX and 2 * len(rows) >= k):
                         return [
                             (float(score), int(pk))
                             for pk, score in rows

@@ -73,14 +73,14 @@ with connection.cursor() as cursor:
 pgvector.write("observation", list(vectors), np.array(list(vectors.values()), dtype=np.float32))
 owner_of = {obs.pk: obs.session.owner_id for obs in Observation.objects.select_related("session")}
 out: dict = {"ready": pgvector.ready()}
-for user, k in ((teammate, 10), (newcomer, 5)):
+for user, k in ((teammate, 10), (newcomer, 5), (newcomer, 4)):
     with CaptureQueriesContext(connection) as ctx:
         found = postgres.nearest(
             "observation", SearchQuery(owner=user.pk), model.version, query, k, []
         )
     mine = [pk for pk in vectors if owner_of[pk] == user.pk]
     exact = sorted(mine, key=lambda pk: -float(vectors[pk] @ query))
-    out[user.username] = {
+    out[f"{user.username}-{k}"] = {
         "found": [pk for _, pk in found],
         "owners": sorted({owner_of[pk] for _, pk in found}),
         "exact": [pk for pk in exact if float(vectors[pk] @ query) > 0.2][:k],
