@@ -154,11 +154,12 @@ def child_measure(runs: int, project_dir: str) -> dict[str, Any]:
     return out
 
 
-def _server(folder: Path) -> Any:
-    # The dev extra's PostgreSQL with pgvector.
+def _server(folder: Path, *, keep: bool) -> Any:
+    # The dev extra's PostgreSQL with pgvector; kept running for --keep, else stopped by
+    # `cleanup()`.
     import pgserver
 
-    return pgserver.get_server(str(folder), cleanup_mode=None)
+    return pgserver.get_server(str(folder), cleanup_mode=None if keep else "stop")
 
 
 def run(*, out: Any, options: dict[str, Any]) -> None:
@@ -171,7 +172,7 @@ def run(*, out: Any, options: dict[str, Any]) -> None:
         os.chmod(work, 0o755)  # pgserver's own user reaches its data folder inside
         (work / "project").mkdir(exist_ok=True)
         name = f"cmem_pg_search_{size}"
-        server = _server(work / "pg")
+        server = _server(work / "pg", keep=bool(keep))
         try:
             socket = str(server.get_uri()).split("host=", 1)[1]
             url = f"postgresql://postgres@/{name}?host={socket}"
