@@ -27,6 +27,7 @@ BENCHMARKS = [
     "recall",
     "public_recall",
     "recall_pg",
+    "pg_search",
     "vectors",
     "vector_memory",
     "embedding_model",

@@ -147,3 +147,26 @@ def test_a_column_of_the_earlier_width_is_made_again_at_384(pgvector_env: dict[s
         "print(json.dumps({'type': t, 'indexes': c.fetchone()[0]}))",
     )
     assert json.loads(line) == {"type": "vector(384)", "indexes": 3}
+
+
+def test_an_owner_scope_walks_the_index_and_a_selective_one_is_ranked_exactly(
+    pgvector_env: dict[str, str],
+) -> None:
+    """Issue 33: a teammate's share of the rows is answered by the HNSW walk, filtered to
+    their rows, with the exact answer's rows; a newcomer's two rows are under half of 5
+    asked, and the exact scan of their rows finds both (half of 4: the walk answers). No
+    one sees another's."""
+    out = json.loads(_shell(pgvector_env, (SCRIPT.parent / "pgvector_scoped.py").read_text()))
+    users = out["user_ids"]
+    assert out["ready"] is True
+    teammate, newcomer, newcomer_half = out["teammate-10"], out["newcomer-5"], out["newcomer-4"]
+    assert teammate["walked"] and not teammate["scanned"]
+    assert teammate["owners"] == [users["teammate"]]
+    assert len(teammate["found"]) == 10 and teammate["found"] == teammate["exact"]
+    assert teammate["scores"] == pytest.approx(teammate["cosines"], abs=1e-3)
+    assert newcomer["walked"] and newcomer["scanned"]
+    assert newcomer["owners"] == [users["newcomer"]]
+    assert newcomer["found"] == newcomer["exact"] and len(newcomer["found"]) == 2
+    # Asked for 4, the widest walk's 2 are half: they answer, without the exact scan.
+    assert newcomer_half["walked"] and not newcomer_half["scanned"]
+    assert newcomer_half["found"] == newcomer["exact"]

@@ -156,3 +156,109 @@ def test_tokens_estimate_what_fetching_costs() -> None:
     obs = _obs(s, "Token estimate", narrative="n" * 400, facts=["f" * 40])
     [hit] = search(SearchQuery(text="token estimate"))
     assert abs(hit.tokens - obs.fetch_tokens) <= 3
+
+
+# --- the bounded ranking (issue 33): windows of the newest rows, grown until enough match ---
+
+
+@pytest.fixture
+def small_windows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Windows of 10 ids and a floor of 3 matches, so 60 rows span several windows."""
+    from memory.retrieval.search import postgres
+
+    monkeypatch.setattr(postgres, "WINDOW_FIRST", 10)
+    monkeypatch.setattr(postgres, "RANK_FLOOR", 3)
+
+
+def _history(session: Session, count: int) -> list[Observation]:
+    now = timezone.now()
+    return [
+        _obs(session, f"Routine step {i}", narrative="cache warmed", created=now - timedelta(minutes=count - i))
+        for i in range(count)
+    ]  # fmt: skip
+
+
+@pytest.mark.usefixtures("small_windows")
+def test_a_rare_term_older_than_every_window_is_still_the_best_row() -> None:
+    s = SessionFactory(project="github.com/acme/app", session_id="s1")
+    oldest = _obs(s, "Flamingo protocol decided", created=timezone.now() - timedelta(days=9))
+    _history(s, 60)
+    assert [h.id for h in search(SearchQuery(text="flamingo"))] == [oldest.pk]
+    # Every word, then any word: the fallback widens the windows the same way.
+    assert [h.id for h in search(SearchQuery(text="flamingo pelican"))] == [oldest.pk]
+
+
+@pytest.mark.usefixtures("small_windows")
+def test_a_common_term_is_ranked_among_its_newest_matches_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The bound is real: a row holding the word in its title (the best ts_rank) but older
+    than the newest RANK_FLOOR matches is not ranked."""
+    s = SessionFactory(project="github.com/acme/app", session_id="s1")
+    old_best = _obs(s, "Cache cache cache", created=timezone.now() - timedelta(days=9))
+    rows = _history(s, 60)
+    found = [h.id for h in search(SearchQuery(text="cache", limit=5))]
+    assert old_best.pk not in found
+    assert len(found) == 5 and set(found) <= {r.pk for r in rows[-10:]}
+    # With a floor above the table's matches it leads.
+    from memory.retrieval.search import postgres
+
+    monkeypatch.setattr(postgres, "RANK_FLOOR", 1000)
+    assert search(SearchQuery(text="cache", limit=5))[0].id == old_best.pk
+
+
+@pytest.mark.usefixtures("small_windows")
+def test_the_windows_grow_past_other_owners_rows_and_never_show_them() -> None:
+    from django.contrib.auth import get_user_model
+
+    from memory.team.scope import viewer_scope
+
+    users = get_user_model().objects
+    alice, bob = users.create_user("alice"), users.create_user("bob")
+    mine = SessionFactory(project="github.com/acme/app", session_id="sa", owner=alice)
+    theirs = SessionFactory(project="github.com/acme/app", session_id="sb", owner=bob)
+    # Alice's rows are the oldest; Bob's fill every recent window with the same word.
+    alices = [_obs(mine, f"Cache note {i}", created=timezone.now() - timedelta(days=9)) for i in range(4)]  # fmt: skip
+    _history(theirs, 60)
+    with viewer_scope(user_id=alice.pk, staff=False):
+        found = {h.id for h in search(SearchQuery(text="cache"))}
+        assert found == {o.pk for o in alices}
+        assert search(SearchQuery(text="warmed")) == []  # only Bob's rows hold it
+    with viewer_scope(user_id=bob.pk, staff=False):
+        assert not {h.id for h in search(SearchQuery(text="cache"))} & found
+
+
+def test_quotes_make_a_phrase_and_minus_is_a_word_as_on_sqlite() -> None:
+    """The query language is the FTS5 path's (`tsquery_terms`), not websearch_to_tsquery's:
+    that one has no prefix (`compr*`) and would read `-x` and `or` as operators on
+    PostgreSQL only."""
+    s = SessionFactory(project="github.com/acme/app", session_id="s1")
+    phrase = _obs(s, "retry lock held", narrative="")
+    apart = _obs(s, "lock before retry", narrative="")
+    assert [h.id for h in search(SearchQuery(text='"retry lock"'))] == [phrase.pk]
+    assert {h.id for h in search(SearchQuery(text="retry lock"))} == {phrase.pk, apart.pk}
+    # `-lock` is the word "lock": both rows hold every word.
+    assert {h.id for h in search(SearchQuery(text="retry -lock"))} == {phrase.pk, apart.pk}
+
+
+def test_a_selective_owner_is_served_by_the_session_index_without_windows() -> None:
+    """An owner of under a tenth of the sessions: one statement over the whole table,
+    the session index free to serve the scope; still only their rows."""
+    from django.contrib.auth import get_user_model
+    from django.test.utils import CaptureQueriesContext
+
+    from memory.team.scope import viewer_scope
+
+    users = get_user_model().objects
+    alice, bob = users.create_user("alice"), users.create_user("bob")
+    mine = SessionFactory(project="github.com/acme/app", session_id="sa", owner=alice)
+    theirs = [SessionFactory(project="github.com/acme/app", owner=bob) for _ in range(19)]
+    old = _obs(mine, "Cache note", created=timezone.now() - timedelta(days=9))
+    for session in theirs:
+        _history(session, 3)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memory_session")
+    with viewer_scope(user_id=alice.pk, staff=False), CaptureQueriesContext(connection) as ctx:
+        assert [h.id for h in search(SearchQuery(text="cache"))] == [old.pk]
+    windows = [q["sql"] for q in ctx.captured_queries if "search_vector @@" in q["sql"]]
+    assert windows and not any("o.id >" in sql or "+ 0" in sql for sql in windows)

@@ -9,10 +9,17 @@ written, so `cmem export`, the fallback and a later `install` all read one sourc
 Queries come in two shapes, both by cosine distance (`<=>`):
 - unscoped (no filter, no owner): the kind's HNSW index, `ef_search` raised to the depth
   asked, so the index hands back at least that many neighbours;
-- scoped: the same candidate set the keyword search's filters select (the caller passes
-  that SQL: project, type, dates, file, and whatever ownership team mode adds), newest
-  first and bounded, materialised, then ranked exactly over those rows. An approximate
-  index walk followed by a filter would silently lose a selective filter's rows.
+- scoped (filters, or team mode's owner): first the kind's HNSW index, its nearest
+  `ef` rows kept when they pass the filters (the caller passes that SQL: project, type,
+  dates, file, ownership). When at least `k` pass, they are the scope's `k` nearest, as
+  exactly as the walk is (an unscoped query's precision): every row of the scope not among
+  them is further than all `ef`. A broad scope (a teammate's
+  share of a team's rows) is answered so in milliseconds at 1M rows. When fewer pass
+  (a selective filter), `ef` is raised to the most pgvector walks (1000), whose rows
+  answer when they are at least half of `k`; when even that leaves fewer, the same candidate set the keyword search's filters select,
+  newest first and bounded, is materialised and ranked exactly: an index walk alone would
+  silently lose a selective filter's rows. pgvector 0.8's iterative scans would let the
+  walk go on until `k` pass; 0.6 (the dev extra's) stops at `ef`.
 Vectors of another dimension (a configured local model) are not written to the column;
 such a database searches by the fallback scan until the default model is back.
 """
@@ -35,6 +42,11 @@ log = logging.getLogger(__name__)
 DIM = 384
 # HNSW build parameters: pgvector's defaults (m 16, ef_construction 64) measured well here.
 EF_SEARCH_MIN = 100
+# The largest `hnsw.ef_search` pgvector accepts: a scoped walk's last try.
+EF_SEARCH_MAX = 1000
+# A scoped walk's first `ef`: this many times `k`, so a scope holding an eighth of the rows
+# (with 4 to 8 people on a team, each one's share) is answered by one walk.
+SCOPED_EF_PER_K = 8
 _BATCH = 1000
 _ready: dict[str, bool] = {}
 
@@ -165,11 +177,15 @@ def nearest(
     k: int,
     scope: tuple[str, list[Any]] | None,
     min_score: float,
+    allowed: tuple[str, list[Any]] | None = None,
 ) -> list[tuple[float, int]] | None:
     """(cosine, id) of the `k` nearest rows, best first; None when this database or this
     vector cannot take the pgvector path (the caller scans the blobs instead).
 
-    `scope`: SQL selecting the candidate ids (with its parameters), or None for all rows."""
+    `scope`: SQL selecting the candidate ids, newest first and bounded (with its
+    parameters), or None for all rows. `allowed`: SQL selecting `o.id` from the kind's
+    table (aliased `o`) under the same filters, unbounded, to which ` AND o.id IN (…)` can
+    be added: with it, a scoped query walks the index first (module docstring)."""
     if k <= 0 or query.shape[0] != DIM or not ready():
         return None
     vec = literal(query)
@@ -184,6 +200,20 @@ def nearest(
                 [vec, model, vec, k],
             )
         else:
+            if allowed is not None:
+                for ef in dict.fromkeys(
+                    (min(EF_SEARCH_MAX, max(EF_SEARCH_MIN, SCOPED_EF_PER_K * k)), EF_SEARCH_MAX)
+                ):
+                    rows = _walk(cursor, kind, model, vec, k, ef, allowed)
+                    # The widest walk's rows are the scope's nearest too, only fewer than k:
+                    # half of k or more answer (the ranks past them weigh least in a fusion),
+                    # and the exact scan of a few percent of 1M rows costs most of a second.
+                    if len(rows) >= k or (ef == EF_SEARCH_MAX and 2 * len(rows) >= k):
+                        return [
+                            (float(score), int(pk))
+                            for pk, score in rows
+                            if float(score) > min_score
+                        ]
             sql, params = scope
             # Ordered by the score expression, not by `embedding <=> q`: that keeps the
             # planner off the approximate index, so every scoped candidate is ranked.
@@ -197,3 +227,25 @@ def nearest(
             )
         rows = cursor.fetchall()
     return [(float(score), int(pk)) for pk, score in rows if float(score) > min_score]
+
+
+def _walk(
+    cursor: Any, kind: Kind, model: str, vec: str, k: int, ef: int, allowed: tuple[str, list[Any]]
+) -> list[tuple[int, float]]:
+    """(id, cosine) of the `k` nearest of the index's `ef` nearest rows that `allowed` keeps.
+
+    The walk is materialised first, so the filters run on its `ef` rows only (the planner
+    would otherwise be free to read the scope and rank it, the exact scan's cost)."""
+    _ef_search(connection, cursor, ef)
+    sql, params = allowed
+    cursor.execute(
+        "WITH near AS MATERIALIZED ("
+        "SELECT object_id, embedding <=> %s::vector AS distance FROM memory_embedding "
+        f"WHERE kind = '{kind}' AND model = %s AND embedding IS NOT NULL "
+        "ORDER BY embedding <=> %s::vector LIMIT %s) "
+        "SELECT near.object_id, 1 - near.distance FROM near "
+        f"WHERE near.object_id IN ({sql} AND o.id IN (SELECT object_id FROM near)) "
+        "ORDER BY near.distance, near.object_id DESC LIMIT %s",
+        [vec, model, vec, ef, *params, k],
+    )
+    return cursor.fetchall()

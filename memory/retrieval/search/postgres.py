@@ -4,7 +4,9 @@ Same contract as the FTS5 path: a SearchQuery in, SearchHit rows out, best first
 searchable table has a generated `search_vector` column with a GIN index (migration 0003);
 `to_tsquery('english', …)` gives stemming like FTS5's porter tokenizer, `ts_rank` weights a
 title match (A) above a narrative (C) or file-name (D) match, and `ts_headline` marks the
-passage. Headlines re-parse the text, so they are made only for the page returned.
+passage. Ranking reads only a bounded window of the newest matches (`_candidates`), and
+headlines re-parse the text, so they are made only for the page returned
+(docs/design/postgres-at-scale.md has each query's plan at 1M rows).
 An observation's status filters on its row (`o.status`), and its score is weighted by
 `hybrid.rank_weight_sql`, as on SQLite.
 """
@@ -39,9 +41,19 @@ _WORD = re.compile(r"\w+")
 # the same proportions as the FTS5 path's bm25 column weights.
 RANK_WEIGHTS = "{0.3, 0.2, 0.4, 1.0}"
 _RANK = f"ts_rank('{RANK_WEIGHTS}', o.search_vector, q.q)"
-# Broad queries rank their newest matches only (see _select): recent work is what an agent
-# asks about, and it keeps a common word at 1M rows in tens of milliseconds.
-RANK_WINDOW = 2000
+# Matches are ranked from the newest RANK_FLOOR (or the page, when deeper), never from every
+# match: ts_rank reads each ranked row's tsvector, and the GIN index says which rows match but
+# not which are recent, so ranking every match of a common word at 1M rows fetched tens of
+# thousands of rows. They are looked for in a window of the newest WINDOW_FIRST ids (rows are
+# numbered as they are stored); a window holding fewer grows by the factor its own hit rate
+# says is missing (at least 4, at most WINDOW_GROWTH_MAX) until it covers the table, so a
+# rare term still ranks every row holding it (`_candidates`).
+WINDOW_FIRST = 50_000
+WINDOW_GROWTH_MAX = 64
+RANK_FLOOR = 200
+# An owner holding less than this share of the sessions is selective enough for the session
+# index to serve their scope (`_filters`, `_candidates`).
+SELECTIVE_SHARE = 0.1
 HEADLINE_OPTIONS = f'StartSel="{HIGHLIGHT_OPEN}", StopSel="{HIGHLIGHT_CLOSE}", MaxWords=24, MinWords=8, MaxFragments=2, FragmentDelimiter=" … "'
 
 
@@ -123,12 +135,20 @@ def tsquery_terms(text: str) -> list[str]:
     return terms
 
 
-def _filters(query: SearchQuery, kind: Kind, spec: _Kind) -> tuple[list[str], list[Any]]:
+def _filters(
+    query: SearchQuery, kind: Kind, spec: _Kind, *, owner_index: bool = False
+) -> tuple[list[str], list[Any]]:
     where: list[str] = []
     params: list[Any] = []
     if query.owner is not None:
+        # The owner's sessions as an array made once, not a join: joined, the planner walked
+        # the sessions and scanned the GIN index again for each (40 scans of a common word's
+        # 58k matches, over a second at 1M rows). `owner_index`: the session index may serve
+        # it (a selective owner); else `+ 0` keeps it a filter on the rows the other
+        # conditions fetched (a teammate's 240k index entries cost more than the window).
+        column = spec.session if owner_index else f"{spec.session} + 0"
         where.append(
-            f"{spec.session} IN (SELECT scope_s.id FROM memory_session scope_s WHERE scope_s.owner_id = %s)"
+            f"{column} = ANY(ARRAY(SELECT scope_s.id FROM memory_session scope_s WHERE scope_s.owner_id = %s))"
         )
         params.append(query.owner)
     if query.project:
@@ -171,31 +191,91 @@ def _filters(query: SearchQuery, kind: Kind, spec: _Kind) -> tuple[list[str], li
     return where, params
 
 
-def _select(query: SearchQuery, kind: Kind, tsquery: str, window: int) -> tuple[str, list[Any]]:
+def _select(query: SearchQuery, kind: Kind, window: int) -> tuple[str, list[Any]]:
+    """No text: the newest `window` rows passing the filters."""
     spec = KINDS[kind]
     where, params = _filters(query, kind, spec)
-    columns = f"o.id, {spec.title}, {spec.project}, o.created, {spec.type}, {{score}}, {spec.tokens}, {spec.session}, {spec.files}, {spec.curation}"
-    rank = _RANK + (f" * {hybrid.rank_weight_sql('o')}" if kind == "observation" else "")
-    if tsquery:
-        # Rank only the newest RANK_WINDOW matches: ts_rank reads each match's tsvector, and a
-        # common word in a million rows would cost a million of those; the inner query is the
-        # GIN index plus a top-N sort by date (or a backwards date scan, when the planner's
-        # lexeme statistics say matches are everywhere).
-        matches = (
-            f"SELECT o.id FROM {spec.table} {spec.join} WHERE o.search_vector @@ to_tsquery('english', %s)"
-            f"{''.join(' AND ' + w for w in where)} ORDER BY o.created DESC LIMIT {RANK_WINDOW}"
-        )
-        sql = (
-            f"SELECT {columns.format(score=rank)}, '' "
-            f"FROM {spec.table} {spec.join} CROSS JOIN to_tsquery('english', %s) AS q(q) "
-            f"WHERE o.id IN ({matches}) ORDER BY 6 DESC, o.created DESC, o.id DESC LIMIT %s"
-        )
-        return sql, [tsquery, tsquery, *params, window]
     sql = (
-        f"SELECT {columns.format(score='0.0')}, {spec.fallback_snippet} FROM {spec.table} {spec.join} "
+        f"SELECT {_columns(spec, '0.0')}, {spec.fallback_snippet} FROM {spec.table} {spec.join} "
         f"{'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY o.created DESC, o.id DESC LIMIT %s"
     )
     return sql, [*params, window]
+
+
+def _columns(spec: _Kind, score: str) -> str:
+    return (
+        f"o.id, {spec.title}, {spec.project}, o.created, {spec.type}, {score}, {spec.tokens}, "
+        f"{spec.session}, {spec.files}, {spec.curation}"
+    )
+
+
+def _candidates(cursor: Any, query: SearchQuery, kind: Kind, tsquery: str, want: int) -> list[int]:
+    """Ids of the newest `want` matches of `tsquery` passing the query's filters (fewer when
+    the table holds fewer), looked for in windows of the newest ids (module constants).
+
+    Each window is one statement the planner answers either way that is cheap: a backwards
+    walk of the primary key checking each row (matches everywhere: it stops after `want`),
+    or the GIN index's matches intersected with the primary key's range (matches sparse:
+    only the window's matches are fetched). Without the window the second way fetched
+    every match in the table, to sort them by date."""
+    spec = KINDS[kind]
+    selective = query.owner is not None and _selective_owner(cursor, query.owner)
+    where, params = _filters(query, kind, spec, owner_index=selective)
+    cursor.execute(f"SELECT min(o.id), max(o.id) FROM {spec.table}")
+    low, high = cursor.fetchone()
+    if high is None:
+        return []
+    matches = (
+        f"SELECT o.id FROM {spec.table} {spec.join} "
+        f"WHERE o.search_vector @@ to_tsquery('english', %s){{bound}}"
+        f"{''.join(' AND ' + w for w in where)} ORDER BY o.id DESC LIMIT %s"
+    )
+    # A selective owner's matches come from the GIN and session indexes intersected, which
+    # fetches only theirs: no window is needed, and one would only repeat the intersection.
+    window = high - low + 1 if selective else WINDOW_FIRST
+    while True:
+        whole = high - window < low
+        if whole:
+            cursor.execute(matches.format(bound=""), [tsquery, *params, want])
+        else:
+            cursor.execute(
+                matches.format(bound=" AND o.id > %s"), [tsquery, high - window, *params, want]
+            )
+        ids = [row[0] for row in cursor.fetchall()]
+        if whole or len(ids) >= want:
+            return ids
+        # The hit rate so far says how much larger a window holding `want` is (twice that,
+        # as rates vary along the table); none at all: the largest step.
+        window *= min(WINDOW_GROWTH_MAX, max(4, -(-2 * want // max(1, len(ids)))))
+
+
+def _selective_owner(cursor: Any, owner: int) -> bool:
+    """The owner holds under SELECTIVE_SHARE of the sessions (the planner's count of the
+    table, not a scan of it)."""
+    cursor.execute(
+        "SELECT (SELECT count(*) FROM memory_session WHERE owner_id = %s), "
+        "(SELECT reltuples FROM pg_class WHERE oid = 'memory_session'::regclass)",
+        [owner],
+    )
+    mine, total = cursor.fetchone()
+    return total > 0 and mine < SELECTIVE_SHARE * total
+
+
+def _ranked(
+    cursor: Any, query: SearchQuery, kind: Kind, tsquery: str, window: int
+) -> tuple[str, list[Any]] | None:
+    """The candidates' rank (ts_rank, weighted by currency for observations), best first."""
+    ids = _candidates(cursor, query, kind, tsquery, max(RANK_FLOOR, window))
+    if not ids:
+        return None
+    spec = KINDS[kind]
+    rank = _RANK + (f" * {hybrid.rank_weight_sql('o')}" if kind == "observation" else "")
+    sql = (
+        f"SELECT {_columns(spec, rank)}, '' "
+        f"FROM {spec.table} {spec.join} CROSS JOIN to_tsquery('english', %s) AS q(q) "
+        f"WHERE o.id = ANY(%s) ORDER BY 6 DESC, o.created DESC, o.id DESC LIMIT %s"
+    )
+    return sql, [tsquery, ids, window]
 
 
 def _paths(raw: object) -> list[str]:
@@ -223,7 +303,13 @@ def _run(query: SearchQuery, tsquery: str) -> list[SearchHit]:
         for kind in KINDS:
             if not query.wants(kind):
                 continue
-            sql, params = _select(query, kind, tsquery, window)
+            if tsquery:
+                statement = _ranked(cursor, query, kind, tsquery, window)
+                if statement is None:
+                    continue
+                sql, params = statement
+            else:
+                sql, params = _select(query, kind, window)
             cursor.execute(sql, params)
             for (
                 pk,
@@ -272,28 +358,14 @@ def search_postgres(query: SearchQuery) -> list[SearchHit]:
 
     1. Read the text into terms (no text: filters only, newest first).
     2. Per wanted kind, the best `offset + limit` rows holding every term (GIN index,
-       ts_rank); when none does and there are several terms, rows holding any of them.
+       ts_rank over a bounded window of the newest matches: `_candidates`); when none does
+       and there are several terms, rows holding any of them.
     3. Merge the kinds by score, then recency; cut the page.
     4. Headlines for the page's rows only (ts_headline re-parses the text).
     """
-    query = replace(query, offset=max(0, query.offset), limit=max(0, query.limit))
-    if query.limit == 0:
-        return []
-    terms = tsquery_terms(query.text)
-    if query.text.strip() and not terms:
-        return []  # only punctuation: nothing that could match
-    if not terms:
-        hits = _run(query, "")
-        hits.sort(key=lambda hit: (hit.created_at, hit.id), reverse=True)
-        return hits[query.offset : query.offset + query.limit]
-    tsquery = " & ".join(terms)
-    hits = _run(query, tsquery)
-    if not hits and len(terms) > 1:
-        # Natural-language questions rarely have every word in one row: widen to any word.
-        tsquery = " | ".join(terms)
-        hits = _run(query, tsquery)
-    hits.sort(key=lambda hit: (hit.score, hit.created_at), reverse=True)
-    page = hits[query.offset : query.offset + query.limit]
+    page, tsquery = _page(query)
+    if not tsquery:
+        return page
     snippets: dict[tuple[Kind, int], str] = {}
     for kind in KINDS:
         ids = [h.id for h in page if h.kind == kind]
@@ -302,6 +374,29 @@ def search_postgres(query: SearchQuery) -> list[SearchHit]:
                 {(kind, pk): text for pk, text in _headlines(kind, ids, tsquery).items()}
             )
     return [replace(hit, snippet=snippets.get((hit.kind, hit.id), hit.snippet)) for hit in page]
+
+
+def _page(query: SearchQuery) -> tuple[list[SearchHit], str]:
+    """Steps 1-3 of `search_postgres`: the page without headlines, and the tsquery that
+    found it ("" when the text had none)."""
+    query = replace(query, offset=max(0, query.offset), limit=max(0, query.limit))
+    if query.limit == 0:
+        return [], ""
+    terms = tsquery_terms(query.text)
+    if query.text.strip() and not terms:
+        return [], ""  # only punctuation: nothing that could match
+    if not terms:
+        hits = _run(query, "")
+        hits.sort(key=lambda hit: (hit.created_at, hit.id), reverse=True)
+        return hits[query.offset : query.offset + query.limit], ""
+    tsquery = " & ".join(terms)
+    hits = _run(query, tsquery)
+    if not hits and len(terms) > 1:
+        # Natural-language questions rarely have every word in one row: widen to any word.
+        tsquery = " | ".join(terms)
+        hits = _run(query, tsquery)
+    hits.sort(key=lambda hit: (hit.score, hit.created_at), reverse=True)
+    return hits[query.offset : query.offset + query.limit], tsquery
 
 
 def hits_by_ids(page: list[tuple[float, Kind, int]], text: str) -> list[SearchHit]:
@@ -341,9 +436,11 @@ def hits_by_ids(page: list[tuple[float, Kind, int]], text: str) -> list[SearchHi
 
 def _scope(kind: Kind, query: SearchQuery, bound: int) -> tuple[str, list[Any]] | None:
     """SQL for the ids of the newest `bound` rows of `kind` passing the query's filters (the
-    keyword search's own `_filters`), or None when nothing filters this kind."""
+    keyword search's own `_filters`), or None when nothing filters this kind. The session
+    index may serve an owner here: this scan runs when the index walk found too few rows,
+    which is when the owner's rows are few (a filter alone would read the table for them)."""
     spec = KINDS[kind]
-    where, params = _filters(query, kind, spec)
+    where, params = _filters(query, kind, spec, owner_index=True)
     if not where:
         return None
     return (
@@ -351,6 +448,17 @@ def _scope(kind: Kind, query: SearchQuery, bound: int) -> tuple[str, list[Any]] 
         "ORDER BY o.id DESC LIMIT %s",
         [*params, bound],
     )
+
+
+def _allowed(kind: Kind, query: SearchQuery) -> tuple[str, list[Any]] | None:
+    """SQL for the ids of `kind` passing the query's filters, unbounded, open to one more
+    `AND` (pgvector's scoped index walk narrows it to the walk's rows); None when nothing
+    filters this kind."""
+    spec = KINDS[kind]
+    where, params = _filters(query, kind, spec)
+    if not where:
+        return None
+    return f"SELECT o.id FROM {spec.table} {spec.join} WHERE {' AND '.join(where)}", params
 
 
 def allowed_ids(kind: Kind, query: SearchQuery, bound: int) -> set[int]:
@@ -378,7 +486,10 @@ def nearest(
     dropped, and only when that leaves fewer than k of a longer list does the filtered
     scan run (as on SQLite)."""
     scope = _scope(kind, query, hybrid.FILTER_SCAN_BOUND)
-    found = pgvector.nearest(kind, model, vector, k=k, scope=scope, min_score=hybrid.MIN_SIMILARITY)
+    found = pgvector.nearest(
+        kind, model, vector, k=k, scope=scope, min_score=hybrid.MIN_SIMILARITY,
+        allowed=_allowed(kind, query),
+    )  # fmt: skip
     if found is not None:
         return found
     if scope is not None and kind == "observation" and query.current_only:
@@ -459,9 +570,11 @@ class PostgresBackend:
 
     @staticmethod
     def keyword_ranked(query: SearchQuery) -> tuple[list[tuple[float, Kind, int]], bool]:
-        # The page's headlines are made again for the fused page only; strictness is not
-        # reported by this backend, so its keyword list always weighs in full.
-        return [(h.score, h.kind, h.id) for h in search_postgres(query)], True
+        # No headlines: the fused page's are made by `hits_by_ids` (ts_headline re-parses
+        # each row's text, and this list is CANDIDATES deep). Strictness is not reported by
+        # this backend, so its keyword list always weighs in full.
+        page, _ = _page(query)
+        return [(h.score, h.kind, h.id) for h in page], True
 
     hits_by_ids = staticmethod(hits_by_ids)
     nearest = staticmethod(nearest)
