@@ -352,12 +352,21 @@ class _Client:
     """One keep-alive connection to a worker, as its owner."""
 
     def __init__(self, live: LiveWorker) -> None:
+        self.port = live.port
         self.conn = http.client.HTTPConnection("127.0.0.1", live.port, timeout=300)
         self.headers = owner_headers(live.data_dir)
 
     def get(self, path: str) -> dict[str, Any]:
-        self.conn.request("GET", path, headers=self.headers)
-        resp = self.conn.getresponse()
+        try:
+            self.conn.request("GET", path, headers=self.headers)
+            resp = self.conn.getresponse()
+        except (http.client.RemoteDisconnected, ConnectionError):
+            # The worker drops a keep-alive connection idle past its header timeout (30 s,
+            # granian_serving): while the other worker serves a slow search, this one waits.
+            self.conn.close()
+            self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=300)
+            self.conn.request("GET", path, headers=self.headers)
+            resp = self.conn.getresponse()
         body = resp.read()
         if resp.status != 200:
             raise RuntimeError(f"GET {path} answered {resp.status}: {body[:300]!r}")
