@@ -3,7 +3,7 @@
 Each benchmark is a module tests/bench/<name>.py with `run(*, out, options) -> None` (`hooks`
 is the one that ships: `cmem bench hooks`, memory/management/commands/bench.py). The options
 are the old `cmem bench` command's: --quick, --size, --runs, --seconds (and public_recall's
---half, --keep, --reuse); `all` runs every one,
+--half, --keep, --reuse; scale's --sizes, --backend, --keep); `all` runs every one,
 reporting those whose module cannot import (an extra not installed) as not available.
 """
 
@@ -59,9 +59,14 @@ def parser() -> argparse.ArgumentParser:
     found.add_argument(
         "--hot", type=int, default=None, help="bench gate: rows of one file's history (a hot file)."
     )
+    # bench scale: the store sizes and the backends of its matrix.
+    found.add_argument("--sizes", default=None, help="bench scale: sizes, e.g. 10000,100000.")
+    found.add_argument("--backend", choices=["sqlite", "postgresql", "both"], default=None)
     # bench public_recall: which half, and a data dir to keep the loaded store in or reuse.
     found.add_argument("--half", choices=["tuning", "heldout"], default=None)
-    found.add_argument("--keep", default=None, help="Keep the loaded store in this data dir.")
+    found.add_argument(
+        "--keep", default=None, help="Keep the loaded (scale: seeded) store in this dir."
+    )
     found.add_argument("--reuse", default=None, help="Reuse the store a --keep run left here.")
     return found
 

@@ -11,7 +11,8 @@ interpreter. Then the worker's own ingest time per event: POSTs of fresh tool us
 keep-alive connection.
 
 The other benchmarks are for developers and live in the checkout (tests/bench/: `make bench
-NAME=...`); they import `run` and `_observation` from here.
+NAME=...`); they import `run` and `_observation` from here. `cmem bench scale` runs the
+checkout's (tests/bench/scale.py) when cmem is installed from one, and says so otherwise.
 """
 
 from __future__ import annotations
@@ -121,11 +122,12 @@ class Command(BaseCommand):
     help = (
         "hooks: what a hook costs on this machine, against `python -c pass`. truth: whether"
         " the index, the gate, prompt recall and search show the current memory after"
-        " corrections and consolidation (scripted histories)."
+        " corrections and consolidation (scripted histories). scale: cost at 10k to 1M rows"
+        " (a developer benchmark: needs a checkout)."
     )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
-        parser.add_argument("name", choices=["hooks", "truth"])
+        parser.add_argument("name", choices=["hooks", "truth", "scale"])
         parser.add_argument("--quick", action="store_true", help="Fewer runs, for a smoke run.")
         parser.add_argument("--runs", type=int, default=None, help="Runs of each hook.")
         parser.add_argument(
@@ -135,8 +137,19 @@ class Command(BaseCommand):
             help="truth: a folder of scenario .toml files (default: the shipped ones).",
         )
         parser.add_argument("--inner", type=Path, default=None, help=argparse.SUPPRESS)
+        parser.add_argument("--sizes", default=None, help="scale: store sizes, e.g. 10000,100000.")
+        parser.add_argument(
+            "--backend",
+            choices=["sqlite", "postgresql", "both"],
+            default=None,
+            help="scale: which database (default both).",
+        )
+        parser.add_argument("--keep", default=None, help="scale: keep seeded stores in this dir.")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["name"] == "scale":
+            checkout_bench("scale", options)
+            return
         self.stdout.write(f"== bench {options['name']} ==")
         if options["name"] == "truth" and options["inner"]:
             # The child: Django is set up on the throwaway data dir it was started with.
@@ -153,6 +166,29 @@ class Command(BaseCommand):
                 raise CommandError("some truth checks failed (above)")
             return
         run(out=self.stdout, options=options)
+
+
+def checkout() -> Path:
+    """The folder this cmem runs from: a checkout when cmem was installed from one."""
+    return Path(__file__).resolve().parents[3]
+
+
+def checkout_bench(name: str, options: dict[str, Any]) -> None:
+    """Run a developer benchmark of the checkout (`python -m tests.bench NAME ...`) there."""
+    root = checkout()
+    if not (root / "tests" / "bench" / f"{name}.py").is_file():
+        raise CommandError(
+            f"bench {name} is a developer benchmark: it needs a checkout of cmem "
+            f"(run `make bench NAME={name}` in one)"
+        )
+    command = [sys.executable, "-m", "tests.bench", name]
+    for flag in ("sizes", "backend", "keep", "runs"):
+        if options.get(flag) is not None:
+            command += [f"--{flag}", str(options[flag])]
+    if options.get("quick"):
+        command.append("--quick")
+    if subprocess.run(command, cwd=root, check=False).returncode:
+        raise CommandError(f"bench {name} failed (above)")
 
 
 def child_env(data_dir: Path | str, **extra: str) -> dict[str, str]:
