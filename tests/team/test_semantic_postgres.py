@@ -125,3 +125,24 @@ def test_coverage_and_rows_waiting_on_postgres(rows: dict[str, int]) -> None:
     assert waiting.pk in [hit.id for hit in found]
     store.embed_pending()
     assert store.waiting() == 0 and mode_note("hybrid") == ""
+
+
+def test_a_filtered_fallback_scan_reads_only_the_rows_it_allows(
+    rows: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without pgvector a project's search by meaning reads that project's vectors a slice at
+    a time, never the kind's whole matrix (1.5 GB per worker at 1M rows)."""
+    from memory.retrieval.embeddings import index, pgvector
+    from memory.retrieval.embeddings.model import get_model
+    from memory.retrieval.search.postgres import PostgresBackend
+
+    assert not pgvector.ready()
+    monkeypatch.setattr(index, "SLICE", 1)  # one row per read: the slices must add up
+    index.clear()
+    model = get_model()
+    vector = model.embed([PARAPHRASE])[0]
+    query = SearchQuery(text=PARAPHRASE, kinds=("observation",), mode="semantic", project="shop")
+    near = PostgresBackend.nearest("observation", query, model.version, vector, 10, [])
+    assert [pk for _, pk in near][0] == rows["refunds"]
+    assert rows["redis"] not in [pk for _, pk in near]
+    assert not index._cache  # no matrix was loaded

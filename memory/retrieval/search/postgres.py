@@ -519,8 +519,8 @@ def _fallback_scan(
 ) -> list[tuple[float, int]]:
     scope = _scope(kind, query, hybrid.FILTER_SCAN_BOUND)
     if scope is not None:
-        scan = index.nearest(
-            kind, model, vector, k=k, allowed=allowed_ids(kind, query, hybrid.FILTER_SCAN_BOUND),
+        scan = index.nearest_of(
+            kind, model, vector, sorted(allowed_ids(kind, query, hybrid.FILTER_SCAN_BOUND)), k=k,
             min_score=hybrid.MIN_SIMILARITY,
         )  # fmt: skip
     else:
