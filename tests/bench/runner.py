@@ -29,6 +29,7 @@ BENCHMARKS = [
     "recall_pg",
     "vectors",
     "vector_memory",
+    "ondisk_speed",
     "embedding_model",
     "offline",
     "economy",
