@@ -15,8 +15,8 @@ candidates), and a row deleted since the last sync is simply not returned.
 Beside it a sign-bit copy (`…-<kind>.bits`: one bit per dimension, 48 bytes a row at 384
 dims, row i of it row i of the codes) gives large copies a coarse first pass: a search
 ranks every row by the Hamming distance of its bits to the query's (XOR and popcount, an
-eighth of the codes' bytes), reads only the nearest rows' codes by offset (OVERSAMPLE times the depth) and
-scores those as above. Both files are written by the same appends and rebuilds and counted
+eighth of the codes' bytes), reads only the nearest rows' codes by offset (OVERSAMPLE
+times the depth) and scores those as above. Both files are written by the same appends and rebuilds and counted
 by the same meta; a copy whose bits are missing or short is rebuilt.
 
 Like vec0's copy (`vec0.py`) it is never the source of truth: synced on each search from
