@@ -30,6 +30,7 @@ BENCHMARKS = [
     "pg_search",
     "vectors",
     "vector_memory",
+    "ondisk_speed",
     "embedding_model",
     "offline",
     "economy",

@@ -3,6 +3,7 @@ embedding model unloaded after an idle period."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -67,7 +68,31 @@ def _queries(vectors: np.ndarray, n: int = 50) -> np.ndarray:
     return queries / np.linalg.norm(queries, axis=1, keepdims=True)
 
 
-def test_the_disk_copy_ranks_as_the_exact_float_scan(synthetic: np.ndarray) -> None:
+@pytest.fixture(params=["whole scan", "coarse pass"])
+def coarse(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Each test twice: scanning every row's codes, and (COARSE_FROM forced down to 0, as a
+    copy of 20k rows or more is searched) through the sign bits first; the list counts the
+    coarse passes taken."""
+    if request.param == "coarse pass":
+        monkeypatch.setattr(ondisk, "COARSE_FROM", 0)
+    return _count_coarse_passes(monkeypatch)
+
+
+def _count_coarse_passes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    passes: list[int] = []
+    hamming = ondisk._hamming_nearest
+
+    def counted(*args: Any) -> np.ndarray:
+        passes.append(1)
+        return hamming(*args)
+
+    monkeypatch.setattr(ondisk, "_hamming_nearest", counted)
+    return passes
+
+
+def test_the_disk_copy_ranks_as_the_exact_float_scan(
+    synthetic: np.ndarray, coarse: list[int], request: pytest.FixtureRequest
+) -> None:
     """recall@10 against the in-heap float32 scan, and the same scores for the rows both
     return (the candidates are re-scored from the stored vectors)."""
     found = total = 0
@@ -82,6 +107,7 @@ def test_the_disk_copy_ranks_as_the_exact_float_scan(synthetic: np.ndarray) -> N
                 assert score == pytest.approx(scores[pk], abs=1e-6)
         assert [s for s, _ in disk] == sorted((s for s, _ in disk), reverse=True)
     assert found / total >= 0.99
+    assert len(coarse) == (50 if "coarse" in request.node.callspec.id else 0)
 
 
 def test_filters_and_thresholds_hold_on_the_disk_copy(synthetic: np.ndarray) -> None:
@@ -100,7 +126,9 @@ def test_filters_and_thresholds_hold_on_the_disk_copy(synthetic: np.ndarray) -> 
     assert ondisk.nearest("observation", SYNTHETIC, synthetic[0], k=5, allowed=set()) == []
 
 
-def test_the_copy_follows_inserts_deletes_and_re_embeds(synthetic: np.ndarray) -> None:
+def test_the_copy_follows_inserts_deletes_and_re_embeds(
+    synthetic: np.ndarray, coarse: list[int]
+) -> None:
     target = ondisk.path("observation")
     query = synthetic[17]
     assert ondisk.nearest("observation", SYNTHETIC, query, k=1)[0][1] == 18
@@ -133,6 +161,67 @@ def test_a_damaged_or_deleted_copy_is_rebuilt(synthetic: np.ndarray) -> None:
     ondisk.drop("observation")
     assert ondisk.nearest("observation", SYNTHETIC, query, k=10) == expected
     assert target.exists()
+
+
+def _bits_of(target: Path) -> np.ndarray:
+    return np.frombuffer(target.with_suffix(".bits").read_bytes(), dtype=np.uint64).reshape(-1, 6)
+
+
+def test_missing_or_stale_sign_bits_are_rebuilt(
+    synthetic: np.ndarray, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bits file holds row for row the signs of the stored vectors; a copy whose bits
+    are missing or short, or one written before the bits existed, is rebuilt with them."""
+    monkeypatch.setattr(ondisk, "COARSE_FROM", 0)
+    query = synthetic[40]
+    expected = ondisk.nearest("observation", SYNTHETIC, query, k=10)
+    target = ondisk.path("observation")
+    stored = np.frombuffer(
+        b"".join(Embedding.objects.order_by("id").values_list("vector", flat=True)),
+        dtype=np.float16,
+    ).reshape(-1, DIM)
+    signs = np.packbits(stored > 0, axis=1).view(np.uint64)
+    assert np.array_equal(_bits_of(target), signs)
+    bits = target.with_suffix(".bits")
+    for damage in ("deleted", "short", "written before the bits"):
+        if damage == "deleted":
+            bits.unlink()
+        elif damage == "short":
+            bits.write_bytes(bits.read_bytes()[:480])
+        else:
+            meta = json.loads(target.with_suffix(".json").read_text())
+            del meta["bits"]
+            target.with_suffix(".json").write_text(json.dumps(meta))
+            bits.write_bytes(bytes(len(bits.read_bytes())))  # all zero: would rank nothing
+        assert ondisk.nearest("observation", SYNTHETIC, query, k=10) == expected, damage
+        assert np.array_equal(_bits_of(target), signs), damage
+
+
+def test_the_byte_table_counts_bits_as_numpy_does() -> None:
+    words = np.random.default_rng(4).integers(0, 2**63, (50, 6), dtype=np.uint64)
+    words[0] = np.iinfo(np.uint64).max
+    assert np.array_equal(ondisk._popcount_by_bytes(words), np.bitwise_count(words))
+
+
+def test_a_copy_of_coarse_size_takes_the_coarse_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At COARSE_FROM rows, unforced, a search reads the bits first and still finds each
+    query's own row and the scan's best rows."""
+    rng = np.random.default_rng(20)
+    centres = _unit(rng, 200)
+    vectors = centres[rng.integers(0, 200, ondisk.COARSE_FROM)] + 0.6 * _unit(
+        rng, ondisk.COARSE_FROM
+    )
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    _store(vectors)
+    passes = _count_coarse_passes(monkeypatch)
+    found = total = 0
+    for row in (5, 777, 4321, 12_345, ondisk.COARSE_FROM - 1):
+        exact = index.nearest("observation", SYNTHETIC, vectors[row], k=10)
+        disk = ondisk.nearest("observation", SYNTHETIC, vectors[row], k=10)
+        assert disk[0][1] == row + 1
+        found += len({pk for _, pk in exact} & {pk for _, pk in disk})
+        total += len(exact)
+    assert len(passes) == 5 and found / total >= 0.9
 
 
 def test_searching_the_disk_copy_does_not_hold_the_vectors(synthetic: np.ndarray) -> None:

@@ -12,6 +12,13 @@ re-scored exactly from their live `memory_embedding` rows, the dot product the s
 computes, so the returned scores and order are the scan's (int8 only chooses the
 candidates), and a row deleted since the last sync is simply not returned.
 
+Beside it a sign-bit copy (`…-<kind>.bits`: one bit per dimension, 48 bytes a row at 384
+dims, row i of it row i of the codes) gives large copies a coarse first pass: a search
+ranks every row by the Hamming distance of its bits to the query's (XOR and popcount, an
+eighth of the codes' bytes), reads only the nearest rows' codes by offset (OVERSAMPLE
+times the depth) and scores those as above. Both files are written by the same appends and rebuilds and counted
+by the same meta; a copy whose bits are missing or short is rebuilt.
+
 Like vec0's copy (`vec0.py`) it is never the source of truth: synced on each search from
 the generation row a trigger bumps on every insert or delete of a vector (migration 0006);
 new vectors (ids only grow) are appended; when the counts then disagree (a deletion, a
@@ -33,6 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import logging
@@ -61,6 +69,21 @@ CHUNK = 2048
 # Candidates beyond `k` re-scored exactly: int8 rounding moves a score by ~1e-3, so the
 # scan's k-th row is among the copy's best k + MARGIN (recall@10 1.0 in the tests).
 MARGIN = 64
+# Copies of at least this many rows (and no `allowed` set) take the coarse pass over the
+# sign bits first: below it the whole scan of the codes costs a few ms and the bits save
+# little. A module constant so that tests can force either path.
+COARSE_FROM = 20_000
+# Rows whose codes the coarse pass reads: OVERSAMPLE times the depth asked for, at least
+# COARSE_FLOOR (sign bits are a rough proxy for the cosine, so the true best rows can sit
+# well down their Hamming order), at most COARSE_CEILING (each is one pread).
+OVERSAMPLE = 16
+COARSE_FLOOR = 1024
+COARSE_CEILING = 16_384
+# Sign-bit rows XOR-ed per read: 32768 rows of 48 bytes are 1.5 MB.
+BITS_CHUNK = 32_768
+# Written to the meta with a copy that has its sign-bit file: a copy made before the bits
+# existed (no such key) is rebuilt.
+BITS_FORMAT = 1
 # An `allowed` set this small is scored directly from its stored vectors (one indexed
 # probe per id), without reading the copy.
 DIRECT = 4096
@@ -94,6 +117,26 @@ def _meta_path(target: Path) -> Path:
     return target.with_suffix(".json")
 
 
+def _bits_path(target: Path) -> Path:
+    return target.with_suffix(".bits")
+
+
+def _bits_size(dim: int) -> int:
+    """Bytes of one row's sign bits, padded to whole uint64 words."""
+    return (dim + 63) // 64 * 8
+
+
+def _sign_bits(vectors: np.ndarray) -> np.ndarray:
+    """(n, words) uint64: bit j of a row set where its dimension j is positive."""
+    # optional dependency (numpy: the embeddings extra)
+    import numpy as np
+
+    n, dim = vectors.shape
+    packed = np.zeros((n, _bits_size(dim)), dtype=np.uint8)
+    packed[:, : (dim + 7) // 8] = np.packbits(vectors > 0, axis=1)
+    return packed.view(np.uint64)
+
+
 def _read_meta(target: Path) -> dict[str, Any]:
     try:
         meta = json.loads(_meta_path(target).read_text())
@@ -102,8 +145,8 @@ def _read_meta(target: Path) -> dict[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
-def _quantized(rows: list[tuple[int, bytes]], dim: int) -> bytes:
-    """The records of these (object_id, float16 blob) rows."""
+def _quantized(rows: list[tuple[int, bytes]], dim: int) -> tuple[bytes, bytes]:
+    """The records of these (object_id, float16 blob) rows, and their sign bits."""
     # optional dependency (numpy: the embeddings extra)
     import numpy as np
 
@@ -115,7 +158,7 @@ def _quantized(rows: list[tuple[int, bytes]], dim: int) -> bytes:
     scale[scale == 0] = 1.0  # an all-zero vector: codes 0 whatever the scale
     out["scale"] = scale
     out["codes"] = np.rint(vectors / scale[:, None]).clip(-127, 127).astype(np.int8)
-    return out.tobytes()
+    return out.tobytes(), _sign_bits(vectors).tobytes()
 
 
 def _rows_after(kind: Kind, model: str, after: int) -> Iterator[list[tuple[int, bytes]]]:
@@ -130,33 +173,49 @@ def _rows_after(kind: Kind, model: str, after: int) -> Iterator[list[tuple[int, 
             yield part
 
 
-def _append(fd: int, offset: int, kind: Kind, model: str, after: int, dim: int) -> int:
-    """Write the vectors stored after row `after` from byte `offset`; returns rows written."""
+def _append(fd: int, bits_fd: int, rows: int, kind: Kind, model: str, after: int, dim: int) -> int:
+    """Write the vectors stored after row `after` from record `rows` on (codes and sign
+    bits); returns rows written."""
+    record, bits = _record_size(dim), _bits_size(dim)
     written = 0
     for part in _rows_after(kind, model, after):
-        data = _quantized(part, dim)
-        os.pwrite(fd, data, offset)
-        offset += len(data)
+        data, signs = _quantized(part, dim)
+        os.pwrite(fd, data, (rows + written) * record)
+        os.pwrite(bits_fd, signs, (rows + written) * bits)
         written += len(part)
     return written
 
 
 def _rebuild(target: Path, kind: Kind, model: str, dim: int) -> int:
-    """Write the whole copy to a temp file and rename it in place (readers holding the old
-    file finish on it); returns its row count."""
+    """Write the whole copy (codes and sign bits) to temp files and rename them in place
+    (readers holding the old files finish on them); returns its row count."""
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    bits_tmp = target.with_name(f".{_bits_path(target).name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    bits_fd = os.open(bits_tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        rows = _append(fd, 0, kind, model, 0, dim)
+        rows = _append(fd, bits_fd, 0, kind, model, 0, dim)
         os.fsync(fd)
+        os.fsync(bits_fd)
     finally:
         os.close(fd)
+        os.close(bits_fd)
+    # The two renames are not one step: without the meta, a crash between them leaves a
+    # copy that is rebuilt, never old codes paired with new bits row for row.
+    with contextlib.suppress(FileNotFoundError):
+        _meta_path(target).unlink()
+    os.replace(bits_tmp, _bits_path(target))
     os.replace(tmp, target)
     return rows
 
 
 def _fresh(meta: dict[str, Any], model: str, dim: int, identity: str) -> bool:
-    return meta.get("model") == model and meta.get("dim") == dim and meta.get("source") == identity
+    return (
+        meta.get("model") == model
+        and meta.get("dim") == dim
+        and meta.get("source") == identity
+        and meta.get("bits") == BITS_FORMAT
+    )
 
 
 def sync(kind: Kind, model: str, dim: int, *, wait: bool = True) -> dict[str, Any] | None:
@@ -189,9 +248,12 @@ def _record_size(dim: int) -> int:
 
 
 def _complete(target: Path, meta: dict[str, Any], dim: int) -> bool:
-    """The file holds every record its meta counts (a deleted or truncated file does not)."""
+    """Both files hold every row their meta counts (a deleted or truncated file does not)."""
+    rows = int(meta.get("rows", 0))
     try:
-        return target.stat().st_size >= int(meta.get("rows", 0)) * _record_size(dim)
+        return target.stat().st_size >= rows * _record_size(dim) and _bits_path(
+            target
+        ).stat().st_size >= rows * _bits_size(dim)
     except OSError:
         return False
 
@@ -222,19 +284,20 @@ def _sync_locked(
     with _lock, open(target.with_suffix(".lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         meta = _read_meta(target)  # again under the lock: another process may have synced
-        size = target.stat().st_size if target.exists() else -1
-        record = _dtype(dim).itemsize
-        whole = _fresh(meta, model, dim, identity) and size >= int(meta.get("rows", 0)) * record
+        whole = _fresh(meta, model, dim, identity) and _complete(target, meta, dim)
         if whole and (meta.get("count"), meta.get("max_id")) == (count, max_id):
             rows = int(meta["rows"])
         elif whole and max_id > int(meta["max_id"]):
             rows = int(meta["rows"])
             fd = os.open(target, os.O_WRONLY)
+            bits_fd = os.open(_bits_path(target), os.O_WRONLY)
             try:
-                os.ftruncate(fd, rows * record)  # bytes a crashed append left
-                rows += _append(fd, rows * record, kind, model, int(meta["max_id"]), dim)
+                os.ftruncate(fd, rows * _record_size(dim))  # bytes a crashed append left
+                os.ftruncate(bits_fd, rows * _bits_size(dim))
+                rows += _append(fd, bits_fd, rows, kind, model, int(meta["max_id"]), dim)
             finally:
                 os.close(fd)
+                os.close(bits_fd)
             if rows != count:  # rows were deleted or re-embedded as well
                 rows = _rebuild(target, kind, model, dim)
         else:
@@ -247,6 +310,7 @@ def _sync_locked(
             "count": count,
             "max_id": max_id,
             "rows": rows,
+            "bits": BITS_FORMAT,
         }
         config.write_atomic(_meta_path(target), json.dumps(meta).encode())
     return meta
@@ -314,6 +378,100 @@ def _chunks(target: Path, rows: int, dim: int) -> Iterator[np.ndarray]:
         os.close(fd)
 
 
+def _hamming_nearest(target: Path, rows: int, query: np.ndarray, depth: int) -> np.ndarray:
+    """The row numbers of the `depth` rows (of the first `rows`) whose sign bits are
+    nearest the query's, BITS_CHUNK rows per pread."""
+    # optional dependency (numpy: the embeddings extra)
+    import numpy as np
+
+    dim = int(query.shape[0])
+    query_bits = _sign_bits(query[None, :])
+    words = query_bits.shape[1]
+    size = _bits_size(dim)
+    best_rows = np.zeros(0, dtype=np.int64)
+    best_distances = np.zeros(0, dtype=np.uint16)
+    fd = os.open(_bits_path(target), os.O_RDONLY)
+    try:
+        for start in range(0, rows, BITS_CHUNK):
+            want = min(BITS_CHUNK, rows - start)
+            data = os.pread(fd, want * size, start * size)
+            usable = len(data) // size  # short: a rebuild swapped a smaller file in
+            if not usable:
+                break
+            chunk = np.frombuffer(data, dtype=np.uint64, count=usable * words)
+            counts = _popcount(chunk.reshape(usable, words) ^ query_bits)
+            # column by column: twice as fast as `sum(axis=1)` over six columns
+            distances = counts[:, 0].astype(np.uint16)
+            for word in range(1, words):
+                distances += counts[:, word]
+            found = np.arange(start, start + usable, dtype=np.int64)
+            if len(best_rows) >= depth:  # only rows that can enter the best `depth`
+                closer = distances <= best_distances.max()
+                found, distances = found[closer], distances[closer]
+            found = np.concatenate([best_rows, found])
+            distances = np.concatenate([best_distances, distances])
+            if len(distances) > depth:
+                top = np.argpartition(distances, depth - 1)[:depth]
+                found, distances = found[top], distances[top]
+            best_rows, best_distances = found, distances
+            if usable < want:
+                break
+    finally:
+        os.close(fd)
+    return np.sort(best_rows)
+
+
+def _popcount(words: np.ndarray) -> np.ndarray:
+    """Set bits per element (numpy >= 2 has it built in; older ones count bytes)."""
+    # optional dependency (numpy: the embeddings extra)
+    import numpy as np
+
+    if hasattr(np, "bitwise_count"):
+        return np.bitwise_count(words)  # type: ignore[no-any-return]
+    return _popcount_by_bytes(words)
+
+
+def _popcount_by_bytes(words: np.ndarray) -> np.ndarray:
+    """Set bits per uint64, from a table of the 256 bytes' counts (numpy < 2)."""
+    # optional dependency (numpy: the embeddings extra)
+    import numpy as np
+
+    as_bytes = words.view(np.uint8).reshape(*words.shape, 8)
+    return _byte_popcount()[as_bytes].sum(axis=-1, dtype=np.uint8)  # type: ignore[no-any-return]
+
+
+@functools.cache
+def _byte_popcount() -> np.ndarray:
+    # optional dependency (numpy: the embeddings extra)
+    import numpy as np
+
+    return np.array([bin(byte).count("1") for byte in range(256)], dtype=np.uint8)
+
+
+def _best_of_rows(target: Path, rows: np.ndarray, query: np.ndarray, depth: int) -> list[int]:
+    """The object ids of the `depth` best of these rows (sorted row numbers) for `query`,
+    their codes read one pread per row."""
+    # optional dependency (numpy: the embeddings extra)
+    import numpy as np
+
+    dim = int(query.shape[0])
+    dtype = _dtype(dim)
+    record = dtype.itemsize
+    fd = os.open(target, os.O_RDONLY)
+    try:
+        reads = (os.pread(fd, record, int(row) * record) for row in rows)
+        # a short read: a rebuild swapped a smaller file in (its rows are dropped)
+        data = b"".join(part for part in reads if len(part) == record)
+    finally:
+        os.close(fd)
+    records = np.frombuffer(data, dtype=dtype, count=len(data) // record)
+    scores = (records["codes"].astype(np.float32) @ query) * records["scale"]
+    if len(scores) > depth:
+        top = np.argpartition(-scores, depth - 1)[:depth]
+        return [int(pk) for pk in records["oid"][top]]
+    return [int(pk) for pk in records["oid"]]
+
+
 def candidates(
     kind: Kind, model: str, query: np.ndarray, depth: int, allowed: set[int] | None = None
 ) -> list[int]:
@@ -330,6 +488,11 @@ def candidates(
     if not rows:
         return []
     q = query.astype(np.float32)
+    if allowed is None and rows >= COARSE_FROM:
+        depth_read = min(max(OVERSAMPLE * depth, COARSE_FLOOR), COARSE_CEILING)
+        if depth_read < rows:
+            near = _hamming_nearest(path(kind), rows, q, depth_read)
+            return _best_of_rows(path(kind), near, q, depth)
     keep = np.fromiter(allowed, dtype=np.int64, count=len(allowed)) if allowed is not None else None
     best_ids = np.zeros(0, dtype=np.int64)
     best_scores = np.zeros(0, dtype=np.float32)
@@ -382,7 +545,7 @@ def nearest(
 def drop(kind: Kind) -> None:
     """Forget `kind`'s copy (tests, and a store that changes path)."""
     target = path(kind)
-    for stale in (target, _meta_path(target), target.with_suffix(".lock")):
+    for stale in (target, _bits_path(target), _meta_path(target), target.with_suffix(".lock")):
         with contextlib.suppress(OSError):
             stale.unlink()
 
