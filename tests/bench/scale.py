@@ -101,6 +101,24 @@ def _modes() -> list[str]:
 # --- child side: runs with Django set up on the benchmark database ----------------------
 
 
+def _vector_copies_built() -> float:
+    """Build the on-disk vector copies first (SQLite), and return the seconds it took: a
+    search that finds a copy missing or behind answers by keyword while it is built in the
+    background, so the measured searches would not be searches by meaning."""
+    from django.db import connection
+
+    from memory.retrieval.embeddings import KINDS, index, ondisk
+    from memory.retrieval.embeddings.model import get_model
+
+    if connection.vendor != "sqlite":
+        return 0.0
+    began = time.perf_counter()
+    model = get_model()
+    for kind in index.kinds_stored(list(KINDS)):
+        ondisk.sync(kind, model.version, model.dim)
+    return time.perf_counter() - began
+
+
 def child_measure(runs: int, project_dir: str) -> dict[str, Any]:
     django_setup()
     # After django.setup(), in the child: these import Django models.
@@ -118,6 +136,7 @@ def child_measure(runs: int, project_dir: str) -> dict[str, Any]:
     def query(text: str, filtered: bool, mode: str) -> SearchQuery:
         return SearchQuery(text=text, project=project.name if filtered else None, mode=mode)  # type: ignore[arg-type]
 
+    copies_s = _vector_copies_built() if "semantic" in modes else 0.0
     began = time.perf_counter()
     for text, filtered in QUERIES:  # warm: page cache, the vector copy, the model
         for mode in modes:
@@ -156,6 +175,7 @@ def child_measure(runs: int, project_dir: str) -> dict[str, Any]:
         chars = len(context_text(project=project.name, root=project.root))
         context.append(time.perf_counter() - t0)
     out: dict[str, Any] = {
+        "copies_s": copies_s,
         "warm_s": warm_s,
         "gate_p50_ms": percentile(gate, 0.5) * 1000,
         "gate_p99_ms": percentile(gate, 0.99) * 1000,
