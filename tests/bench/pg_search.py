@@ -37,7 +37,6 @@ from tests.bench.harness import (
     scratch_dir,
 )
 
-_CHUNK = 10_000
 # Session i belongs to the newcomer when i % NEWCOMER_EVERY == 0, else to team member i % 4.
 NEWCOMER_EVERY = 25
 TEAM = ("ana", "bo", "cy", "di")
@@ -60,17 +59,12 @@ QUERIES = [
 
 def child_seed(size: int, project_dir: str) -> dict[str, Any]:
     # Importing these sets Django up (scale.child_seed does) before any model is touched.
+    from tests.bench.recall_pg import seed_random_vectors
     from tests.bench.scale import child_seed as seed_observations
 
     seeded = seed_observations(size, project_dir)
-    began = time.perf_counter()
-    import numpy as np
     from django.contrib.auth import get_user_model
     from django.db import connection
-    from django.utils import timezone
-
-    from memory.retrieval.embeddings import KINDS, pgvector
-    from memory.retrieval.embeddings.model import get_model
 
     users = {name: get_user_model().objects.create_user(name).pk for name in (*TEAM, NEWCOMER)}
     with connection.cursor() as cursor:
@@ -80,47 +74,13 @@ def child_seed(size: int, project_dir: str) -> dict[str, Any]:
             [NEWCOMER_EVERY, users[NEWCOMER], *(users[n] for n in TEAM)],
         )
         cursor.execute("ANALYZE memory_session")
-    model = get_model()
-    ready = pgvector.ready()
-    rng = np.random.default_rng(18)
-    now = timezone.now()
-    with connection.cursor() as cursor:
-        if ready:
-            for kind in KINDS:
-                cursor.execute(f"DROP INDEX IF EXISTS embedding_{kind}_hnsw")
-        cursor.execute("SELECT id FROM memory_observation ORDER BY id")
-        ids = [row[0] for row in cursor.fetchall()]
-    columns = "kind, object_id, model, vector, created" + (", embedding" if ready else "")
-    raw = connection.connection
-    for start in range(0, len(ids), _CHUNK):
-        chunk = ids[start : start + _CHUNK]
-        vectors = rng.standard_normal((len(chunk), model.dim)).astype(np.float32)
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        halves = vectors.astype(np.float16)
-        with (
-            raw.cursor() as pgcur,
-            pgcur.copy(f"COPY memory_embedding ({columns}) FROM STDIN") as copy,
-        ):
-            for pk, half in zip(chunk, halves, strict=True):
-                row: tuple[Any, ...] = ("observation", pk, model.version, half.tobytes(), now)
-                if ready:
-                    row += (pgvector.literal(half.astype(np.float32)),)
-                copy.write_row(row)
-    vectors_s = time.perf_counter() - began
-    with connection.cursor() as cursor:
-        if ready:
-            # The graph of 1M 384-d vectors is ~2 GB: built in memory, it takes minutes; once
-            # it spills, hours.
-            cursor.execute("SET maintenance_work_mem = '4GB'")
-            cursor.execute("SET max_parallel_maintenance_workers = 2")
-            pgvector.install(connection)  # builds the HNSW indexes over what is there
-        cursor.execute("ANALYZE memory_embedding")
+    # The graph of 1M 384-d vectors is ~2 GB: built in memory, it takes minutes; once it
+    # spills, hours.
+    vectors = seed_random_vectors(maintenance_mem="4GB", parallel=2)
     return {
         **seeded,
         "users": users,
-        "vectors_s": vectors_s,
-        "index_s": time.perf_counter() - began - vectors_s,
-        "pgvector": ready,
+        **vectors,
     }
 
 

@@ -43,6 +43,13 @@ def child_seed(size: int, project_dir: str) -> dict[str, Any]:
     from tests.bench.scale import child_seed as seed_observations
 
     seeded = seed_observations(size, project_dir)
+    return {**seeded, **seed_random_vectors()}
+
+
+def seed_random_vectors(*, maintenance_mem: str = "1GB", parallel: int = 0) -> dict[str, Any]:
+    """Random unit vectors for every observation that has none, by COPY, then the HNSW indexes (pgvector)
+    built over them once (`maintenance_mem`, `parallel` workers): this measures cost, not
+    quality, and embedding 1M rows would take hours."""
     began = time.perf_counter()
     import numpy as np
     from django.db import connection
@@ -59,7 +66,11 @@ def child_seed(size: int, project_dir: str) -> dict[str, Any]:
         if ready:
             for kind in KINDS:
                 cursor.execute(f"DROP INDEX IF EXISTS embedding_{kind}_hnsw")
-        cursor.execute("SELECT id FROM memory_observation ORDER BY id")
+        # The scale seed (tests/bench/scale_seed.py) gives rows vectors where numpy is here.
+        cursor.execute(
+            "SELECT o.id FROM memory_observation o WHERE NOT EXISTS (SELECT 1 FROM "
+            "memory_embedding e WHERE e.kind = 'observation' AND e.object_id = o.id) ORDER BY o.id"
+        )
         ids = [row[0] for row in cursor.fetchall()]
     columns = "kind, object_id, model, vector, created" + (", embedding" if ready else "")
     raw = connection.connection
@@ -80,11 +91,12 @@ def child_seed(size: int, project_dir: str) -> dict[str, Any]:
     vectors_s = time.perf_counter() - began
     with connection.cursor() as cursor:
         if ready:
-            cursor.execute("SET maintenance_work_mem = '1GB'")
+            cursor.execute(f"SET maintenance_work_mem = '{maintenance_mem}'")
+            if parallel:
+                cursor.execute(f"SET max_parallel_maintenance_workers = {int(parallel)}")
             pgvector.install(connection)  # builds the HNSW indexes over what is there
         cursor.execute("ANALYZE memory_embedding")
     return {
-        **seeded,
         "vectors_s": vectors_s,
         "index_s": time.perf_counter() - began - vectors_s,
         "pgvector": ready,

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,22 +42,6 @@ MAX_TOKENS = 256
 # activations with one scale per call, so a batch would make a text's vector depend on its
 # neighbours (and padding costs time); one thread runs single texts fastest anyway
 # (61 rows/s at 128 tokens against 55 in batches of 8).
-
-
-# Calls of `embed` in flight and when the last one ended (monotonic): the idle unload
-# (`model.unload_if_idle`) never drops a model in use, nor one used a moment ago by a
-# caller that kept its own reference (the backfill sweep).
-_use_lock = threading.Lock()
-_in_flight = 0
-_last_used = 0.0
-
-
-def in_flight() -> int:
-    return _in_flight
-
-
-def last_used() -> float:
-    return _last_used
 
 
 def runtime_available() -> bool:
@@ -93,20 +75,12 @@ class TransformerModel:
         wanted = [i for i, text in enumerate(texts) if text.strip()]
         if not wanted:
             return out
-        global _in_flight, _last_used
-        with _use_lock:
-            _in_flight += 1
-        try:
-            for i in wanted:
-                ids = np.array([self.tokenizer.encode(texts[i])], dtype=np.int64)
-                (vectors,) = self.session.run(
-                    None, {"input_ids": ids, "attention_mask": np.ones_like(ids)}
-                )
-                out[i] = vectors[0]
-        finally:
-            with _use_lock:
-                _in_flight -= 1
-                _last_used = time.monotonic()
+        for i in wanted:
+            ids = np.array([self.tokenizer.encode(texts[i])], dtype=np.int64)
+            (vectors,) = self.session.run(
+                None, {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+            )
+            out[i] = vectors[0]
         return out
 
 
