@@ -24,6 +24,7 @@ from tests.support import (
     stop_detached_worker,
     token_mode_worker,
 )
+from tests.support.fake_socket import answering_once
 
 EVENT_FOR_FIXTURE = {
     "SessionStart.json": "context",
@@ -232,15 +233,8 @@ def test_the_hook_client_imports_nothing_heavy() -> None:
 def test_a_local_hook_run_loads_no_json_django_or_other_project_module(tmp_path: Path) -> None:
     """The whole fast path, not only the import: settings.json as cmem writes it, one
     observation POSTed to a (fake) local worker, the answer printed."""
-    import socket
-    import threading
-
     data = tmp_path / "data"
     data.mkdir()
-    # The hook talks to the worker's Unix socket in the data dir (memory/runtime/credentials.py).
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(str(data / "worker.sock"))
-    server.listen()
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}
     env["CLAUDE_MEM_DATA_DIR"] = str(data)
     subprocess.run(
@@ -250,16 +244,6 @@ def test_a_local_hook_run_loads_no_json_django_or_other_project_module(tmp_path:
         check=True,
     )
     assert json.loads((data / "settings.json").read_text())["CLAUDE_MEM_HOOK_TIMEOUT_MS"]
-    requests: list[bytes] = []
-
-    def answer() -> None:
-        conn, _ = server.accept()
-        with conn:
-            requests.append(conn.recv(65536))
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
-
-    thread = threading.Thread(target=answer, daemon=True)
-    thread.start()
     code = (
         "import sys; from memory.hookclient import client as hookclient; "
         "sys.stdin = open(sys.argv[1]); code = hookclient.main(['claude-code', 'observation']); "
@@ -269,15 +253,15 @@ def test_a_local_hook_run_loads_no_json_django_or_other_project_module(tmp_path:
     )
     payload = tmp_path / "payload.json"
     payload.write_bytes(_observation("toolu_fast_path"))
-    result = subprocess.run(
-        [sys.executable, "-c", code, str(payload)],
-        env=env,
-        cwd=REPO,
-        capture_output=True,
-        timeout=20,
-    )
-    thread.join(5)
-    server.close()
+    # The hook talks to the worker's Unix socket in the data dir (memory/runtime/credentials.py).
+    with answering_once(data / "worker.sock") as requests:
+        result = subprocess.run(
+            [sys.executable, "-c", code, str(payload)],
+            env=env,
+            cwd=REPO,
+            capture_output=True,
+            timeout=20,
+        )
     server_ok = requests and requests[0].startswith(b"POST /api/hooks/claude-code/observation ")
     assert server_ok, requests
     assert result.stdout == b"{}"
@@ -299,39 +283,22 @@ def test_the_installed_entry_with_data_dir_reaches_that_worker_without_importing
     `--data-dir DIR`): the event goes to DIR's socket, and `os` is never imported (-X
     importtime lists every module the process loads), though the variable is set for
     anything that imports `os` later (a spawned worker, the spool)."""
-    import socket
-    import threading
-
     from memory.agents.install.claude_code import hook_entry_argv
 
     data = tmp_path / "custom-data"
     data.mkdir()
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(str(data / "worker.sock"))
-    server.listen()
-    requests: list[bytes] = []
-
-    def answer() -> None:
-        conn, _ = server.accept()
-        with conn:
-            requests.append(conn.recv(65536))
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
-
-    thread = threading.Thread(target=answer, daemon=True)
-    thread.start()
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}
     env["HOME"] = str(tmp_path / "home")  # the default data dir would be elsewhere
     python, *flags, code = hook_entry_argv()  # python -I -S -c CODE
     argv = [python, "-X", "importtime", *flags, code, "hook", "claude-code", "observation"]
-    result = subprocess.run(
-        [*argv, "--data-dir", str(data)],
-        input=_observation("toolu_data_dir"),
-        env=env,
-        capture_output=True,
-        timeout=20,
-    )
-    thread.join(5)
-    server.close()
+    with answering_once(data / "worker.sock") as requests:
+        result = subprocess.run(
+            [*argv, "--data-dir", str(data)],
+            input=_observation("toolu_data_dir"),
+            env=env,
+            capture_output=True,
+            timeout=20,
+        )
     assert requests and requests[0].startswith(b"POST /api/hooks/claude-code/observation "), (
         result.stderr[-2000:]
     )

@@ -19,6 +19,7 @@ from django.test import Client, override_settings
 
 from memory.worker import schema_stamp
 from tests.support import CMEM, free_port, make_worker_env
+from tests.support.fake_socket import answering_once
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -64,40 +65,26 @@ def test_the_cached_csp_header_is_the_one_django_csp_builds() -> None:
 def test_the_isolated_hook_entry_posts_to_the_worker_and_exits_0(tmp_path: Path) -> None:
     data = tmp_path / "data"
     data.mkdir()
-    # The hook talks to the owner's worker over its Unix socket only (SECURITY.md §1).
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(str(data / "worker.sock"))
-    server.listen(1)
-    requests: list[bytes] = []
-
-    def answer() -> None:
-        conn, _ = server.accept()
-        with conn:
-            requests.append(conn.recv(65536))
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
-
-    thread = threading.Thread(target=answer, daemon=True)
-    thread.start()
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}
     env["CLAUDE_MEM_DATA_DIR"] = str(data)
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-I",
-            "-S",
-            str(REPO / "memory" / "hookclient" / "entry.py"),
-            "hook",
-            "claude-code",
-            "observation",
-        ],
-        input=b'{"session_id": "s", "tool_name": "Bash"}',
-        env=env,
-        cwd=tmp_path,  # not the repo: the entry finds the package itself
-        capture_output=True,
-        timeout=20,
-    )
-    thread.join(5)
-    server.close()
+    # The hook talks to the owner's worker over its Unix socket only (SECURITY.md §1).
+    with answering_once(data / "worker.sock") as requests:
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-I",
+                "-S",
+                str(REPO / "memory" / "hookclient" / "entry.py"),
+                "hook",
+                "claude-code",
+                "observation",
+            ],
+            input=b'{"session_id": "s", "tool_name": "Bash"}',
+            env=env,
+            cwd=tmp_path,  # not the repo: the entry finds the package itself
+            capture_output=True,
+            timeout=20,
+        )
     assert result.returncode == 0, result.stderr
     assert result.stdout == b"{}"
     assert requests and requests[0].startswith(b"POST /api/hooks/claude-code/observation ")
