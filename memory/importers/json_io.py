@@ -471,25 +471,7 @@ def observation_import(*, session: Session, data: dict[str, Any]) -> Observation
     if stored.exists():
         return None
     observation.save()
-    files = data.get("files")
-    if files is None:
-        files = [{"path": p, "role": ObservationFile.Role.READ} for p in observation.files_read]
-        files += [
-            {"path": p, "role": ObservationFile.Role.MODIFIED} for p in observation.files_modified
-        ]
-        for f in files:
-            f["path"] = relative_path(str(f["path"]), session.project_root)
-    ObservationFile.objects.bulk_create(
-        ObservationFile(
-            observation=observation,
-            project=session.project,
-            path=str(f["path"]),
-            role=f.get("role") or ObservationFile.Role.READ,
-            content_hash=f.get("content_hash") or "",
-            created=time_import(f["created"]) if f.get("created") else observation.created,
-        )
-        for f in files
-    )
+    ObservationFile.objects.bulk_create(_observation_files(observation, session, data))
     return observation
 
 

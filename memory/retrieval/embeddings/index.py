@@ -194,7 +194,16 @@ def nearest(
         ids, vectors = ids[mask], vectors[mask]
         if not len(ids):
             return []
-    scores = vectors @ query
+    return best_of(ids, vectors @ query, k, min_score)
+
+
+def best_of(
+    ids: np.ndarray, scores: np.ndarray, k: int, min_score: float
+) -> list[tuple[float, int]]:
+    """The `k` best (score, id) pairs above `min_score`, best first (ties in id order)."""
+    # optional dependency (numpy: the embeddings extra)
+    import numpy as np
+
     top = np.argpartition(-scores, k - 1)[:k] if len(scores) > k else np.arange(len(scores))
     top = top[np.argsort(-scores[top], kind="stable")]
     return [(float(scores[i]), int(ids[i])) for i in top if scores[i] > min_score]
@@ -206,13 +215,23 @@ def clear() -> None:
         _null.clear()
 
 
-def vectors_of(kind: Kind, model: str, object_ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """(ids, vectors) of these rows read from the table (the fallback's keyword candidates)."""
+def decoded(rows: list[tuple[int, bytes]]) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, float32 vectors) of (object_id, float16 bytes) rows as `memory_embedding` holds them."""
     # optional dependency (numpy: the embeddings extra)
     import numpy as np
 
-    if not object_ids:
+    if not rows:
         return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    blob = b"".join(bytes(r[1]) for r in rows)
+    vectors = np.frombuffer(blob, dtype=np.float16).reshape(len(rows), -1).astype(np.float32)
+    return ids, vectors
+
+
+def vectors_of(kind: Kind, model: str, object_ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, vectors) of these rows read from the table (the fallback's keyword candidates)."""
+    if not object_ids:
+        return decoded([])
     marks = ", ".join(["%s"] * len(object_ids))
     with connection.cursor() as cursor:
         cursor.execute(
@@ -220,13 +239,7 @@ def vectors_of(kind: Kind, model: str, object_ids: list[int]) -> tuple[np.ndarra
             f"AND object_id IN ({marks})",
             [kind, model, *object_ids],
         )
-        rows = cursor.fetchall()
-    if not rows:
-        return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
-    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-    blob = b"".join(bytes(r[1]) for r in rows)
-    vectors = np.frombuffer(blob, dtype=np.float16).reshape(len(rows), -1).astype(np.float32)
-    return ids, vectors
+        return decoded(cursor.fetchall())
 
 
 def nearest_of(
@@ -241,17 +254,12 @@ def nearest_of(
     """`nearest` over just these rows, read from the table a slice at a time: where no matrix
     is held (PostgreSQL without pgvector), a filtered scan must not load every vector of the
     kind to keep the few it allows."""
-    # optional dependency (numpy: the embeddings extra)
-    import numpy as np
-
     best: list[tuple[float, int]] = []
     for at in range(0, len(object_ids), SLICE):
         ids, vectors = vectors_of(kind, model, object_ids[at : at + SLICE])
         if not len(ids) or vectors.shape[1] != query.shape[0]:
             continue
-        scores = vectors @ query
-        top = np.argpartition(-scores, k - 1)[:k] if len(scores) > k else np.arange(len(scores))
-        best += [(float(scores[i]), int(ids[i])) for i in top if scores[i] > min_score]
+        best += best_of(ids, vectors @ query, k, min_score)
         best = sorted(best, key=lambda row: row[0], reverse=True)[:k]
     return best
 
@@ -264,7 +272,6 @@ def live_vectors(kind: Kind, model: str, ids: list[int]) -> tuple[np.ndarray, np
     hundreds of ids in an `IN (...)`, SQLite chose the (kind, model) index instead and read
     every vector of the kind (70 ms for 800 ids at 100k rows, against 2 ms)."""
     # optional dependency (numpy: the embeddings extra)
-    import numpy as np
 
     with connection.cursor() as cursor:
         cursor.execute(
@@ -272,13 +279,7 @@ def live_vectors(kind: Kind, model: str, ids: list[int]) -> tuple[np.ndarray, np
             "AS e WHERE e.kind = %s AND e.object_id = j.value AND e.model = %s",
             [json.dumps(ids), kind, model],
         )
-        rows = cursor.fetchall()
-    if not rows:
-        return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
-    found = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-    blob = b"".join(bytes(r[1]) for r in rows)
-    vectors = np.frombuffer(blob, dtype=np.float16).reshape(len(rows), -1).astype(np.float32)
-    return found, vectors
+        return decoded(cursor.fetchall())
 
 
 # What a query scores against the store at large is read off this many stored vectors.
