@@ -373,6 +373,7 @@ class Observation(models.Model):
     def as_dict(self) -> dict[str, Any]:
         return {
             "id": self.pk,
+            "gid": self.gid,
             "type": self.type,
             "title": self.title,
             "subtitle": self.subtitle,

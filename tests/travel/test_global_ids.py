@@ -84,3 +84,54 @@ def test_migration_fills_existing_rows_in_time_order_and_keeps_search(tmp_path: 
     # Filled from each row's time: the older observation sorts first whatever its id.
     assert rows[1][1] < rows[0][1] and session_gid < rows[1][1]
     assert hits == (2,) and later_hits == (3,)  # the FTS triggers survived the migration
+
+
+@pytest.mark.django_db
+def test_json_export_and_import_keep_every_gid() -> None:
+    from deliverables.models import Deliverable  # the app's model, only for this round trip
+    from memory.importers.json_io import memory_export, memory_import
+    from memory.importers.report import ImportReport
+
+    session = Session.objects.create(session_id="j", project="demo", cwd="/tmp")
+    observation = Observation.objects.create(session=session, project="demo", title="kept")
+    summary = Summary.objects.create(session=session, project="demo", request="asked")
+    deliverable = Deliverable.objects.create(
+        session=session,
+        project="demo",
+        original_path="/tmp/r.md",
+        stored_path="x",
+        size=1,
+        sha256="a" * 64,
+    )
+    before = {session.gid, observation.gid, summary.gid, deliverable.gid}
+    document = memory_export()
+    Session.objects.all().delete()
+    memory_import(document=dict(document), report=ImportReport())
+    after = {
+        Session.objects.get().gid,
+        Observation.objects.get().gid,
+        Summary.objects.get().gid,
+        Deliverable.objects.get().gid,
+    }
+    assert after == before
+    # Importing again adds nothing, even with the content hash gone: the gid says "same row".
+    document["sessions"][0]["observations"][0]["content_hash"] = ""
+    memory_import(document=dict(document), report=ImportReport())
+    assert Observation.objects.count() == 1 and Summary.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_stored_gid_is_that_row_wherever_a_document_puts_it() -> None:
+    from memory.importers.json_io import memory_export, memory_import
+    from memory.importers.report import ImportReport
+
+    session = Session.objects.create(session_id="a", project="demo", cwd="/tmp")
+    taken = Observation.objects.create(session=session, project="demo", title="mine")
+    document = memory_export()
+    other = document["sessions"][0]
+    other["session_id"], other["gid"] = "b", "not-a-gid"
+    other["observations"][0] |= {"title": "theirs", "content_hash": "zz", "gid": taken.gid}
+    memory_import(document=dict(document), report=ImportReport())
+    assert list(Observation.objects.values_list("title", flat=True)) == ["mine"]
+    new_session = Session.objects.get(session_id="b")
+    assert global_ids.is_gid(new_session.gid) and new_session.gid != session.gid
