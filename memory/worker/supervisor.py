@@ -14,11 +14,13 @@ import json
 import logging
 import logging.handlers
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import IO, Any, Protocol
 
 from memory import config
@@ -110,6 +112,31 @@ def _answers(address: Address | str, timeout: float = 0.5) -> bool:
     except ValueError:
         return False
     return isinstance(data, dict) and data.get("service") == "cmem"
+
+
+# Set by `cmem serve --ensure-admin` (what `make run` runs): the first announce then says
+# what to do next, since the person who typed `make run` has no agent connected yet.
+NEXT_STEPS_ENV = "CMEM_SERVE_NEXT_STEPS"
+
+
+def next_steps() -> str:
+    """The lines after `make run`'s login link, naming this install's `cmem` by its path
+    when the `cmem` on PATH is another one (or none: a checkout's venv is not on PATH)."""
+    here = Path(sys.executable).with_name("cmem")
+    on_path = shutil.which("cmem")
+    cmem = "cmem" if on_path and Path(on_path).resolve() == here.resolve() else str(here)
+    lines = [
+        "Next steps:",
+        f"  {cmem} setup    connect your agents (hooks + MCP server for each one found)",
+        f"  {cmem} demo     a demo history to look around in",
+        f"  {cmem} doctor   what is wrong, and how to fix it",
+    ]
+    if cmem != "cmem":
+        lines.append(
+            "  `cmem` is not on PATH: use the path above, or install it as a command of its own "
+            "with `uv tool install '.[embeddings]'` (docs/guide/install.md)"
+        )
+    return "\n".join(lines)
 
 
 class Writable(Protocol):
@@ -293,6 +320,8 @@ class Supervisor:
                 f"cmem is running: dashboard {login} (one-time login link; `cmem open` makes "
                 f"another) (supervisor pid {os.getpid()})"
             )
+            if os.environ.pop(NEXT_STEPS_ENV, "") == "1":
+                self._say(next_steps())
         self.announced = True
 
     def _rotate_logs(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -241,8 +242,8 @@ def test_setup_does_the_first_run_and_is_idempotent(tmp_path: Path) -> None:
         first = _run("setup", env=env, timeout=240)
         assert first.returncode == 0, first.stdout + first.stderr
         assert "cmem started:" in first.stdout and "cmem hooks installed in" in first.stdout
-        assert (
-            "no problems found" in first.stdout and "Dashboard: http://127.0.0.1:" in first.stdout
+        assert "no problems found" in first.stdout and re.search(
+            r"Dashboard: http://127\.0\.0\.1:\d+/auth/\?token=", first.stdout
         )
         settings = json.loads((tmp_path / ".claude" / "settings.json").read_text())
         assert set(settings["hooks"]) >= {"SessionStart", "PreToolUse", "PostToolUse"}

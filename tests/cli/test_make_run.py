@@ -3,7 +3,10 @@ data dir, creates the local admin login, then serves; run again, it names the ru
 
 from __future__ import annotations
 
+import re
 import subprocess
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 from tests.support.paths import CMEM, REPO
@@ -29,5 +32,23 @@ def test_make_run_is_one_serve_that_migrates_and_creates_the_admin(tmp_path: Pat
             timeout=120,
         )  # fmt: skip
         assert again.returncode == 0 and "is already running" in again.stdout, again.stderr
+        # Every dashboard URL printed logs in (a bare URL answers 403): the first run's and
+        # the second's, each a one-time link.
+        for text in (said, again.stdout):
+            (link,) = re.findall(r"http://127\.0\.0\.1:\d+/auth/\?token=\S+", text)
+            assert _status(link) == 200, text
+        # ... and the first run says what to do next, naming a cmem that exists.
+        assert "Next steps:" in said and " setup " in said and " demo " in said, said
+        named = re.search(r"^  (\S+) setup ", said, flags=re.M)
+        assert named and (named.group(1) == "cmem" or Path(named.group(1)).exists()), said
     finally:
         worker.stop()
+
+
+def _status(url: str) -> int:
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
+    try:
+        with opener.open(url, timeout=30) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code

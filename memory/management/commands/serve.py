@@ -9,8 +9,10 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from memory.runtime.credentials import owner_login_url
 from memory.worker import lifecycle, schema_stamp
 from memory.worker import state as worker
+from memory.worker.supervisor import NEXT_STEPS_ENV
 
 
 class Command(BaseCommand):
@@ -35,8 +37,11 @@ class Command(BaseCommand):
             # Not an error: `make run` twice, or serve after start, finds what it wanted. The
             # pid is the supervisor's (the pid file's), the one `cmem status` names.
             pid = state.pid if state.running else running.get("pid")
+            url = state.address.url if state.running else address.url
+            # A bare URL answers 403 (owner-only): a one-time login link, as `cmem open` makes.
             self.stdout.write(
-                f"cmem {running.get('version')} is already running: {state.address.url if state.running else address.url}/ (pid {pid})"
+                f"cmem {running.get('version')} is already running: {owner_login_url(url)} "
+                f"(one-time login link; `cmem open` makes another) (pid {pid})"
             )
             return
         if not worker.port_is_free(address):
@@ -50,6 +55,7 @@ class Command(BaseCommand):
             schema_stamp.record(database)
         if options["ensure_admin"]:
             call_command("ensure_admin")
+            os.environ[NEXT_STEPS_ENV] = "1"  # the supervisor says what to do next
         # The supervisor only spawns, watches and signals: it needs no Django, so this
         # process becomes a lean one (same pid, so `cmem start` and the pid file still name
         # it) instead of keeping ~60 MB of Django resident for the worker's whole life.

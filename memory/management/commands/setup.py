@@ -16,6 +16,7 @@ from memory.management.install_arguments import (
     add_claude_settings_argument,
     add_codex_home_argument,
 )
+from memory.runtime.credentials import owner_login_url
 from memory.worker import lifecycle
 from memory.worker import state as worker
 
@@ -94,7 +95,11 @@ class Command(BaseCommand):
         except CommandError as exc:
             self.stdout.write(f"doctor: {exc}; the fixes are listed above.")
             healthy = False
-        self.stdout.write(f"\nDashboard: {url}  (`cmem open` opens it)")
+        if options["no_start"]:
+            dashboard = f"{url}  (start the worker with `cmem start`; `cmem open` logs you in)"
+        else:  # a bare URL answers 403 (owner-only): a link that logs this browser in once
+            dashboard = f"{owner_login_url(url)}\n           (one-time login link; `cmem open` makes another)"
+        self.stdout.write(f"\nDashboard: {dashboard}")
         self.stdout.write("Next: start a session in " + (" or ".join(agents) or "your agent"))
         self.stdout.write(
             "      and watch it arrive on the dashboard; `cmem demo` loads a demo history."
