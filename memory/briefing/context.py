@@ -1,6 +1,13 @@
 """The SessionStart index (docs/reference/source-rules.md): a compact map of a project's past work,
-injected as `additionalContext` on startup, clear and compact (never on resume: the
-conversation still holds it, and re-injecting would break the prompt cache).
+injected as `additionalContext` on startup, clear and compact.
+
+On resume (Claude Code), never the index again: the conversation still holds the one it was
+given, and the seed's rule is to leave a resumed conversation as it is. But other sessions
+may have worked on the project meanwhile, so a resume gets only what is new since this
+session's own last index (other sessions' rows, at most RESUME_ROWS), and nothing at all
+when nothing is new. Context added at resume is appended after the history, so the cached
+prefix of the conversation stays valid either way. File views are kept: the model still
+holds what it read.
 
 Layout, chosen for tokens (every row is paid on every session start):
 
@@ -48,6 +55,7 @@ from memory.briefing.context_rows import (
     ObsRow,
     SummaryRow,
     file_rows,
+    new_since,
     newest_stamp,
     pinned_observations,
     recent_observations,
@@ -62,6 +70,7 @@ from memory.models import (
     ContextCache,
     LedgerEntry,
     ObservationFile,
+    Session,
     estimate_tokens,
 )
 from memory.projects import is_excluded, project_for_cwd, relative_path
@@ -71,6 +80,9 @@ from memory.team import scope
 MAX_CHARS = 10_000  # Claude Code cuts additionalContext here (JS string length: UTF-16 units)
 FORMAT_VERSION = "3"  # bump when the layout changes: cached bodies are then re-rendered
 SOURCES = {"startup", "clear", "compact"}
+RESUME = "resume"
+# A resume's "new since" block: rows shown at most (older ones are one search away).
+RESUME_ROWS = 20
 TITLE_MAX = 120
 SUMMARY_FIELD_MAX = 400
 
@@ -157,7 +169,8 @@ def context_for_hook(*, event: HookEvent) -> HookResult:
        CLAUDE_MEM_CONTEXT_OBSERVATIONS and CLAUDE_MEM_CONTEXT_SESSION_COUNT are 0.
     """
     source = (event.source or "startup").lower()
-    if source not in SOURCES:
+    resuming = source == RESUME and event.platform == "claude-code"
+    if source not in SOURCES and not resuming:
         return HookResult()
     project = project_for_cwd(event.cwd)
     if is_excluded(event.cwd, project):
@@ -173,9 +186,14 @@ def context_for_hook(*, event: HookEvent) -> HookResult:
         ContextCache.invalidate(project=project.name)
     if not injecting:
         return HookResult()  # both counts at 0: the user turned injection off (claude-mem #2875)
-    text = context_text(
-        project=project.name, root=project.root, settings=settings, platform=event.platform
-    )
+    if resuming:
+        text = resume_text(session=session, project=project.name, settings=settings)
+        if not text:
+            return HookResult()  # nothing new: the resumed conversation stays as it was
+    else:
+        text = context_text(
+            project=project.name, root=project.root, settings=settings, platform=event.platform
+        )
     ledger_record(
         kind=LedgerEntry.Kind.INJECTION,
         session=session,
@@ -184,6 +202,40 @@ def context_for_hook(*, event: HookEvent) -> HookResult:
         detail=f"session_start:{source}",
     )
     return HookResult(context=text)
+
+
+def resume_text(*, session: Session, project: str, settings: dict[str, str]) -> str:
+    """What other sessions added to `project` since `session` was last given an index (or
+    started), bounded; "" when nothing is new."""
+    shown_at = (
+        LedgerEntry.objects.filter(
+            session=session, kind=LedgerEntry.Kind.INJECTION, detail__startswith="session_start:"
+        )
+        .order_by("-created")
+        .values_list("created", flat=True)
+        .first()
+    )
+    since = shown_at or session.started
+    observations, summaries = new_since(
+        project=project, since=since, session_pk=session.pk, limit=RESUME_ROWS
+    )
+    if not observations and not summaries:
+        return ""
+    zone = clock.local_zone(settings)
+    more = len(observations) > RESUME_ROWS
+    replaced = replaced_rows([o.pk for o in observations[:RESUME_ROWS]])
+    lines = [
+        f"# [{project}] new since this conversation's index "
+        f"({clock.stamp(clock.to_local(since, zone))}), from other sessions"
+    ]
+    for o in reversed(observations[:RESUME_ROWS]):
+        lines.append(
+            f"{o.pk} {clock.short_time(clock.to_local(o.created, zone))} {_obs_text(o, replaced)}"
+        )
+    if more:
+        lines.append("Older new rows are left out; cmem's search tool finds them.")
+    lines += [_last_summary(s, zone) for s in reversed(summaries)]
+    return _fit_lines("\n".join([framing.NOTES_LINE, *lines]), MAX_CHARS)
 
 
 def context_text(

@@ -242,6 +242,33 @@ def recent_summaries(*, project: str, limit: int) -> list[SummaryRow]:
     ]
 
 
+def new_since(
+    *, project: str, since: datetime, session_pk: int, limit: int
+) -> tuple[list[ObsRow], list[SummaryRow]]:
+    """What other sessions added to `project` after `since`, newest first: at most `limit`
+    briefed observations (one more tells the caller there are more) and three summaries.
+    A resumed session's own work is in its conversation already."""
+    observations = (
+        scope.owned(
+            Observation.objects.filter(
+                project=project, status=Observation.Status.CURRENT, demoted=False, created__gt=since
+            ).exclude(session_id=session_pk)
+        )
+        .order_by("-created", "-pk")
+        .values_list(*OBS_FIELDS)[: limit + 1]
+    )
+    summaries = (
+        scope.owned(Summary.objects.filter(project=project, created__gt=since))
+        .exclude(session_id=session_pk)
+        .order_by("-created", "-pk")
+        .values_list(*SUMMARY_FIELDS)[:3]
+    )
+    return (
+        _obs_rows(list(observations)),
+        [SummaryRow(pk, db_datetime(created), *texts) for pk, created, *texts in summaries],
+    )
+
+
 def newest_stamp(project: str) -> tuple[tuple[int, datetime] | None, int | None, int | None]:
     """(pk, created) of the newest observation, pk of the newest summary and pk of the
     newest revision: what a cached index was rendered from (not narrowed by owner: the

@@ -182,9 +182,72 @@ def test_day_groups_follow_the_zone(client, root, monkeypatch) -> None:
     assert "### Aug 19, 2026" in text and "2:30p" in text
 
 
-def test_resume_injects_nothing(client, root) -> None:
+def test_resume_without_anything_new_injects_nothing(client, root) -> None:
     seed_history(root)
-    assert post_context(client, root, source="resume") == {}
+    with time_machine.travel(NOW, tick=False):
+        assert context(client, root) != ""  # the conversation's index
+    with time_machine.travel(NOW + timedelta(hours=1), tick=False):
+        assert post_context(client, root, source="resume") == {}
+    assert list(LedgerEntry.objects.values_list("detail", flat=True)) == ["session_start:startup"]
+
+
+def test_resume_gets_only_what_other_sessions_added_since_its_index(client, root) -> None:
+    ids = seed_history(root)
+    mine = Session.objects.get(session_id="s1")
+    with time_machine.travel(NOW, tick=False):
+        index = context(client, root, session_id="s1")
+    view = FileView.objects.create(session=mine, path=str(root / "a.py"))
+    other = SessionFactory(root=root, session_id="meanwhile")
+    new = make_obs(
+        other,
+        "Refund totals now round half-even",
+        "src/refunds.py",
+        created=NOW + timedelta(minutes=30),
+    )
+    own = make_obs(
+        mine, "Own row of the resumed session", "src/a.py", created=NOW + timedelta(minutes=31)
+    )
+    with time_machine.travel(NOW + timedelta(hours=1), tick=False):
+        text = context(client, root, source="resume", session_id="s1")
+        again = post_context(client, root, source="resume", session_id="s1")
+    assert text.startswith("Recorded notes of earlier sessions")
+    assert "new since this conversation's index (2026-08-19 3:25pm PDT)" in text
+    assert f"{new.pk} 3:55p" in text and "Refund totals now round half-even" in text
+    # Not the index again, not the resumed session's own work, and file views kept.
+    assert f"\n{ids['o1']} " not in text and "Own row" not in text and own.pk
+    assert "Webhook sender" in index and "Webhook sender" not in text
+    assert FileView.objects.filter(pk=view.pk).exists()
+    # Booked, so a second resume with nothing newer injects nothing.
+    assert again == {}
+    assert LedgerEntry.objects.filter(detail="session_start:resume").count() == 1
+
+
+def test_resume_is_bounded(client, root) -> None:
+    mine = SessionFactory(root=root, session_id="s1")
+    with time_machine.travel(NOW, tick=False):
+        context(client, root, session_id="s1")
+    other = SessionFactory(root=root, session_id="busy")
+    for n in range(30):
+        make_obs(other, f"busy row {n}", "src/b.py", created=NOW + timedelta(minutes=n + 1))
+    with time_machine.travel(NOW + timedelta(hours=1), tick=False):
+        text = context(client, root, source="resume", session_id="s1")
+    assert "busy row 29" in text and "busy row 10" in text and "busy row 9\n" not in text
+    assert "busy row 9 " not in text and "left out" in text and mine.pk
+
+
+def test_codex_resume_still_gets_nothing(client, root) -> None:
+    seed_history(root)
+    out = client.post(
+        "/api/hooks/codex/context",
+        data={
+            "session_id": SID,
+            "cwd": str(root),
+            "hook_event_name": "SessionStart",
+            "source": "resume",
+        },
+        content_type="application/json",
+    )
+    assert out.status_code == 200 and "additionalContext" not in out.content.decode()
 
 
 def test_excluded_projects_get_nothing(client, root, monkeypatch) -> None:

@@ -39,6 +39,9 @@ from tests.support.e2e_record import e2e_record
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 RUN1, RUN2, RUN3 = "E2E-RUN-ONE", "E2E-RUN-TWO", "E2E-RUN-THREE"
+# Resuming run 1's conversation after runs 2 and 3 worked on the project, then again.
+RUN4, RUN5 = "E2E-RUN-FOUR", "E2E-RUN-FIVE"
+RESUMED = "new since this conversation's index"
 
 # Large enough (several KB) that the gate does not wave it through as a small file.
 TARGET = "".join(
@@ -119,6 +122,8 @@ def _scripts(target: Path, report: Path) -> dict[str, list[Any]]:
             tool("Read", {"file_path": str(target)}),
             text("Checked the file again."),
         ],
+        RUN4: [text("Caught up.")],
+        RUN5: [text("Nothing new.")],
     }
 
 
@@ -296,6 +301,20 @@ def test_run1_summarizes_at_stop_and_keeps_the_deliverable(run1: World) -> None:
     assert stored.read_text() == run1.report.read_text()
 
 
+@pytest.fixture(scope="module")
+def run5(run3: World) -> World:
+    """`claude --resume` of run 1's conversation: runs 2 and 3 worked on the project since
+    its index, so the resume gets what they added; resumed again at once, it gets nothing."""
+    wait_until_compressed(run3.worker)
+    first = run3.runs[RUN1].session_id
+    for marker, prompt in ((RUN4, "what changed meanwhile?"), (RUN5, "and now?")):
+        result = run3.claude.run(f"{marker}: {prompt}", resume=first)
+        assert result.returncode == 0, result.stderr[-2000:]
+        run3.runs[marker] = result
+        run3.sent[marker] = run3.api.requests_for(marker)
+    return run3
+
+
 def test_run2_first_request_carries_the_index(run2: World) -> None:
     first = run2.sent[RUN2][0]
     said = request_text(first)
@@ -343,3 +362,23 @@ def test_run3_compact_resets_file_views(run3: World) -> None:
     )
     # Only the refusal after /compact is remembered; the full read from before is gone.
     assert all(v["denied"] for v in views), [dict(v) for v in views]
+
+
+def test_resume_gets_what_other_sessions_added_then_nothing(run5: World) -> None:
+    caught_up = request_text(run5.sent[RUN4][0])
+    assert caught_up.count(RESUMED) == 1, caught_up[-4000:]
+    # Run 2's work is there, under its ids; run 1's own rows are not repeated.
+    added = query(
+        run5.worker,
+        "SELECT id, title FROM memory_observation WHERE session_id = ? ORDER BY id",
+        (run5.session_pk(RUN2),),
+    )
+    assert added
+    block = caught_up[caught_up.index(RESUMED) :]
+    for row in added[-3:]:
+        assert f"{row['id']} " in block and str(row["title"])[:40] in block, block[:3000]
+    for pk, title in run5.known_before_run2:
+        assert not re.search(rf"(?m)^{pk} .*{re.escape(title)}", block), title
+    # The second resume, with nothing new: no second block appended after the history.
+    again = request_text(run5.sent[RUN5][0])
+    assert again.count(RESUMED) == 1, again[-4000:]

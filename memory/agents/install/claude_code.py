@@ -23,7 +23,7 @@ from memory import config
 
 # (Claude Code event, matcher or None, cmem event, timeout in seconds, async)
 HOOKS: list[tuple[str, str | None, str, int, bool]] = [
-    ("SessionStart", "startup|clear|compact", "context", 30, False),
+    ("SessionStart", "startup|resume|clear|compact", "context", 30, False),
     ("UserPromptSubmit", None, "session-init", 30, False),
     ("PostToolUse", "*", "observation", 30, True),
     # Synchronous, so failure recall's context reaches the model's next request (failures are
