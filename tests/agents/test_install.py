@@ -84,7 +84,10 @@ def test_install_writes_the_six_entries_in_exec_form(tmp_path: Path, settings_fi
     assert "async" not in failure and 1 <= failure["timeout"] <= 10
     assert ours["SessionEnd"][0]["timeout"] >= 5
     matchers = {event: groups[-1].get("matcher") for event, groups in hooks.items()}
-    assert matchers["SessionStart"] == "startup|resume|clear|compact" and matchers["PreToolUse"] == "Read"
+    assert (
+        matchers["SessionStart"] == "startup|resume|clear|compact"
+        and matchers["PreToolUse"] == "Read"
+    )
 
 
 def test_install_writes_the_isolated_entry_and_it_runs_as_cmem_hook(tmp_path: Path) -> None:
