@@ -315,7 +315,9 @@ def _suffix(tags: tuple[str, ...], replaced: list[int]) -> str:
 def _obs_text(o: ObsRow, replaced: dict[int, list[int]]) -> str:
     icon = ICONS.get(o.type, OTHER_ICON)
     title = _one_line(o.title, TITLE_MAX)
-    return f"{icon} {title} ~{o.fetch_tokens}{_suffix(o.tags, replaced.get(o.pk, []))}"
+    # Team mode: a row a teammate shared names its author.
+    by = f" (by {o.author})" if o.author else ""
+    return f"{icon} {title}{by} ~{o.fetch_tokens}{_suffix(o.tags, replaced.get(o.pk, []))}"
 
 
 def _pinned_section(
