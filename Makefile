@@ -105,9 +105,15 @@ lint: setup
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy cmem_site memory deliverables
 
-# The wheel and sdist a user installs (`pipx install dist/cmem-*.whl`).
-dist: setup
-	$(PY) -m build --outdir dist .
+# The wheel a user installs (docs/guide/install.md), built in an isolated environment holding
+# hatchling alone: uv's when there is one, else pip's. No venv, no dev toolchain.
+DIST ?= dist
+.PHONY: dist
+dist:
+	@if command -v uv >/dev/null; then uv build -q --wheel --out-dir $(DIST) .; \
+	elif [ -x $(UV_HOME)/bin/uv ]; then $(UV_HOME)/bin/uv build -q --wheel --out-dir $(DIST) .; \
+	else $(PYTHON) -m pip wheel --no-deps -q -w $(DIST) .; fi
+	@ls $(DIST)/cmemory-*.whl
 
 # Rewrite the module map in docs/architecture.md from the tree (tests/architecture/test_module_map.py checks it).
 module-map: setup

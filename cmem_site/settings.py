@@ -138,8 +138,8 @@ def _team_extra(setting: str, module: str) -> None:
     if importlib.util.find_spec(module) is None:
         raise ImproperlyConfigured(
             f"{setting} names a team-mode server, but {module} is not installed: install the "
-            "team extra into cmem's environment (`pipx install 'cmem[team]'`, "
-            "`uv tool install 'cmem[team]'`, or from a checkout `make run EXTRAS=team`)"
+            "team extra into cmem's environment (`pipx install 'cmemory[team]'`, "
+            "`uv tool install 'cmemory[team]'`, or from a checkout `make run EXTRAS=team`)"
         )
 
 

@@ -6,6 +6,8 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
+from memory.global_ids import LENGTH as GID_LENGTH
+from memory.global_ids import new_gid
 from memory.models import Prompt, Session
 
 
@@ -13,6 +15,8 @@ class Deliverable(models.Model):
     """A file the agent wrote outside the project (copied at Stop) or attached with the
     `work_state_write` MCP tool (read by the tool call's PostToolUse hook)."""
 
+    # The row's identity across machines, exports and teams (memory/global_ids.py).
+    gid = models.CharField(max_length=GID_LENGTH, unique=True, default=new_gid, editable=False)
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="deliverables")
     prompt = models.ForeignKey(
         Prompt, on_delete=models.SET_NULL, null=True, blank=True, related_name="deliverables"

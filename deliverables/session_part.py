@@ -20,6 +20,7 @@ from deliverables.handover import (
 )
 from deliverables.models import Deliverable
 from deliverables.services import deliverables_capture
+from memory import global_ids
 from memory.agents.base import HookEvent
 from memory.extensions import SessionPart
 from memory.importers.json_io import time_export, time_import
@@ -65,6 +66,7 @@ def deliverables_export(sessions: list[Session]) -> dict[int, list[dict[str, Any
     for d in rows:
         by[d.session_id].append(
             {
+                "gid": d.gid,
                 **{f: getattr(d, f) for f in _EXPORT_FIELDS},
                 "prompt_number": d.prompt.number if d.prompt else None,
                 "created": time_export(d.created),
@@ -84,6 +86,9 @@ def deliverables_import(
             yield False
             continue
         fields = {f: data[f] for f in _EXPORT_FIELDS if f in data and data[f] is not None}
+        gid = data.get("gid")
+        if global_ids.is_gid(gid) and not Deliverable.objects.filter(gid=gid).exists():
+            fields["gid"] = gid  # kept through the round trip unless another row has it
         number = data.get("prompt_number")
         Deliverable.objects.create(
             session=session,

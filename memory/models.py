@@ -11,6 +11,9 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
+from memory.global_ids import LENGTH as GID_LENGTH
+from memory.global_ids import new_gid
+
 
 def estimate_tokens(text: str) -> int:
     """Deliberately approximate (4 characters a token), like claude-mem: cheap and stable."""
@@ -69,6 +72,8 @@ class Session(models.Model):
         COMPLETED = "completed"
         FAILED = "failed"
 
+    # The row's identity across machines, exports and teams (memory/global_ids.py).
+    gid = models.CharField(max_length=GID_LENGTH, unique=True, default=new_gid, editable=False)
     platform = models.CharField(max_length=32, default="claude-code")
     session_id = models.CharField(max_length=200, help_text="The agent's own session id.")
     project = models.CharField(max_length=200)
@@ -261,6 +266,8 @@ class Observation(models.Model):
         PROJECT = "project", "This project"
         ALL = "all", "All of the user's projects"
 
+    # The row's identity across machines, exports and teams (memory/global_ids.py).
+    gid = models.CharField(max_length=GID_LENGTH, unique=True, default=new_gid, editable=False)
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="observations")
     project = models.CharField(max_length=200)
     type = models.CharField(max_length=32, default=Type.DISCOVERY)
@@ -366,6 +373,7 @@ class Observation(models.Model):
     def as_dict(self) -> dict[str, Any]:
         return {
             "id": self.pk,
+            "gid": self.gid,
             "type": self.type,
             "title": self.title,
             "subtitle": self.subtitle,
@@ -414,6 +422,8 @@ class ObservationRevision(models.Model):
         AGENT = "agent", "the agent"
         CONSOLIDATION = "consolidation", "consolidation"
 
+    # The row's identity across machines, exports and teams (memory/global_ids.py).
+    gid = models.CharField(max_length=GID_LENGTH, unique=True, default=new_gid, editable=False)
     observation = models.ForeignKey(Observation, on_delete=models.CASCADE, related_name="revisions")
     action = models.CharField(max_length=24)
     actor = models.CharField(max_length=16, choices=Actor.choices)
@@ -480,6 +490,8 @@ class ObservationFile(models.Model):
 
 
 class Summary(models.Model):
+    # The row's identity across machines, exports and teams (memory/global_ids.py).
+    gid = models.CharField(max_length=GID_LENGTH, unique=True, default=new_gid, editable=False)
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="summaries")
     project = models.CharField(max_length=200)
     prompt_number = models.PositiveIntegerField(null=True, blank=True)
@@ -694,6 +706,28 @@ class Embedding(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.object_id} ({self.model})"
+
+
+class Tombstone(models.Model):
+    """A row `forget` deleted, by global id: sync carries it so other machines forget too."""
+
+    gid = models.CharField(max_length=GID_LENGTH, unique=True)
+    kind = models.CharField(max_length=16)
+    project = models.CharField(max_length=200, blank=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="cmem_tombstones",
+    )
+    created = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["created"], name="tombstone_created_idx")]
+
+    def __str__(self) -> str:
+        return f"forgotten {self.kind} {self.gid}"
 
 
 class ProjectShare(models.Model):

@@ -45,6 +45,7 @@ class MemoryOut(Schema):
     """A memory as it is now, with the labels every surface shows (`tags`)."""
 
     id: int
+    gid: str = Field(description="The global id: the same on every machine and in every export.")
     project: str
     type: str
     title: str
@@ -75,7 +76,7 @@ class MemoryOut(Schema):
 
 def _memory(row: Observation) -> dict[str, Any]:
     return {
-        "id": row.pk, "project": row.project, "type": row.type, "title": row.title,
+        "id": row.pk, "gid": row.gid, "project": row.project, "type": row.type, "title": row.title,
         "subtitle": row.subtitle, "narrative": row.narrative, "facts": row.facts,
         "files": list(dict.fromkeys([*row.files_read, *row.files_modified])),
         "status": row.status, "status_reason": row.status_reason,

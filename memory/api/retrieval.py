@@ -230,6 +230,7 @@ def timeline_endpoint(
 
 class ObservationOut(Schema):
     id: int
+    gid: str = Field(description="The global id: the same on every machine and in every export.")
     type: str
     title: str
     subtitle: str
@@ -308,7 +309,7 @@ def observations_body(wanted: list[int]) -> dict[str, Any]:
 
 # Observation.as_dict()'s keys and the columns they come from, for the raw read below.
 _AS_DICT_COLUMNS = (
-    ("id", "id"), ("type", "type"), ("title", "title"), ("subtitle", "subtitle"),
+    ("id", "id"), ("gid", "gid"), ("type", "type"), ("title", "title"), ("subtitle", "subtitle"),
     ("facts", "facts"), ("narrative", "narrative"), ("concepts", "concepts"),
     ("files_read", "files_read"), ("files_modified", "files_modified"), ("project", "project"),
     ("session", "session_id"), ("tool_name", "tool_name"), ("prompt_number", "prompt_number"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from types import ModuleType
 from typing import Any
@@ -41,7 +42,7 @@ def decode_body(body: bytes) -> dict[str, Any]:
     if not text:
         raise HookInputError("empty hook payload")
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=str, parse_float=_finite_float)
     except ValueError as exc:
         raise HookInputError(f"hook payload is not JSON: {exc}") from None
     except RecursionError:  # `[[[[…` 100,000 deep: hostile or broken, never a real payload
@@ -54,6 +55,16 @@ def decode_body(body: bytes) -> dict[str, Any]:
         except RecursionError:
             raise HookInputError("hook payload is nested too deeply") from None
     return data
+
+
+def _finite_float(text: str) -> float | str:
+    """A JSON number as a float, or as its text when it does not fit one (`1e999`).
+
+    Python's json reads `NaN`, `Infinity` and numbers beyond a double, which SQLite's
+    JSON_VALID and PostgreSQL's jsonb refuse: such a payload would be lost at the insert.
+    They are kept as text (`parse_constant=str` does the same for the bare constants)."""
+    value = float(text)
+    return value if math.isfinite(value) else text
 
 
 # `\ud800` (a lone surrogate) cannot be encoded as UTF-8 and `\u0000` cannot be stored by

@@ -16,7 +16,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import QuerySet
 
-from memory.models import ContextCache, Observation, Prompt, Summary
+from memory.models import ContextCache, Observation, Prompt, Summary, Tombstone
 from memory.retrieval.search.query import KINDS, Kind, SearchQuery
 from memory.retrieval.search.service import search
 from memory.team import scope
@@ -133,8 +133,23 @@ def observations_forget(*, request: ForgetRequest) -> ForgetResult:
         if request.dry_run:
             return result
         for kind in selections:
-            _MODELS[kind].objects.filter(pk__in=[row["id"] for row in result.rows[kind]]).delete()
+            doomed = _MODELS[kind].objects.filter(pk__in=[row["id"] for row in result.rows[kind]])
+            if kind != "prompt":  # prompts travel inside their session's files
+                _tombstones(kind, doomed)
+            doomed.delete()
         projects = {row["project"] for rows in result.rows.values() for row in rows}
         for project in sorted(projects):
             transaction.on_commit(partial(ContextCache.invalidate, project=project))
     return result
+
+
+def _tombstones(kind: Kind, doomed: QuerySet[Any]) -> None:
+    """Remember what was forgotten by global id, so sync makes other machines forget it too."""
+    owner = scope.writer_id()
+    Tombstone.objects.bulk_create(
+        [
+            Tombstone(gid=gid, kind=kind, project=project, owner_id=owner)
+            for gid, project in doomed.values_list("gid", "project")
+        ],
+        ignore_conflicts=True,
+    )

@@ -6,7 +6,10 @@ shared, and `cmem demo` loads its bundled history through the same `memory_impor
 A round trip into an empty database loses nothing that the document carries.
 
 Import is idempotent: sessions by (platform, session id), prompts by number, observations
-by content hash, summaries by time and request, deliverables by path and sha256.
+by global id or content hash, summaries by global id or time and request, deliverables by
+path and sha256. Rows keep their global ids (memory/global_ids.py) through a round trip: a
+row whose id is already stored is that row and is skipped, wherever the document puts it;
+a malformed id is replaced by a new one.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from django.db import DatabaseError, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from memory import config, extensions
+from memory import config, extensions, global_ids
 from memory.importers.bulk import insert_rows
 from memory.importers.report import ImportReport
 from memory.models import (
@@ -107,7 +110,10 @@ def memory_export(*, project: str = "") -> ExportDocument:
     parts = {part.name: part.export(rows) for part in extensions.session_parts()}
     authors = sharing.authors(session.pk for session in rows)
     for session in rows:
-        row: dict[str, Any] = {f: getattr(session, f) for f in _SESSION_FIELDS}
+        row: dict[str, Any] = {
+            "gid": session.gid,
+            **{f: getattr(session, f) for f in _SESSION_FIELDS},
+        }
         if session.pk in authors:
             row["author"] = authors[session.pk]
         row["started"], row["ended"] = time_export(session.started), time_export(session.ended)
@@ -117,6 +123,7 @@ def memory_export(*, project: str = "") -> ExportDocument:
         ]
         row["observations"] = [
             {
+                "gid": o.gid,
                 **{f: getattr(o, f) for f in _OBSERVATION_FIELDS},
                 **{f: getattr(o, f) for f in (*_CURATION_CHOICES, *_CURATION_TEXT)},
                 "edited": time_export(o.edited),
@@ -134,7 +141,11 @@ def memory_export(*, project: str = "") -> ExportDocument:
             for o in sorted(session.observations.all(), key=lambda o: (o.created, o.pk))
         ]
         row["summaries"] = [
-            {**{f: getattr(s, f) for f in _SUMMARY_FIELDS}, "created": time_export(s.created)}
+            {
+                "gid": s.gid,
+                **{f: getattr(s, f) for f in _SUMMARY_FIELDS},
+                "created": time_export(s.created),
+            }
             for s in sorted(session.summaries.all(), key=lambda s: (s.created, s.pk))
         ]
         for name, by_session in parts.items():
@@ -228,6 +239,7 @@ def _batch_import(batch: list[tuple[int, Any]], report: ImportReport) -> set[str
         for key, (_, _, defaults) in wanted.items()
         if key not in stored
     ]
+    _fresh_gids(Session, new)
     for key in wanted:
         report.add("session", created=key not in stored)
     Session.objects.bulk_create(new)
@@ -255,6 +267,8 @@ def _session_key(data: dict[str, Any]) -> tuple[tuple[str, str], dict[str, Any]]
     }
     defaults["started"] = time_import(data.get("started"))
     defaults["ended"] = time_import(data["ended"]) if data.get("ended") else None
+    if global_ids.is_gid(data.get("gid")):
+        defaults["gid"] = data["gid"]
     return (data.get("platform") or "claude-code", str(data["session_id"])), defaults
 
 
@@ -314,6 +328,9 @@ def _observations_bulk(
         (s, t, n, c)
         for s, t, n, c in bare.values_list("session_id", "title", "narrative", "created")
     )
+    known_gids = _stored_gids(
+        Observation, [item for _, data in sessions for item in data.get("observations") or []]
+    )
     new: list[tuple[Observation, Session, dict[str, Any]]] = []
     for session, data in sessions:
         for item in data.get("observations") or []:
@@ -321,8 +338,11 @@ def _observations_bulk(
                 session=session,
                 project=session.project,
                 created=time_import(item.get("created")),
-                **_observation_fields(item),
+                **_with_gid(_observation_fields(item), item),
             )
+            if observation.gid in known_gids:
+                report.add("observation", created=False)
+                continue
             key: tuple[Any, ...] = (
                 (session.pk, observation.content_hash)
                 if observation.content_hash
@@ -334,6 +354,7 @@ def _observations_bulk(
             seen.add(key)
             new.append((observation, session, item))
             report.add("observation", created=True)
+    _fresh_gids(Observation, [o for o, _, _ in new])
     insert_rows(Observation, [o for o, _, _ in new])
     insert_rows(
         ObservationFile,
@@ -399,31 +420,56 @@ def _children_bulk(
     seen = set(
         model.objects.filter(session_id__in=pks).values_list("session_id", "created", identity)
     )
+    known_gids = _stored_gids(model, [item for _, data in sessions for item in data.get(key) or []])
     new = []
     for session, data in sessions:
         for item in data.get(key) or []:
             created = time_import(item.get("created"))
             fields = {f: item[f] for f in names if f in item and item[f] is not None}
+            if hasattr(model, "gid"):
+                fields = _with_gid(fields, item)
             row_key = (session.pk, created, fields.get(identity) or "")
-            if row_key in seen:
+            if row_key in seen or fields.get("gid") in known_gids:
                 report.add(label, created=False)
                 continue
             seen.add(row_key)
             new.append(model(session=session, project=session.project, created=created, **fields))
             report.add(label, created=True)
+    _fresh_gids(model, new)
     insert_rows(model, new)
 
 
+def _fresh_gids(model: type[Any], rows: list[Any]) -> None:
+    """Keep each row's global id from the document unless another stored row (or an earlier
+    row of this batch) has it: then the row is a different one, and gets a new id."""
+    if not hasattr(model, "gid") or not rows:
+        return
+    taken = set(model.objects.filter(gid__in=[r.gid for r in rows]).values_list("gid", flat=True))
+    for row in rows:
+        if row.gid in taken:
+            row.gid = global_ids.new_gid()
+        taken.add(row.gid)
+
+
+def _stored_gids(model: type[Any], items: list[dict[str, Any]]) -> set[str]:
+    """The global ids among `items` that a stored row of `model` already has."""
+    if not hasattr(model, "gid"):
+        return set()
+    wanted = [i["gid"] for i in items if isinstance(i, dict) and global_ids.is_gid(i.get("gid"))]
+    return set(model.objects.filter(gid__in=wanted).values_list("gid", flat=True))
+
+
+def _with_gid(fields: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
+    """`fields` plus the document's global id, when it has the form of one."""
+    return fields | {"gid": data["gid"]} if global_ids.is_gid(data.get("gid")) else fields
+
+
 def _session_import(data: dict[str, Any], report: ImportReport) -> Session:
-    defaults = {
-        f: data[f] for f in _SESSION_FIELDS if f in data and f not in {"platform", "session_id"}
-    }
-    defaults["started"] = time_import(data.get("started"))
-    defaults["ended"] = time_import(data["ended"]) if data.get("ended") else None
+    (platform, session_id), defaults = _session_key(data)
+    if Session.objects.filter(gid=defaults.get("gid", "")).exists():
+        defaults.pop("gid")
     session, created = Session.objects.get_or_create(
-        platform=data.get("platform") or "claude-code",
-        session_id=str(data["session_id"]),
-        defaults=defaults,
+        platform=platform, session_id=session_id, defaults=defaults
     )
     report.add("session", created)
     prompts: dict[int, Prompt] = {p.number: p for p in session.prompts.all()}
@@ -464,6 +510,9 @@ def observation_import(*, session: Session, data: dict[str, Any]) -> Observation
     fields |= {f: data[f][:2000] for f in _CURATION_TEXT if isinstance(data.get(f), str)}
     if data.get("edited"):
         fields["edited"] = time_import(data["edited"])
+    fields = _with_gid(fields, data)
+    if "gid" in fields and Observation.objects.filter(gid=fields["gid"]).exists():
+        return None
     observation = Observation(
         session=session, project=session.project, created=time_import(data.get("created")), **fields
     )
@@ -485,7 +534,11 @@ def _summary_import(session: Session, data: dict[str, Any]) -> bool:
     created = time_import(data.get("created"))
     if session.summaries.filter(created=created, request=data.get("request") or "").exists():
         return False
-    fields = {f: data[f] for f in _SUMMARY_FIELDS if f in data and data[f] is not None}
+    fields = _with_gid(
+        {f: data[f] for f in _SUMMARY_FIELDS if f in data and data[f] is not None}, data
+    )
+    if "gid" in fields and Summary.objects.filter(gid=fields["gid"]).exists():
+        return False
     Summary.objects.create(session=session, project=session.project, created=created, **fields)
     return True
 

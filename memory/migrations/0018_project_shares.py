@@ -11,7 +11,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("memory", "0016_obsfile_path_role_idx"),
+        ("memory", "0017_global_ids"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

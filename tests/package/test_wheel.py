@@ -83,7 +83,7 @@ def installed() -> Iterator[Installed]:
         [str(venv / "bin" / "python"), "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(REPO)],
         check=True, capture_output=True, timeout=300,
     )  # fmt: skip
-    (wheel,) = dist.glob("cmem-*.whl")
+    (wheel,) = dist.glob("cmemory-*.whl")
     done = subprocess.run(
         [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)],
         capture_output=True, text=True, timeout=900,
@@ -250,7 +250,7 @@ def test_the_runtime_set_is_lean_and_search_says_it_is_keyword_only(installed: I
     status, _, body = _get(f"{installed.url}/api/search?q=checkout&mode=hybrid")
     data = json.loads(body)
     assert status == 200 and data["mode"] == "keyword"
-    assert "search by meaning is off" in data["note"] and "cmem[embeddings]" in data["note"]
+    assert "search by meaning is off" in data["note"] and "cmemory[embeddings]" in data["note"]
     doctor = _run(installed, "doctor")
     assert "search: keyword only, search by meaning is off" in doctor.stdout
     status_text = _run(installed, "status").stdout
@@ -276,7 +276,7 @@ def test_uv_tool_install_of_the_wheel_with_and_without_embeddings(installed: Ins
         "UV_PYTHON_DOWNLOADS": "never",
         "UV_PYTHON": sys.executable,
     }
-    for spec in (str(installed.wheel), f"cmem[embeddings] @ {installed.wheel}"):
+    for spec in (str(installed.wheel), f"cmemory[embeddings] @ {installed.wheel}"):
         done = subprocess.run(
             [uv_path(), "tool", "install", "-q", "--force", spec], env=env, capture_output=True,
             text=True, timeout=900,
@@ -304,7 +304,7 @@ def test_uv_tool_install_of_the_wheel_with_and_without_embeddings(installed: Ins
         "u.find_spec('tokenizers') is None and u.find_spec('huggingface_hub') is None)"
     )
     embedded = subprocess.run(
-        [str(root / "tools" / "cmem" / "bin" / "python"), "-c", probe],
+        [str(root / "tools" / "cmemory" / "bin" / "python"), "-c", probe],
         env={**env, "CLAUDE_MEM_DATA_DIR": str(root / "data"), "HF_HUB_OFFLINE": "1"},
         cwd=installed.folder, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
@@ -316,3 +316,40 @@ def test_uv_tool_install_of_the_wheel_with_and_without_embeddings(installed: Ins
         "True",
     )
     assert str(REPO) not in data and "site-packages" in data
+
+
+def test_make_dist_builds_the_wheel_alone_without_a_venv(tmp_path: Path) -> None:
+    """`make dist` (the install guide's wheel): one wheel under the distribution name, no
+    sdist, and no venv or dev toolchain made on the way."""
+    out = tmp_path / "dist"
+    done = subprocess.run(
+        ["make", "--no-print-directory", "-C", str(REPO), "dist", f"DIST={out}", "VENV=/nonexistent/venv"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [p.name for p in out.iterdir() if p.suffix in {".whl", ".gz"}] == [
+        "cmemory-0.1.0-py3-none-any.whl"
+    ]
+    assert not Path("/nonexistent/venv").exists()
+
+
+def test_uv_tool_install_from_a_git_url(installed: Installed) -> None:
+    """The install guide's line for a git URL, here the checkout's own history (`git+file`)."""
+    root = installed.folder.parent / "uv-git"
+    env = {
+        **installed.env,
+        "UV_TOOL_DIR": str(root / "tools"),
+        "UV_TOOL_BIN_DIR": str(root / "bin"),
+        "UV_PYTHON_DOWNLOADS": "never",
+        "UV_PYTHON": sys.executable,
+    }
+    done = subprocess.run(
+        [uv_path(), "tool", "install", "-q", "--force", f"cmemory @ git+file://{REPO}"],
+        env=env, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    version = subprocess.run(
+        [str(root / "bin" / "cmem"), "--version"], env=env, cwd=installed.folder,
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert version.returncode == 0 and version.stdout.startswith("cmem "), version.stderr

@@ -44,7 +44,7 @@ def absent(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_extra_is_found_without_importing_it() -> None:
-    # The dev extra includes cmem[embeddings]; finding it must not import numpy (the hook
+    # The dev extra includes cmemory[embeddings]; finding it must not import numpy (the hook
     # client and `cmem status` stay light).
     assert embeddings.available() and embeddings.unavailable_note() == ""
     assert set(embeddings.REQUIRED) == {"numpy", "onnxruntime"}
@@ -64,7 +64,7 @@ def test_without_it_the_api_answers_by_keyword_and_says_so(
         data = client.get("/api/search", {"q": "refunds", "mode": mode}).json()
         assert data["mode"] == "keyword"
         assert "search by meaning is off (numpy, onnxruntime not installed)" in data["note"]
-        assert "cmem[embeddings]" in data["note"]
+        assert "cmemory[embeddings]" in data["note"]
         assert [r["id"] for r in data["results"]] == [row]
     keyword = client.get("/api/search", {"q": "refunds", "mode": "keyword"}).json()
     assert keyword["mode"] == "keyword" and keyword["note"] == ""  # asked for, nothing to say
@@ -117,7 +117,7 @@ def test_doctor_and_status_name_the_search_mode(
     assert (
         "search: keyword only, search by meaning is off (numpy, onnxruntime not installed)" in text
     )
-    assert "cmem[embeddings]" in text
+    assert "cmemory[embeddings]" in text
 
     monkeypatch.setenv("HOME", str(tmp_path))
     out = io.StringIO()

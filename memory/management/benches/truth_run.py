@@ -197,7 +197,7 @@ def _check_recall(scenario: Scenario, ids: dict[str, int], project: str, root: P
             scenario.name,
             "recall",
             None,
-            "prompt recall needs search by meaning (cmem[embeddings])",
+            "prompt recall needs search by meaning (cmemory[embeddings])",
         )
     store.embed_pending(limit=10_000)
     session = Session.objects.create(

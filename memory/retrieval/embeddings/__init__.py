@@ -37,8 +37,8 @@ TABLES: dict[Kind, str] = {
 # What the bundled model needs at run time (memory/retrieval/embeddings/model.py).
 REQUIRED = ("numpy", "onnxruntime")
 INSTALL_HINT = (
-    "install the embeddings extra into cmem's environment (`uv tool install 'cmem[embeddings]'`, "
-    "`pipx install 'cmem[embeddings]'`, or from a checkout `make run EXTRAS=embeddings`)"
+    "install the embeddings extra into cmem's environment (`uv tool install 'cmemory[embeddings]'`, "
+    "`pipx install 'cmemory[embeddings]'`, or from a checkout `make run EXTRAS=embeddings`)"
 )
 
 
