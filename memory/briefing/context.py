@@ -485,6 +485,8 @@ def _days(rows: list[_Row]) -> str:
 def _last_summary(summary: SummaryRow, zone: tzinfo) -> str:
     local = clock.to_local(summary.created, zone)
     when = f"{clock.day_heading(local).rsplit(',', 1)[0]} {clock.short_time(local)}"
+    if summary.author:  # team mode: a session a teammate shared
+        when += f", by {summary.author}"
     lines = [
         f"Last summary (S{summary.pk}, {when}): {_one_line(summary.request, TITLE_MAX)}".rstrip()
     ]

@@ -92,6 +92,8 @@ class SummaryRow:
     learned: str
     completed: str
     next_steps: str
+    # Team mode: the teammate who shared this session ("" for the viewer's own).
+    author: str = ""
 
 
 # The values the compiled queries take for their constants: the ORM makes a string
@@ -220,7 +222,7 @@ def _as_viewer_sees(found: list[ObsRow]) -> list[ObsRow]:
     """Team mode: shared rows with their author; a row the viewer marked no longer current
     leaves their index, and their own text replaces the author's."""
     ids = [row.pk for row in found]
-    names = sharing.observation_authors(ids)
+    names = sharing.row_authors(Observation, ids)
     marks = sharing.overlays(ids)
     shown = []
     for row in found:
@@ -259,11 +261,16 @@ def pinned_observations(*, project: str) -> list[ObsRow]:
 
 
 def recent_summaries(*, project: str, limit: int) -> list[SummaryRow]:
-    """The project's newest `limit` session summaries, newest first."""
-    return [
+    """The project's newest `limit` session summaries, newest first (a teammate's shared
+    ones naming their author)."""
+    found = [
         SummaryRow(pk, db_datetime(created), *texts)
         for pk, created, *texts in _limited("summary", project, limit)
     ]
+    if scope.restricted_owner() is None:
+        return found
+    names = sharing.row_authors(Summary, [row.pk for row in found])
+    return [replace(row, author=names.get(row.pk, "")) for row in found]
 
 
 def newest_stamp(project: str) -> tuple[tuple[int, datetime] | None, int | None, int | None]:

@@ -327,7 +327,7 @@ def file_candidates(*, project: str, rel_path: str, bounded: bool = False) -> li
 def _as_viewer_sees(merged: dict[int, Candidate]) -> None:
     """Team mode: shared rows name their author, and the viewer's own correction of one
     (memory/team/sharing.py) sets its status as they see it."""
-    names = sharing.observation_authors(merged)
+    names = sharing.row_authors(Observation, merged)
     for pk, overlay in sharing.overlays(merged).items():
         merged[pk].status = overlay.status
         merged[pk].title = overlay.title or merged[pk].title

@@ -185,7 +185,7 @@ def _readable_notes(session: Session, pks: list[int]) -> dict[int, _Note]:
         return {}
     if scope.restricted_owner() is not None:
         # Team mode: a note of a row a teammate shared names its author.
-        names = sharing.observation_authors(pks)
+        names = sharing.row_authors(Observation, pks)
         return {
             obs.pk: _note(obs, names.get(obs.pk, ""))
             for obs in _readable(session, pks).only(*_NOTE_FIELDS)
@@ -252,7 +252,7 @@ def _pick(session: Session, ranked: list[int], shown: IndexShown, limit: int) ->
 
 def _notes(pks: list[int]) -> list[_Note]:
     """Notes for `pks`, in that order (the few picked, read in full once)."""
-    names = sharing.observation_authors(pks)
+    names = sharing.row_authors(Observation, pks)
     by_pk = {
         obs.pk: _note(obs, names.get(obs.pk, ""))
         for obs in Observation.objects.filter(pk__in=pks).only(*_NOTE_FIELDS)

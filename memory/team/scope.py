@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from django.db.models import Model, Q, QuerySet
@@ -39,6 +39,9 @@ from memory.models import ProjectShare
 class Viewer:
     user_id: int
     staff: bool
+    # What `readable_reach` read for this viewer: one read of the shares per request (a
+    # viewer lives for one request), however many queries of it narrow through them.
+    reach: list[Reach] = field(default_factory=list, compare=False, repr=False)
 
 
 _viewer: ContextVar[Viewer | None] = ContextVar("cmem_viewer", default=None)
@@ -118,10 +121,12 @@ class Reach:
 
 def readable_reach() -> Reach | None:
     """What the current viewer reads, or None when it reads every row. The shares are read
-    on every call (a few rows by index), so a revoked share closes at once."""
+    once per request (a few rows by index), so a revoked share closes at the next one."""
     viewer = _viewer.get()
     if viewer is None or viewer.staff:
         return None
+    if viewer.reach:
+        return viewer.reach[0]
     shared = (
         ProjectShare.objects.filter(Q(everyone=True) | Q(members=viewer.user_id))
         .exclude(owner_id=viewer.user_id)
@@ -129,7 +134,9 @@ def readable_reach() -> Reach | None:
         .order_by("owner_id", "project")
         .distinct()
     )
-    return Reach(user_id=viewer.user_id, shared=tuple(shared))
+    reach = Reach(user_id=viewer.user_id, shared=tuple(shared))
+    viewer.reach.append(reach)
+    return reach
 
 
 def readable(rows: QuerySet[M], owner_path: str = "session__owner") -> QuerySet[M]:

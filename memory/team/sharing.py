@@ -24,7 +24,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import QuerySet
 
-from memory.models import Observation, ProjectShare, Session, ViewerCorrection
+from memory.models import Observation, ProjectShare, Session, Summary, ViewerCorrection
 from memory.team import scope
 
 PROJECT_MAX = 200
@@ -140,14 +140,15 @@ def authors(session_ids: Iterable[int | None]) -> dict[int, str]:
     return {pk: name for pk, name in rows if name}
 
 
-def observation_authors(obs_ids: Iterable[int]) -> dict[int, str]:
-    """The author's username by observation id, for shared rows only (see `authors`)."""
+def row_authors(model: type[Observation] | type[Summary], ids: Iterable[int]) -> dict[int, str]:
+    """The author's username by row id (observations or summaries), for shared rows only
+    (see `authors`)."""
     reach = scope.readable_reach()
-    wanted = set(obs_ids)
+    wanted = set(ids)
     if reach is None or not reach.shared or not wanted:
         return {}
     rows = (
-        Observation.objects.filter(pk__in=wanted)
+        model.objects.filter(pk__in=wanted)
         .exclude(session__owner_id=reach.user_id)
         .values_list("pk", "session__owner__username")
     )

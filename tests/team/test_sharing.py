@@ -256,6 +256,7 @@ def test_a_member_sees_the_shared_projects_rows_on_every_surface(
     # The SessionStart index of a new session in P: Alice's row, by her.
     index = _start(world, "bob", "sess-bob-2")
     assert f"{word}" in index and "(by alice)" in index, index
+    assert ", by alice)" in index, index  # her session's summary, the project's last
     assert not any(mark in index for mark in _q_marks(world)), index
     # The read gate on the file her row is about.
     gate = _gate(world, "bob", "sess-bob-2")
