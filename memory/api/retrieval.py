@@ -337,6 +337,7 @@ def _observations_found(wanted: list[int]) -> dict[int, dict[str, Any]]:
         overlays = sharing.overlays(rows)
         found = {
             pk: {
+                "viewer_corrected": False,
                 **sharing.overlaid(row.as_dict(), overlays.get(pk)),
                 "author": names.get(row.session_id, ""),
             }
@@ -362,6 +363,8 @@ def _observations_found(wanted: list[int]) -> dict[int, dict[str, Any]]:
         row["edited_at"] = row["edited_at"] and as_datetime(row["edited_at"])
         for key in _BOOL_KEYS:
             row[key] = bool(row[key])
+        # Team mode's fields (above): no viewer here, so no teammate's row and no overlay.
+        row["author"], row["viewer_corrected"] = "", False
         found[row["id"]] = row
     return found
 
