@@ -83,8 +83,9 @@ def share_revoke(
     *, owner_id: int, project: str = "", share_id: int | None = None, usernames: Sequence[str] = ()
 ) -> ProjectShare | None:
     """Close a share of `owner_id` (by project or id): wholly, or for the named members
-    only. Returns the share left open, or None when it is gone. A share for everyone loses
-    `everyone` when members are named only if it has members left to keep."""
+    only. Returns the share left open, or None when it is gone (its last member removed).
+    A share for everyone has no members to remove: narrowing it is refused, not ignored,
+    so nobody believes a teammate shut out who still reads it."""
     shares = ProjectShare.objects.filter(owner_id=owner_id)
     share = (
         shares.filter(pk=share_id).first()
@@ -96,6 +97,11 @@ def share_revoke(
     if not usernames:
         share.delete()
         return None
+    if share.everyone:
+        raise ShareError(
+            f"{share.project} is shared with everyone: unshare it wholly, then share it with "
+            "the teammates who keep it"
+        )
     share.members.remove(*_users(usernames))
     if not share.everyone and not share.members.exists():
         share.delete()
@@ -170,12 +176,18 @@ def may_correct(row: Observation) -> bool:
 
 def overlay_mark(row: Observation, *, action: str, reason: str = "") -> ViewerCorrection | None:
     """The current viewer's mark on a row shared with them (OVERLAY_STATUS), or `restore`
-    to drop their overlay. Returns the overlay, None once restored."""
+    to drop their mark (their own text stays). Returns the overlay, None once nothing of it
+    is left."""
     viewer = scope.current_viewer()
     assert viewer is not None  # only a teammate's token reaches here (may_correct)
     if action == "restore":
-        ViewerCorrection.objects.filter(user_id=viewer.user_id, observation=row).delete()
-        return None
+        found = ViewerCorrection.objects.filter(user_id=viewer.user_id, observation=row).first()
+        if found is None or not any(getattr(found, name) for name in OVERLAY_TEXT):
+            ViewerCorrection.objects.filter(user_id=viewer.user_id, observation=row).delete()
+            return None
+        found.status, found.reason = Observation.Status.CURRENT, ""
+        found.save(update_fields=["status", "reason"])
+        return found
     overlay, _ = ViewerCorrection.objects.get_or_create(user_id=viewer.user_id, observation=row)
     overlay.status, overlay.reason = OVERLAY_STATUS[action], reason
     overlay.save(update_fields=["status", "reason"])
@@ -223,7 +235,9 @@ def overlaid(row: dict[str, Any], overlay: ViewerCorrection | None) -> dict[str,
     """An observation as a dict (`as_dict` keys) as this viewer sees it under `overlay`."""
     if overlay is None:
         return row
-    shown = {**row, "status": overlay.status, "status_reason": overlay.reason}
+    shown = {**row}
+    if overlay.status != Observation.Status.CURRENT:  # an edit alone keeps the row's status
+        shown["status"], shown["status_reason"] = overlay.status, overlay.reason
     for name in OVERLAY_TEXT:
         if getattr(overlay, name):
             shown[name] = getattr(overlay, name)

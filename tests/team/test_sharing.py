@@ -407,6 +407,7 @@ def test_the_authors_correction_is_everyones_a_members_is_their_own(world: World
     # Bob restores it: his overlay's mark is gone, his row is current again for him.
     restored = world.call("bob", "POST", f"/api/observations/{pk}/mark", body={"action": "restore"})
     assert restored.status == 200 and _detail(world, "bob", pk)["status"] == "current"
+    assert _detail(world, "bob", pk)["title"] == "bob's own words"  # his text stays his
     assert world.count("memory_observationrevision", "observation_id = %s", (pk,)) == 0
     # Alice edits it: everyone sees her text (Bob's own title still covers his view; his
     # mark is gone, so her status is his).
@@ -416,6 +417,7 @@ def test_the_authors_correction_is_everyones_a_members_is_their_own(world: World
     assert done.status == 200, done.text
     assert _detail(world, "bob", pk)["narrative"] == "alice settled it weekly"
     assert _detail(world, "alice", pk)["narrative"] == "alice settled it weekly"
+    assert _detail(world, "alice", pk)["title"] == original
     # Carol, not a member, cannot correct it at all.
     assert (
         world.call(

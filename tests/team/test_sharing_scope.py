@@ -93,6 +93,11 @@ def test_sharing_rules(team: dict[str, Any]) -> None:
     # The last member gone: the share is gone.
     assert share_revoke(owner_id=alice.pk, project=P, usernames=["carol"]) is None
     assert not ProjectShare.objects.exists()
+    # A share for everyone cannot be narrowed by name: that would shut no one out.
+    share_grant(owner_id=alice.pk, project=P)
+    with pytest.raises(ShareError, match="shared with everyone"):
+        share_revoke(owner_id=alice.pk, project=P, usernames=["bob"])
+    assert ProjectShare.objects.get().everyone
 
 
 def test_a_members_correction_is_their_own_the_authors_is_everyones(
