@@ -213,7 +213,8 @@ def _obs_rows(found: list[tuple[Any, ...]]) -> list[ObsRow]:
                 tuple(tags),
             )
         )
-    if scope.restricted_owner() is None:
+    reach = scope.readable_reach()
+    if reach is None or not reach.shared:
         return out
     return _as_viewer_sees(out)
 
@@ -267,7 +268,8 @@ def recent_summaries(*, project: str, limit: int) -> list[SummaryRow]:
         SummaryRow(pk, db_datetime(created), *texts)
         for pk, created, *texts in _limited("summary", project, limit)
     ]
-    if scope.restricted_owner() is None:
+    reach = scope.readable_reach()
+    if reach is None or not reach.shared:
         return found
     names = sharing.row_authors(Summary, [row.pk for row in found])
     return [replace(row, author=names.get(row.pk, "")) for row in found]

@@ -209,23 +209,30 @@ def overlay_edit(
     return overlay
 
 
+def _overlaid_viewer() -> int | None:
+    """The viewer whose overlays apply, or None: no restricted viewer (staff and the author
+    correct the row itself), or nothing shared with it (an overlay only covers shared rows,
+    so a viewer without shares pays no query for them)."""
+    reach = scope.readable_reach()
+    return reach.user_id if reach is not None and reach.shared else None
+
+
 def overlays(obs_ids: Iterable[int]) -> dict[int, ViewerCorrection]:
-    """The current viewer's overlays of these rows, by observation id (none without a
-    restricted viewer: staff and the author correct the row itself)."""
-    viewer = scope.current_viewer()
+    """The current viewer's overlays of these rows, by observation id."""
+    viewer = _overlaid_viewer()
     wanted = set(obs_ids)
-    if viewer is None or viewer.staff or not wanted:
+    if viewer is None or not wanted:
         return {}
-    rows = ViewerCorrection.objects.filter(user_id=viewer.user_id, observation_id__in=wanted)
+    rows = ViewerCorrection.objects.filter(user_id=viewer, observation_id__in=wanted)
     return {row.observation_id: row for row in rows}
 
 
 def without_overlaid(rows: QuerySet[Observation]) -> QuerySet[Observation]:
     """`rows` less those the current viewer marked no longer current in their overlay."""
-    viewer = scope.current_viewer()
-    if viewer is None or viewer.staff:
+    viewer = _overlaid_viewer()
+    if viewer is None:
         return rows
-    marked = ViewerCorrection.objects.filter(user_id=viewer.user_id).exclude(
+    marked = ViewerCorrection.objects.filter(user_id=viewer).exclude(
         status=Observation.Status.CURRENT
     )
     return rows.exclude(pk__in=marked.values("observation_id"))

@@ -35,7 +35,7 @@ def search(query: SearchQuery) -> list[SearchHit]:
         query = replace(query, owner=None, shared=())
     backend = PostgresBackend() if connection.vendor == "postgresql" else SqliteBackend()
     hits = search_mode(backend, query)
-    if reach is None:
+    if reach is None or not reach.shared:
         return hits
     return _as_viewer_sees(query, hits)
 
