@@ -13,6 +13,7 @@ from memory.api.core import router as memory_router
 from memory.api.curation import router as curation_router
 from memory.api.insights import router as insights_router
 from memory.api.retrieval import router as retrieval_router
+from memory.api.sharing import router as sharing_router
 from memory.api.tool_uses import router as tool_uses_router
 
 api = NinjaAPI(
@@ -26,6 +27,7 @@ api.add_router("/", insights_router)
 api.add_router("/", curation_router)
 api.add_router("/", deliverables_router)
 api.add_router("/", consolidation_router)
+api.add_router("/", sharing_router)
 
 
 @api.exception_handler(DataError)

@@ -67,6 +67,9 @@ VERBS: tuple[Verb, ...] = (
     Verb("undo", "corrections", "Undo one change of a memory (a revision from `cmem history`).", ("cmem undo 41",)),
     # team
     Verb("token", "team", "Team mode: create, list and revoke API tokens.", ("cmem token create alice --name laptop", "cmem token list", "cmem token revoke 3")),
+    Verb("share", "team", "Team mode: share a project's memory with the whole team, or --with named teammates (read only).", ("cmem share github.com/acme/shop", "cmem share github.com/acme/shop --with bob,carol")),
+    Verb("unshare", "team", "Team mode: revoke a share, wholly or --with named teammates only.", ("cmem unshare github.com/acme/shop", "cmem unshare github.com/acme/shop --with bob")),
+    Verb("shares", "team", "Team mode: list your shares (staff, or on the server: every share).", ("cmem shares", "cmem shares --json")),
     # tools
     Verb("bench", "tools", "What a hook costs on this machine (the other benchmarks: `make bench` in a checkout).", ("cmem bench hooks", "cmem bench hooks --quick")),
 )  # fmt: skip

@@ -35,6 +35,7 @@ from memory.models import (
     Observation,
     ObservationFile,
     ObservationRevision,
+    ProjectShare,
     Prompt,
     Session,
     Summary,
@@ -405,6 +406,22 @@ class LedgerEntryAdmin(ReadOnlyAdmin):
     @admin.display(description="path")
     def path_preview(self, obj: LedgerEntry) -> str:
         return preview(obj.path, 60)
+
+
+@admin.register(ProjectShare)
+class ProjectShareAdmin(ReadOnlyAdmin):
+    """Team sharing (memory/team/sharing.py): staff see every share and may delete one; a
+    share is made by its owner only (`cmem share`, `POST /api/shares`)."""
+
+    list_display = ("id", "owner", "project", "everyone", "member_names", "created")
+    list_filter = ("everyone", "created")
+    search_fields = ("project", "owner__username")
+    list_select_related = ("owner",)
+    ordering = ("-created",)
+
+    @admin.display(description="members")
+    def member_names(self, obj: ProjectShare) -> str:
+        return ", ".join(sorted(u.get_username() for u in obj.members.all()))
 
 
 @admin.register(ContextCache)

@@ -728,3 +728,70 @@ class Tombstone(models.Model):
 
     def __str__(self) -> str:
         return f"forgotten {self.kind} {self.gid}"
+
+
+class ProjectShare(models.Model):
+    """Team mode: one user's project opened to teammates for reading (memory/team/sharing.py).
+
+    The rows shared are those of every session the owner captured in `project`, past and
+    future; writes stay the owner's. `everyone`: the whole team; else only `members`.
+    Deleting the row revokes it at once: scoping reads the shares on every request."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="cmem_shares"
+    )
+    project = models.CharField(max_length=200)
+    everyone = models.BooleanField(default=False)
+    members = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, blank=True, related_name="cmem_shared_with"
+    )
+    created = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            # One share per project of an owner: sharing again widens it, never duplicates.
+            models.UniqueConstraint(fields=["owner", "project"], name="share_owner_project_uniq"),
+        ]
+        indexes = [
+            # Used by the scoping seam's shares-for-everyone lookup on every teammate read.
+            models.Index(
+                fields=["everyone"], condition=Q(everyone=True), name="share_everyone_idx"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project} of user {self.owner_id}"
+
+
+class ViewerCorrection(models.Model):
+    """Team mode: a teammate's correction of a row shared with them, seen by them only.
+
+    Only a row's author (or staff) corrects it for everyone; anyone else's mark or edit is
+    this overlay, applied to that viewer's reads (index, search, detail) and nobody else's.
+    Empty text fields leave the author's text as it is."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="cmem_overlays"
+    )
+    observation = models.ForeignKey(
+        Observation, on_delete=models.CASCADE, related_name="viewer_corrections"
+    )
+    status = models.CharField(
+        max_length=16, choices=Observation.Status.choices, default=Observation.Status.CURRENT
+    )
+    reason = models.TextField(blank=True)
+    title = models.CharField(max_length=300, blank=True)
+    subtitle = models.TextField(blank=True)
+    narrative = models.TextField(blank=True)
+    created = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            # One overlay per viewer and row: a second correction updates it.
+            models.UniqueConstraint(
+                fields=["user", "observation"], name="overlay_user_observation_uniq"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.observation_id} for user {self.user_id}: {self.status}"

@@ -33,7 +33,8 @@ from memory.retrieval.search.service import effective_mode, mode_note, search
 from memory.retrieval.timeline import TimelineError, TimelineNotFound, timeline_build
 from memory.runtime import compiled_sql as db
 from memory.runtime.foreground import foreground
-from memory.team.scope import owned, restricted_owner
+from memory.team import sharing
+from memory.team.scope import readable, restricted_owner
 
 router = Router(tags=["retrieval"])
 
@@ -78,6 +79,9 @@ class SearchHitOut(Schema):
         description='How current the row is and who wrote it ("superseded by #12", "agent-written", "hypothesis", …).',
     )
     superseded_by: int | None = Field(None, description="The row that replaced this one.")
+    author: str = Field(
+        "", description="Team mode: the teammate who shared this row (empty for your own)."
+    )
 
 
 class SearchOut(Schema):
@@ -141,6 +145,7 @@ def _search_body(out: dict[str, Any], hits: list[dict[str, Any]]) -> dict[str, A
             "tokens": hit["tokens"], "session": hit["session"], "files": hit["files"],
             "fold": hit["fold"], "fold_size": hit["fold_size"], "fold_lead": hit["fold_lead"],
             "status": hit["status"], "tags": hit["tags"], "superseded_by": hit["superseded_by"],
+            "author": hit["author"],
         }
         for hit in hits
     ]  # fmt: skip
@@ -190,6 +195,7 @@ class TimelineItemOut(Schema):
     status: str = "current"
     tags: list[str] = Field(default_factory=list)
     superseded_by: int | None = None
+    author: str = Field("", description="Team mode: the teammate who shared this row.")
 
 
 class TimelineOut(Schema):
@@ -252,6 +258,12 @@ class ObservationOut(Schema):
     topic: str = ""
     scope: str = "project"
     edited_at: datetime | None = None
+    author: str = Field(
+        "", description="Team mode: the teammate who shared this row (empty for your own)."
+    )
+    viewer_corrected: bool = Field(
+        False, description="Team mode: shown through your own correction of a shared row."
+    )
 
 
 class ObservationsOut(Schema):
@@ -314,13 +326,23 @@ def _observations_found(wanted: list[int]) -> dict[int, dict[str, Any]]:
     """`Observation.as_dict()` of each row of `wanted` this request may read, by id, with
     `created_at` a datetime (as ObservationOut would coerce it; see _search_body).
 
-    A teammate's token: another user's ids are `missing`, exactly like ids never made
-    (`owned`). With no restriction on the local SQLite worker, the columns are read with one
+    A teammate's token: another user's ids are `missing`, exactly like ids never made,
+    unless a share opens them (`readable`). With no restriction on the local SQLite worker, the columns are read with one
     cursor and no model instance: the ORM's compile, converters and instances were two
     thirds of this call (the authenticated-call row)."""
     if restricted_owner() is not None or connection.vendor != "sqlite":
-        rows = owned(Observation.objects.all()).in_bulk(wanted)
-        found = {pk: row.as_dict() for pk, row in rows.items()}
+        rows = readable(Observation.objects.all()).in_bulk(wanted)
+        # Team mode: a shared row names its author and shows the viewer's own correction.
+        names = sharing.authors(row.session_id for row in rows.values())
+        overlays = sharing.overlays(rows)
+        found = {
+            pk: {
+                "viewer_corrected": False,
+                **sharing.overlaid(row.as_dict(), overlays.get(pk)),
+                "author": names.get(row.session_id, ""),
+            }
+            for pk, row in rows.items()
+        }
         for row in found.values():
             row["created_at"] = datetime.fromisoformat(row["created_at"])
             row["edited_at"] = row["edited_at"] and datetime.fromisoformat(row["edited_at"])
@@ -341,6 +363,8 @@ def _observations_found(wanted: list[int]) -> dict[int, dict[str, Any]]:
         row["edited_at"] = row["edited_at"] and as_datetime(row["edited_at"])
         for key in _BOOL_KEYS:
             row[key] = bool(row[key])
+        # Team mode's fields (above): no viewer here, so no teammate's row and no overlay.
+        row["author"], row["viewer_corrected"] = "", False
         found[row["id"]] = row
     return found
 
@@ -351,7 +375,7 @@ def _curation_shown(found: dict[int, dict[str, Any]]) -> None:
     consolidation pass's demotion reads."""
     successors = {row["superseded_by"] for row in found.values() if row["superseded_by"]}
     titles = (
-        dict(owned(Observation.objects.filter(pk__in=successors)).values_list("pk", "title"))
+        dict(readable(Observation.objects.filter(pk__in=successors)).values_list("pk", "title"))
         if successors
         else {}
     )

@@ -367,7 +367,9 @@ def _suffix(tags: tuple[str, ...], replaced: list[int]) -> str:
 def _obs_text(o: ObsRow, replaced: dict[int, list[int]]) -> str:
     icon = ICONS.get(o.type, OTHER_ICON)
     title = _one_line(o.title, TITLE_MAX)
-    return f"{icon} {title} ~{o.fetch_tokens}{_suffix(o.tags, replaced.get(o.pk, []))}"
+    # Team mode: a row a teammate shared names its author.
+    by = f" (by {o.author})" if o.author else ""
+    return f"{icon} {title}{by} ~{o.fetch_tokens}{_suffix(o.tags, replaced.get(o.pk, []))}"
 
 
 def _pinned_section(
@@ -535,6 +537,8 @@ def _days(rows: list[_Row]) -> str:
 def _last_summary(summary: SummaryRow, zone: tzinfo) -> str:
     local = clock.to_local(summary.created, zone)
     when = f"{clock.day_heading(local).rsplit(',', 1)[0]} {clock.short_time(local)}"
+    if summary.author:  # team mode: a session a teammate shared
+        when += f", by {summary.author}"
     lines = [
         f"Last summary (S{summary.pk}, {when}): {_one_line(summary.request, TITLE_MAX)}".rstrip()
     ]

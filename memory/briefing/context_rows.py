@@ -3,7 +3,10 @@
 A cold render at 10k observations made nine ORM queries and built ~60 model instances
 (8.9 ms against a target of 3): each query's SQL is now built by the ORM once per vendor
 and run raw (memory/runtime/compiled_sql.py), and rows stay tuples. A teammate's token (memory/team/scope.py)
-still goes through the ORM, narrowed to their own rows in the query.
+still goes through the ORM, narrowed to their own rows and the projects shared with them
+in the query; shared rows name their author and show the viewer's own corrections
+(memory/team/sharing.py). All-projects and pinned rows stay the viewer's own: an author's
+"in all my projects" memory is theirs, not the team's.
 
 Only what `Observation.objects.briefed(project)` allows is read: current rows, not demoted,
 of this project plus the user's all-projects memories. `briefed` itself is one query with an
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -32,7 +35,7 @@ from memory.models import (
     estimate_tokens,
 )
 from memory.runtime.compiled_sql import CompiledQuery, db_datetime, rows
-from memory.team import scope
+from memory.team import scope, sharing
 
 OBS_FIELDS = (
     "pk",
@@ -71,6 +74,8 @@ class ObsRow:
     files_raw: tuple[Any, Any]
     # currency_tags of a current row: who wrote it, whether a person corrected it, how sure.
     tags: tuple[str, ...] = ()
+    # Team mode: the teammate who shared this row ("" for the viewer's own).
+    author: str = ""
 
     def files_listed(self) -> list[Any]:
         """files_modified, then files_read."""
@@ -87,6 +92,8 @@ class SummaryRow:
     learned: str
     completed: str
     next_steps: str
+    # Team mode: the teammate who shared this session ("" for the viewer's own).
+    author: str = ""
 
 
 # The values the compiled queries take for their constants: the ORM makes a string
@@ -97,7 +104,7 @@ _CONSTANTS = {"current": Observation.Status.CURRENT.value, "all": Observation.Sc
 def _observations(p: Mapping[str, Any], limit: int) -> QuerySet[Any]:
     """This project's briefed rows, newest first (obs_project_recent_idx)."""
     return (
-        scope.owned(
+        scope.readable(
             Observation.objects.filter(project=p["project"], status=p["current"], demoted=False)
         )
         .order_by("-created", "-pk")
@@ -132,7 +139,7 @@ def _pinned(p: Mapping[str, Any], limit: int) -> QuerySet[Any]:
 
 def _summaries(p: Mapping[str, Any], limit: int) -> QuerySet[Any]:
     return (
-        scope.owned(Summary.objects.filter(project=p["project"]))
+        scope.readable(Summary.objects.filter(project=p["project"]))
         .order_by("-created", "-pk")
         .values_list(*SUMMARY_FIELDS)[:limit]
     )
@@ -206,7 +213,27 @@ def _obs_rows(found: list[tuple[Any, ...]]) -> list[ObsRow]:
                 tuple(tags),
             )
         )
-    return out
+    reach = scope.readable_reach()
+    if reach is None or not reach.shared:
+        return out
+    return _as_viewer_sees(out)
+
+
+def _as_viewer_sees(found: list[ObsRow]) -> list[ObsRow]:
+    """Team mode: shared rows with their author; a row the viewer marked no longer current
+    leaves their index, and their own text replaces the author's."""
+    ids = [row.pk for row in found]
+    names = sharing.row_authors(Observation, ids)
+    marks = sharing.overlays(ids)
+    shown = []
+    for row in found:
+        overlay = marks.get(row.pk)
+        if overlay is not None and overlay.status != Observation.Status.CURRENT:
+            continue
+        if overlay is not None and overlay.title:
+            row = replace(row, title=overlay.title)
+        shown.append(replace(row, author=names.get(row.pk, "")))
+    return shown
 
 
 def recent_observations(*, project: str, limit: int) -> list[ObsRow]:
@@ -235,11 +262,17 @@ def pinned_observations(*, project: str) -> list[ObsRow]:
 
 
 def recent_summaries(*, project: str, limit: int) -> list[SummaryRow]:
-    """The project's newest `limit` session summaries, newest first."""
-    return [
+    """The project's newest `limit` session summaries, newest first (a teammate's shared
+    ones naming their author)."""
+    found = [
         SummaryRow(pk, db_datetime(created), *texts)
         for pk, created, *texts in _limited("summary", project, limit)
     ]
+    reach = scope.readable_reach()
+    if reach is None or not reach.shared:
+        return found
+    names = sharing.row_authors(Summary, [row.pk for row in found])
+    return [replace(row, author=names.get(row.pk, "")) for row in found]
 
 
 def new_since(
@@ -298,7 +331,7 @@ def replaced_rows(ids: list[int]) -> dict[int, list[int]]:
     if not ids:
         return {}
     if scope.restricted_owner() is not None:
-        found = list(scope.owned(_replaced_query(ids)))
+        found = list(scope.readable(_replaced_query(ids)))
     else:
         found = rows(_in_sql("replaced", _replaced_query, len(ids)), ids)
     out: dict[int, list[int]] = {}

@@ -42,7 +42,8 @@ from memory.retrieval.search.hybrid import rank_weight
 from memory.retrieval.search.query import SearchQuery, as_datetime
 from memory.retrieval.search.service import search
 from memory.runtime import compiled_sql as db
-from memory.team import scope
+from memory.team import scope, sharing
+from memory.team.scope import Reach
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +184,12 @@ def _readable_notes(session: Session, pks: list[int]) -> dict[int, _Note]:
     if not pks:
         return {}
     if scope.restricted_owner() is not None:
-        return {obs.pk: _note(obs) for obs in _readable(session, pks).only(*_NOTE_FIELDS)}
+        # Team mode: a note of a row a teammate shared names its author.
+        names = sharing.row_authors(Observation, pks)
+        return {
+            obs.pk: _note(obs, names.get(obs.pk, ""))
+            for obs in _readable(session, pks).only(*_NOTE_FIELDS)
+        }
     marks = ", ".join(["%s"] * len(pks))
     found = db.rows(
         f"SELECT {', '.join(_NOTE_FIELDS)} FROM {Observation._meta.db_table} "
@@ -204,10 +210,12 @@ def _readable_notes(session: Session, pks: list[int]) -> dict[int, _Note]:
     return notes
 
 
-def _note(obs: Observation) -> _Note:
-    """The note of a model instance (`Observation.fetch_tokens`, as `_readable_notes` counts it)."""
+def _note(obs: Observation, author: str = "") -> _Note:
+    """The note of a model instance (`Observation.fetch_tokens`, as `_readable_notes` counts
+    it); `author`: the teammate who shared it."""
+    title = f"{obs.title} (by {author})" if author else obs.title
     return _Note(
-        obs.pk, obs.created, obs.type, obs.title, obs.fetch_tokens,
+        obs.pk, obs.created, obs.type, title, obs.fetch_tokens,
         _tags(obs.certainty, obs.origin, obs.person_edited), obs.certainty in UNCERTAIN,
         obs.demoted,
     )  # fmt: skip
@@ -215,10 +223,13 @@ def _note(obs: Observation) -> _Note:
 
 def _readable(session: Session, pks: list[int]) -> QuerySet[Observation]:
     """Those of `pks` in the session's project, from an earlier session, current, that the
-    viewer may read (team mode: their own)."""
-    return scope.owned(
-        Observation.objects.filter(pk__in=pks, project=session.project, status=CURRENT).exclude(
-            session=session
+    viewer may read (team mode: their own and shared projects', less those they marked no
+    longer current)."""
+    return sharing.without_overlaid(
+        scope.readable(
+            Observation.objects.filter(pk__in=pks, project=session.project, status=CURRENT).exclude(
+                session=session
+            )
         )
     )
 
@@ -241,8 +252,10 @@ def _pick(session: Session, ranked: list[int], shown: IndexShown, limit: int) ->
 
 def _notes(pks: list[int]) -> list[_Note]:
     """Notes for `pks`, in that order (the few picked, read in full once)."""
+    names = sharing.row_authors(Observation, pks)
     by_pk = {
-        obs.pk: _note(obs) for obs in Observation.objects.filter(pk__in=pks).only(*_NOTE_FIELDS)
+        obs.pk: _note(obs, names.get(obs.pk, ""))
+        for obs in Observation.objects.filter(pk__in=pks).only(*_NOTE_FIELDS)
     }
     return [by_pk[pk] for pk in pks if pk in by_pk]
 
@@ -261,7 +274,8 @@ def _filtered(session: Session, text: str, limit: int, shown: IndexShown) -> lis
     # score is then below MIN_SIMILARITY only by that weight, so the floor reads the cosine.
     return [
         _Note(
-            hit.id, hit.created_at, hit.type, hit.title, hit.tokens, tuple(hit.tags),
+            hit.id, hit.created_at, hit.type, f"{hit.title} (by {hit.author})" if hit.author else hit.title,
+            hit.tokens, tuple(hit.tags),
             hit.certainty in UNCERTAIN, hit.demoted,
         )
         for hit in hits
@@ -293,20 +307,20 @@ class IndexShown:
 # Per (session, count, viewer): what a session's index showed does not change once it has
 # started (a row deleted since was shown all the same), so each prompt after the first
 # skips the read. Bounded: cleared when full.
-_shown: dict[tuple[int, datetime, int, int | None], IndexShown] = {}
+_shown: dict[tuple[int, datetime, int, Reach | None], IndexShown] = {}
 _SHOWN_KEPT = 256
 
 
 def index_shown(session: Session) -> IndexShown:
     count = max(0, config.context_observations())
-    key = (session.pk, session.started, count, scope.restricted_owner())
+    key = (session.pk, session.started, count, scope.readable_reach())
     found = _shown.get(key)
     if found is not None:
         return found
     oldest = None
     if count:
         newest = (
-            scope.owned(
+            scope.readable(
                 Observation.objects.filter(
                     project=session.project,
                     created__lt=session.started,

@@ -29,7 +29,7 @@ from memory.curation.policy import (
 )
 from memory.models import ContextCache, Observation, ObservationRevision
 from memory.privacy.redaction import Sanitizer
-from memory.team import scope
+from memory.team import scope, sharing
 
 Status = Observation.Status
 Action = Literal[
@@ -66,7 +66,9 @@ def observation_mark(
             f"say why the memory is {'wrong' if action == 'wrong' else 'abandoned'} (reason)"
         )
     with transaction.atomic():
-        row = observation_for_change(obs_id)
+        row = observation_for_change(obs_id, shared=True)
+        if not sharing.may_correct(row):
+            return _overlay_mark(row, action=action, reason=reason)
         if actor == Actor.AGENT and action in PERSON_ONLY:
             return _propose(row, action=action, reason=reason)
         check_may_change(row, actor)
@@ -95,6 +97,19 @@ def observation_mark(
             row, action=action, actor=actor, before=changed, reason=reason, batch=batch
         )
         history.row_changed(row, text=False)
+    return row
+
+
+def _overlay_mark(row: Observation, *, action: str, reason: str) -> Observation:
+    """A teammate's mark on a row shared with them: their overlay only (memory/team/
+    sharing.py); the row comes back as they now see it, unsaved."""
+    if action not in {*sharing.OVERLAY_STATUS, "restore"}:
+        raise CurationDenied(
+            f"#{row.pk} is shared with you: only its author can {action} it for everyone"
+        )
+    overlay = sharing.overlay_mark(row, action=action, reason=reason)
+    row.status = overlay.status if overlay else Status.CURRENT
+    row.status_reason = overlay.reason if overlay else ""
     return row
 
 
@@ -153,7 +168,9 @@ def observation_edit(
     reason = checked_reason(reason)
     cleaned = _cleaned(changes)
     with transaction.atomic():
-        row = observation_for_change(obs_id)
+        row = observation_for_change(obs_id, shared=True)
+        if not sharing.may_correct(row):
+            return _overlay_edit(row, cleaned=cleaned, reason=reason)
         check_may_change(row, actor)
         before = history.snapshot(row, tuple(cleaned))
         for name, value in cleaned.items():
@@ -177,6 +194,20 @@ def observation_edit(
             reason=reason,
         )
         history.row_changed(row, text=True)
+    return row
+
+
+def _overlay_edit(row: Observation, *, cleaned: dict[str, Any], reason: str) -> Observation:
+    """A teammate's edit of a row shared with them: their own text, in their overlay only;
+    the row comes back as they now see it, unsaved."""
+    if set(cleaned) - set(sharing.OVERLAY_TEXT):
+        raise CurationDenied(
+            f"#{row.pk} is shared with you: you can edit your own view of its "
+            f"{', '.join(sharing.OVERLAY_TEXT)}, not its facts or type"
+        )
+    overlay = sharing.overlay_edit(row, changes=cleaned, reason=reason)
+    for name in sharing.OVERLAY_TEXT:
+        setattr(row, name, getattr(overlay, name) or getattr(row, name))
     return row
 
 

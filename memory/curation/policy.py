@@ -35,12 +35,15 @@ def actor_of(raw: str) -> str:
     return raw
 
 
-def observation_for_change(obs_id: object) -> Observation:
-    """The row `obs_id` names, if this viewer may see it; locked for the change when the
-    database can (PostgreSQL), so two corrections of one row apply one after the other."""
+def observation_for_change(obs_id: object, *, shared: bool = False) -> Observation:
+    """The row `obs_id` names, if this viewer may change it (`shared`: or read it, a row
+    shared with them, which the caller then corrects in their overlay only); locked for the
+    change when the database can (PostgreSQL), so two corrections of one row apply one
+    after the other."""
     if isinstance(obs_id, bool) or not isinstance(obs_id, int) or not 0 < obs_id < 2**63:
         raise CurationError(f"observation ids are positive whole numbers, not {obs_id!r}")
-    rows = scope.owned(Observation.objects.filter(pk=obs_id)).select_for_update()
+    narrow = scope.readable if shared else scope.owned
+    rows = narrow(Observation.objects.filter(pk=obs_id)).select_for_update()
     row = rows.first()
     if row is None:
         raise CurationNotFound(f"no observation #{obs_id}")

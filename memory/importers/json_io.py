@@ -37,7 +37,7 @@ from memory.models import (
     Summary,
 )
 from memory.projects import relative_path
-from memory.team import scope
+from memory.team import scope, sharing
 
 FORMAT = "cmem-export"
 FORMAT_VERSION = 1
@@ -98,19 +98,24 @@ def time_import(value: Any) -> datetime:
 
 def memory_export(*, project: str = "") -> ExportDocument:
     """Every session (of one project, if named) with everything hanging off it, oldest first."""
-    # Under a teammate's token, only their own sessions (memory/team/scope.py).
-    sessions = scope.owned(Session.objects.order_by("started", "pk"), "owner")
+    # Under a teammate's token, only their own sessions and those of projects shared with
+    # them (memory/team/scope.py); a shared session names its author and carries its
+    # memory only, not the author's ledger or deliverables.
+    sessions = scope.readable(Session.objects.order_by("started", "pk"), "owner")
     if project:
         sessions = sessions.filter(project=project)
     out: list[dict[str, Any]] = []
     rows = list(sessions.prefetch_related("prompts", "observations__files", "summaries", "ledger"))
     # Rows other apps keep per session (deliverables) come through memory.extensions.
     parts = {part.name: part.export(rows) for part in extensions.session_parts()}
+    authors = sharing.authors(session.pk for session in rows)
     for session in rows:
         row: dict[str, Any] = {
             "gid": session.gid,
             **{f: getattr(session, f) for f in _SESSION_FIELDS},
         }
+        if session.pk in authors:
+            row["author"] = authors[session.pk]
         row["started"], row["ended"] = time_export(session.started), time_export(session.ended)
         row["prompts"] = [
             {"number": p.number, "text": p.text, "created": time_export(p.created)}
@@ -144,10 +149,11 @@ def memory_export(*, project: str = "") -> ExportDocument:
             for s in sorted(session.summaries.all(), key=lambda s: (s.created, s.pk))
         ]
         for name, by_session in parts.items():
-            row[name] = by_session.get(session.pk, [])
+            row[name] = by_session.get(session.pk, []) if session.pk not in authors else []
         row["ledger"] = [
             {**{f: getattr(e, f) for f in _LEDGER_FIELDS}, "created": time_export(e.created)}
             for e in sorted(session.ledger.all(), key=lambda e: (e.created, e.pk))
+            if session.pk not in authors
         ]
         out.append(row)
     return {

@@ -167,6 +167,9 @@ def _tagged(title: str, row: dict[str, Any]) -> str:
     """The title with the row's currency tags (agent-written, superseded by #N, …), as the
     index and get_observations show them: recorded data is labelled wherever it appears."""
     tags = [t for t in row.get("tags") or [] if isinstance(t, str)]
+    # Team mode: a row a teammate shared names its author.
+    if row.get("author"):
+        title = f"{title} (by {row['author']})"
     return f"{title} [{', '.join(tags)}]" if tags else title
 
 
@@ -217,7 +220,8 @@ def render_timeline(data: dict[str, Any]) -> str:
 def render_observation(obs: dict[str, Any]) -> str:
     lines = [
         f"## #{obs['id']} [{obs['type']}] {obs['title']}",
-        f"{obs['project']} · {obs['created_at'][:16]} · session {obs['session']}",
+        f"{obs['project']} · {obs['created_at'][:16]} · session {obs['session']}"
+        + (f" · by {obs['author']}" if obs.get("author") else ""),
     ]
     return "\n".join([*lines, *observation_body(obs, capitalise=True)])
 

@@ -11,7 +11,7 @@ carries its currency tags, so a wrong or superseded row never reads as current.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -20,7 +20,7 @@ from django.db.models import QuerySet
 from memory.models import Observation, Prompt, Summary
 from memory.retrieval.search.query import Kind, SearchQuery
 from memory.retrieval.search.service import search
-from memory.team import scope
+from memory.team import scope, sharing
 
 MAX_DEPTH = 100
 _ANCHOR = re.compile(r"^#?([SsPpOo]?)(\d+)$")
@@ -49,6 +49,8 @@ class TimelineItem:
     status: str = "current"
     tags: tuple[str, ...] = ()
     superseded_by: int | None = None
+    # Team mode: the teammate who shared this row ("" for the viewer's own).
+    author: str = ""
 
     @property
     def order(self) -> tuple[datetime, int, int]:
@@ -69,6 +71,7 @@ class TimelineItem:
             "status": self.status,
             "tags": list(self.tags),
             "superseded_by": self.superseded_by,
+            "author": self.author,
         }
 
 
@@ -132,11 +135,12 @@ def _item(obj: Observation | Summary | Prompt, *, anchor: bool = False) -> Timel
 
 
 def _querysets(project: str) -> list[QuerySet[Any]]:
-    # A teammate's token sees only their own rows around any anchor (memory/team/scope.py).
+    # A teammate's token sees only their own rows and shared projects' around any anchor
+    # (memory/team/scope.py).
     return [
-        scope.owned(Observation.objects.filter(project=project)),
-        scope.owned(Summary.objects.filter(project=project)),
-        scope.owned(Prompt.objects.filter(session__project=project).select_related("session")),
+        scope.readable(Observation.objects.filter(project=project)),
+        scope.readable(Summary.objects.filter(project=project)),
+        scope.readable(Prompt.objects.filter(session__project=project).select_related("session")),
     ]
 
 
@@ -158,7 +162,7 @@ def timeline_anchor_resolve(
         }
         model = models.get(prefix, Observation)
         # Another user's id answers as if it did not exist: a guessed id learns nothing.
-        found = scope.owned(model.objects.filter(pk=pk)).first()
+        found = scope.readable(model.objects.filter(pk=pk)).first()
         if found is None:
             raise TimelineNotFound(f"no {model.__name__.lower()} with id {pk}")
         return found, ""
@@ -173,7 +177,7 @@ def timeline_anchor_resolve(
         "summary": Summary,
         "prompt": Prompt,
     }
-    row: Observation | Summary | Prompt = scope.owned(by_kind[hit.kind].objects.all()).get(
+    row: Observation | Summary | Prompt = scope.readable(by_kind[hit.kind].objects.all()).get(
         pk=hit.id
     )
     return row, query
@@ -214,4 +218,18 @@ def timeline_build(
         after += [item for item in ties if item.order > center.order]
     before = sorted(before, key=lambda item: item.order)[-depth_before:] if depth_before else []
     after = sorted(after, key=lambda item: item.order)[:depth_after]
-    return Timeline(anchor=center, items=[*before, center, *after], query=used_query)
+    items = _as_viewer_sees([*before, center, *after])
+    return Timeline(anchor=items[len(before)], items=items, query=used_query)
+
+
+def _as_viewer_sees(items: list[TimelineItem]) -> list[TimelineItem]:
+    """Team mode: shared rows name their author and show the viewer's own corrections."""
+    names = sharing.authors(item.session for item in items)
+    marks = sharing.overlays(item.id for item in items if item.kind == "observation")
+    shown = []
+    for item in items:
+        overlay = marks.get(item.id) if item.kind == "observation" else None
+        if overlay is not None:
+            item = replace(item, status=overlay.status, title=overlay.title or item.title)
+        shown.append(replace(item, author=names.get(item.session, "")))
+    return shown

@@ -30,6 +30,7 @@ from tests.support import LiveWorker, free_port, make_worker_env
 from tests.support.team import PG_ADMIN_URL, REDIS_URL, pg_connect, run_cmem
 from tests.team.isolation_world import ALICE_ONLY, CMEM, PROJECT, WORDS, World, world_build
 from tests.team.test_curation_team import CURATION_ATTACKS
+from tests.team.test_sharing import SHARING_ATTACKS
 
 pytestmark = [pytest.mark.team, pytest.mark.slow]
 
@@ -545,6 +546,7 @@ ATTACKS: dict[tuple[str, str], Callable[[World], None]] = {
     ("GET", "/api/deliverables"): check_deliverables,
     ("GET", "/api/deliverables/{pk}/download"): check_download,
     **CURATION_ATTACKS,
+    **SHARING_ATTACKS,
 }
 
 

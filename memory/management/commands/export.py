@@ -19,7 +19,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--user",
             default="",
-            help="Team mode: only what this user's token may export (their own sessions).",
+            help="Team mode: only what this user's token may export (their own sessions and projects shared with them).",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:

@@ -32,6 +32,7 @@ from memory.retrieval.search.query import (
     file_match_params,
     fts_terms,
 )
+from memory.team.scope import Reach
 
 # Documents split on these too (migration 0003), so `search.py` finds `memory/retrieval/search/service.py`.
 SPLIT_CHARS = "/._-:@"
@@ -146,11 +147,11 @@ def _filters(
         # 58k matches, over a second at 1M rows). `owner_index`: the session index may serve
         # it (a selective owner); else `+ 0` keeps it a filter on the rows the other
         # conditions fetched (a teammate's 240k index entries cost more than the window).
+        # With shares, the array holds the shared projects' sessions too (scope.Reach).
         column = spec.session if owner_index else f"{spec.session} + 0"
-        where.append(
-            f"{column} = ANY(ARRAY(SELECT scope_s.id FROM memory_session scope_s WHERE scope_s.owner_id = %s))"
-        )
-        params.append(query.owner)
+        sessions, scoped = Reach(query.owner, query.shared).sessions_sql()
+        where.append(f"{column} = ANY(ARRAY({sessions}))")
+        params.extend(scoped)
     if query.project:
         where.append(f"{spec.project} = %s")
         params.append(query.project)
@@ -219,7 +220,9 @@ def _candidates(cursor: Any, query: SearchQuery, kind: Kind, tsquery: str, want:
     only the window's matches are fetched). Without the window the second way fetched
     every match in the table, to sort them by date."""
     spec = KINDS[kind]
-    selective = query.owner is not None and _selective_owner(cursor, query.owner)
+    selective = query.owner is not None and _selective_owner(
+        cursor, Reach(query.owner, query.shared)
+    )
     where, params = _filters(query, kind, spec, owner_index=selective)
     cursor.execute(f"SELECT min(o.id), max(o.id) FROM {spec.table}")
     low, high = cursor.fetchone()
@@ -249,13 +252,14 @@ def _candidates(cursor: Any, query: SearchQuery, kind: Kind, tsquery: str, want:
         window *= min(WINDOW_GROWTH_MAX, max(4, -(-2 * want // max(1, len(ids)))))
 
 
-def _selective_owner(cursor: Any, owner: int) -> bool:
-    """The owner holds under SELECTIVE_SHARE of the sessions (the planner's count of the
-    table, not a scan of it)."""
+def _selective_owner(cursor: Any, reach: Reach) -> bool:
+    """The viewer's readable sessions (their own and those shared with them) are under
+    SELECTIVE_SHARE of the sessions (the planner's count of the table, not a scan of it)."""
+    sessions, params = reach.sessions_sql()
     cursor.execute(
-        "SELECT (SELECT count(*) FROM memory_session WHERE owner_id = %s), "
+        f"SELECT (SELECT count(*) FROM ({sessions}) readable), "
         "(SELECT reltuples FROM pg_class WHERE oid = 'memory_session'::regclass)",
-        [owner],
+        params,
     )
     mine, total = cursor.fetchone()
     return total > 0 and mine < SELECTIVE_SHARE * total

@@ -81,6 +81,9 @@ class SearchQuery:
     # Team mode: only rows of this user's sessions. Set by `search()` from the request's
     # viewer (memory/team/scope.py), never by a caller, so no surface can forget it.
     owner: int | None = None
+    # Team mode: the (owner id, project) pairs teammates shared with `owner`, whose rows it
+    # reads too (memory/team/sharing.py). Set by `search()` with `owner`.
+    shared: tuple[tuple[int, str], ...] = ()
     # Observations only: "current" leaves out rows no longer true (memory/curation/);
     # callers that select rows to act on whatever their status (forget) pass "all".
     status: StatusFilter = "current"
@@ -138,6 +141,8 @@ class SearchHit:
     origin: str = "observer"
     person_edited: bool = False
     demoted: bool = False
+    # Team mode: the username of a teammate whose shared row this is ("" for one's own).
+    author: str = ""
 
     @property
     def tags(self) -> list[str]:
@@ -167,6 +172,7 @@ class SearchHit:
             "status": self.status,
             "tags": self.tags,
             "superseded_by": self.superseded_by,
+            "author": self.author,
         }
 
 

@@ -39,6 +39,7 @@ from memory.retrieval.search.query import (
     hit_files,
     query_words,
 )
+from memory.team.scope import Reach
 
 # Per FTS column (migration 0005): title subtitle narrative facts concepts files_read
 # files_modified project type; the filter-only columns weigh nothing.
@@ -82,10 +83,8 @@ def _common_filters(
     """Row-level filters; project_col None when the FTS tag already filters the project."""
     sql = _Sql()
     if query.owner is not None:
-        sql.add(
-            f"{session_col} IN (SELECT scope_s.id FROM memory_session scope_s WHERE scope_s.owner_id = %s)",
-            query.owner,
-        )
+        sessions, params = Reach(query.owner, query.shared).sessions_sql()
+        sql.add(f"{session_col} IN ({sessions})", *params)
     if query.project and project_col:
         sql.add(f"{project_col} = %s", query.project)
     if query.since:
