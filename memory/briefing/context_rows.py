@@ -18,7 +18,7 @@ obs_scope_recent_idx) merged, and the pinned rows a third (obs_pinned_idx).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -264,15 +264,16 @@ def pinned_observations(*, project: str) -> list[ObsRow]:
 def recent_summaries(*, project: str, limit: int) -> list[SummaryRow]:
     """The project's newest `limit` session summaries, newest first (a teammate's shared
     ones naming their author)."""
-    found = [
-        SummaryRow(pk, db_datetime(created), *texts)
-        for pk, created, *texts in _limited("summary", project, limit)
-    ]
+    return _summary_rows(_limited("summary", project, limit))
+
+
+def _summary_rows(found: Iterable[tuple[Any, ...]]) -> list[SummaryRow]:
+    rows_ = [SummaryRow(pk, db_datetime(created), *texts) for pk, created, *texts in found]
     reach = scope.readable_reach()
     if reach is None or not reach.shared:
-        return found
-    names = sharing.row_authors(Summary, [row.pk for row in found])
-    return [replace(row, author=names.get(row.pk, "")) for row in found]
+        return rows_
+    names = sharing.row_authors(Summary, [row.pk for row in rows_])
+    return [replace(row, author=names.get(row.pk, "")) for row in rows_]
 
 
 def new_since(
@@ -282,7 +283,7 @@ def new_since(
     briefed observations (one more tells the caller there are more) and three summaries.
     A resumed session's own work is in its conversation already."""
     observations = (
-        scope.owned(
+        scope.readable(
             Observation.objects.filter(
                 project=project, status=Observation.Status.CURRENT, demoted=False, created__gt=since
             ).exclude(session_id=session_pk)
@@ -291,14 +292,14 @@ def new_since(
         .values_list(*OBS_FIELDS)[: limit + 1]
     )
     summaries = (
-        scope.owned(Summary.objects.filter(project=project, created__gt=since))
+        scope.readable(Summary.objects.filter(project=project, created__gt=since))
         .exclude(session_id=session_pk)
         .order_by("-created", "-pk")
         .values_list(*SUMMARY_FIELDS)[:3]
     )
     return (
         _obs_rows(list(observations)),
-        [SummaryRow(pk, db_datetime(created), *texts) for pk, created, *texts in summaries],
+        _summary_rows(summaries),
     )
 
 
