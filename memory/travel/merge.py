@@ -445,6 +445,10 @@ class _Merge:
             self.apply(row, differs, action="sync-update", edited=v["edited"], person=False,
                        reason=f"a later version from {self.source} ({file.name}, edited {time_text(version)})")  # fmt: skip
             self.report.updated += 1
+        elif set(differs) == {"person_edited"}:
+            # Only who last touched it differs (the file predates a correction made here
+            # from that very file): nothing of the content was lost.
+            self.report.unchanged += 1
         else:
             after = _json_ready(differs)
             seen = row.revisions.filter(action="sync-conflict", after=after).exists()
