@@ -43,7 +43,7 @@ from memory.models import (
 from memory.privacy.redaction import Sanitizer
 from memory.team import scope
 from memory.travel import bodies
-from memory.travel.frontmatter import dump, join, time_text
+from memory.travel.frontmatter import check_name, dump, join, time_text
 
 _NO_PROJECT = "no-project"
 # Windows refuses these as a file's base name, whatever the extension.
@@ -131,6 +131,9 @@ class _Rows:
                 self.files[f.observation_id].append(f)
         self.by_pk = by_pk
         self.gid_of = {o.pk: o.gid for o in self.observations}
+        # A successor outside the selection (another project) is still named by its gid.
+        elsewhere = {o.superseded_by_id for o in self.observations} - set(by_pk) - {None}
+        self.gid_of |= dict(Observation.objects.filter(pk__in=elsewhere).values_list("pk", "gid"))
         self.supersedes: dict[int, list[Observation]] = defaultdict(list)
         for o in self.observations:
             if o.superseded_by_id in by_pk:
@@ -240,7 +243,7 @@ def _observation_doc(rows: _Rows, o: Observation) -> Document:
         links.append(f"Before it in the session: {_obs_link(rows, siblings[at - 1].gid)}")
     if at + 1 < len(siblings):
         links.append(f"After it in the session: {_obs_link(rows, siblings[at + 1].gid)}")
-    if superseded_by:
+    if superseded_by and superseded_by in rows.stem_of:
         links.append(f"Superseded by: {_obs_link(rows, superseded_by)}")
     links += [f"Supersedes: {_obs_link(rows, g)}" for g in supersedes]
     links += [
@@ -501,6 +504,8 @@ def write_tree(root: Path, docs: Iterable[Document]) -> int:
     base = root.resolve()
     written = 0
     for doc in docs:
+        # A document may come from another machine (sync): its path is checked like a name.
+        check_name(doc.path)
         target = base / doc.path
         data = doc.text.encode()
         target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -207,7 +207,7 @@ def _parse(name: str, raw: bytes, sanitizer: Sanitizer) -> _File | None:
             "created": f.time("created"),
             "prompt_number": f.number("prompt"),
             "original_path": f.text("original_path", required=True, limit=4096),
-            "stored_path": f.text("stored_path", limit=4096),
+            "stored_path": _stored_path(f),
             "size": f.number("size") or 0,
             "sha256": f.text("sha256", required=True, limit=64),
             "content_type": f.text("content_type", limit=200),
@@ -220,11 +220,24 @@ def _parse(name: str, raw: bytes, sanitizer: Sanitizer) -> _File | None:
     return _File(name, kind, gid, project, author, values)
 
 
+def _stored_path(f: Fields) -> str:
+    """Where the bytes would be under the deliverables folder: never outside it."""
+    value = f.text("stored_path", limit=4096)
+    if value:
+        try:
+            check_name(value)
+        except MarkdownImportError:
+            raise f.fail(
+                "the field 'stored_path' must stay inside the deliverables folder"
+            ) from None
+    return value
+
+
 def _clean_text(text: dict[str, Any], clean: Any) -> dict[str, Any]:
     return {
         "title": bodies.one_line(clean(text["title"])),
         "subtitle": clean(text["subtitle"]).strip(),
-        "facts": [t for t in (clean(x).strip() for x in text["facts"]) if t],
+        "facts": [t for t in (clean(str(x)).strip() for x in text["facts"]) if t],
         "narrative": clean(text["narrative"]).strip(),
     }
 

@@ -342,3 +342,45 @@ def test_team_mode_refuses_another_users_rows_and_authors(tmp_path: Path) -> Non
     assert _counts() == before
     row.refresh_from_db()
     assert row.title == "Total is computed in total.py"
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"title": "plain", "subtitle": "", "facts": [], "narrative": ""},
+        {
+            "title": "a title\nover two lines",
+            "subtitle": "one\n\nthree",
+            "facts": ["multi\nline fact", "  padded  ", "- looks like a list"],
+            "narrative": "## Facts\n\n- not a fact\n\n## Narrative\n\ntext\n%% cmem: the links below are made on export; an import ignores them %%",
+        },
+        {"title": "# hash title", "subtitle": "> quoted", "facts": ["x"], "narrative": "> quote"},
+    ],
+)
+def test_the_body_format_reads_back_what_it_writes(fields: dict[str, object]) -> None:
+    from memory.travel import bodies
+
+    once = bodies.observation_read(bodies.with_links(bodies.observation_body(fields), ["x"]))
+    twice = bodies.observation_read(bodies.observation_body(once))
+    assert once == twice
+    assert once["facts"][:1] == [str(f).strip() for f in fields["facts"]][:1]  # type: ignore[attr-defined]
+
+
+def test_write_tree_refuses_a_path_out_of_the_folder(tmp_path: Path) -> None:
+    from memory.travel import Document, write_tree
+
+    bad = Document("01JABCDEFGHJKMNPQRSTVWXYZ0", "observation", "p", "../evil.md", "x", "")
+    with pytest.raises(MarkdownImportError, match="inside the folder"):
+        write_tree(tmp_path / "tree", [bad])
+    assert not (tmp_path / "evil.md").exists()
+
+
+def test_a_deliverable_record_may_not_point_out_of_the_deliverables_folder(tmp_path: Path) -> None:
+    demo_load()
+    export_markdown(tmp_path)
+    (path,) = tmp_path.rglob("file-*.md")
+    text = path.read_text()
+    path.write_text(text.replace("stored_path: acme-shop/", "stored_path: ../../../etc/"))
+    _empty_memory()
+    with pytest.raises(MarkdownImportError, match="stored_path"):
+        import_markdown(tmp_path)
