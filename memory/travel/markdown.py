@@ -141,7 +141,9 @@ class _Rows:
         self.stem_of = {o.gid: self.observation_stem(o) for o in self.observations}
         self.title_of = {o.gid: o.title for o in self.observations}
         self.by_session: dict[int, list[Observation]] = defaultdict(list)
+        self.place: dict[int, int] = {}  # an observation's index in its session's list
         for o in self.observations:
+            self.place[o.pk] = len(self.by_session[o.session_id])
             self.by_session[o.session_id].append(o)
         self.prompts: dict[int, list[Prompt]] = defaultdict(list)
         for p in self._below(Prompt.objects.order_by("number")):
@@ -237,7 +239,7 @@ def _observation_doc(rows: _Rows, o: Observation) -> Document:
         "narrative": rows.text(o.narrative),
     }
     siblings = rows.by_session[o.session_id]
-    at = siblings.index(o)
+    at = rows.place[o.pk]
     links = [f"Session: {bodies.link(rows.session_stem(session), _session_title(session))}"]
     if at > 0:
         links.append(f"Before it in the session: {_obs_link(rows, siblings[at - 1].gid)}")
@@ -503,15 +505,18 @@ def write_tree(root: Path, docs: Iterable[Document]) -> int:
     root.mkdir(mode=0o700, parents=True, exist_ok=True)
     base = root.resolve()
     written = 0
+    checked: set[Path] = set()
     for doc in docs:
         # A document may come from another machine (sync): its path is checked like a name.
         check_name(doc.path)
         target = base / doc.path
         data = doc.text.encode()
-        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        # A folder in the tree that is a symlink out of it is never written through.
-        if base not in target.parent.resolve().parents and target.parent.resolve() != base:
-            raise ValueError(f"{doc.path}: its folder leads out of {root}")
+        if target.parent not in checked:
+            target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            # A folder in the tree that is a symlink out of it is never written through.
+            if not target.parent.resolve().is_relative_to(base):
+                raise ValueError(f"{doc.path}: its folder leads out of {root}")
+            checked.add(target.parent)
         if target.is_file() and not target.is_symlink() and target.read_bytes() == data:
             continue
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")

@@ -68,6 +68,14 @@ _STATE = (
     "superseded_by", "pinned", "demoted", "certainty", "origin", "person_edited", "topic", "scope",
 )  # fmt: skip
 _TITLE_MAX = 300
+# The choices a field accepts, read once (an enum's `.values` builds a list per call).
+_TYPES = tuple(Observation.Type.values)
+_STATUSES = tuple(Observation.Status.values)
+_CERTAINTIES = tuple(Observation.Certainty.values)
+_ORIGINS = tuple(Observation.Origin.values)
+_SCOPES = tuple(Observation.Scope.values)
+_ROLES = tuple(ObservationFile.Role.values)
+_SESSION_STATUSES = tuple(Session.Status.values)
 _FORGETTABLE: dict[str, type[Observation] | type[Summary]] = {
     "observation": Observation,
     "summary": Summary,
@@ -152,19 +160,19 @@ def _parse(name: str, raw: bytes, sanitizer: Sanitizer) -> _File | None:
         values = {
             **text,
             "session": _session_ref(f.mapping("session")),
-            "type": f.choice("type", tuple(Observation.Type.values), "discovery"),
+            "type": f.choice("type", _TYPES, "discovery"),
             "created": f.time("created"),
             "edited": f.time("edited", required=False),
-            "status": f.choice("status", tuple(Observation.Status.values), "current"),
+            "status": f.choice("status", _STATUSES, "current"),
             "status_reason": clean(f.text("status_reason")),
             "superseded_by": f.gid("superseded_by", required=False),
             "pinned": f.flag("pinned"),
             "demoted": f.flag("demoted"),
-            "certainty": f.choice("certainty", tuple(Observation.Certainty.values), ""),
-            "origin": f.choice("origin", tuple(Observation.Origin.values), "observer"),
+            "certainty": f.choice("certainty", _CERTAINTIES, ""),
+            "origin": f.choice("origin", _ORIGINS, "observer"),
             "person_edited": f.flag("person_edited"),
             "topic": clean(f.text("topic", limit=200)),
-            "scope": f.choice("scope", tuple(Observation.Scope.values), "project"),
+            "scope": f.choice("scope", _SCOPES, "project"),
             "concepts": [clean(c) for c in f.strings("concepts", limit=200)],
             "prompt": f.number("prompt"),
             "tool": f.text("tool", limit=200),
@@ -172,7 +180,7 @@ def _parse(name: str, raw: bytes, sanitizer: Sanitizer) -> _File | None:
             "files": [
                 (
                     r.text("path", required=True, limit=4096),
-                    r.choice("role", tuple(ObservationFile.Role.values), "read"),
+                    r.choice("role", _ROLES, "read"),
                     r.text("hash", limit=64),
                 )
                 for r in f.records("files")
@@ -195,7 +203,7 @@ def _parse(name: str, raw: bytes, sanitizer: Sanitizer) -> _File | None:
             "id": f.text("id", required=True, limit=200),
             "started": f.time("started"),
             "ended": f.time("ended", required=False),
-            "status": f.choice("status", tuple(Session.Status.values), "completed"),
+            "status": f.choice("status", _SESSION_STATUSES, "completed"),
             "project_root": f.text("project_root", limit=4096),
             "cwd": f.text("cwd", limit=4096),
             "model": f.text("model", limit=120),
