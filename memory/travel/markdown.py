@@ -119,12 +119,12 @@ class _Rows:
         self.project = project
         self.observations = [
             o
-            for o in self._below(Observation.objects.order_by("created", "pk"))
+            for o in self.below(Observation.objects.order_by("created", "pk"))
             if o.session_id in self.sessions
         ]
         by_pk = {o.pk: o for o in self.observations}
         self.files: dict[int, list[ObservationFile]] = defaultdict(list)
-        for f in self._below(ObservationFile.objects.all(), "observation__session").order_by(
+        for f in self.below(ObservationFile.objects.all(), "observation__session").order_by(
             "path", "role", "pk"
         ):
             if f.observation_id in by_pk:
@@ -146,12 +146,12 @@ class _Rows:
             self.place[o.pk] = len(self.by_session[o.session_id])
             self.by_session[o.session_id].append(o)
         self.prompts: dict[int, list[Prompt]] = defaultdict(list)
-        for p in self._below(Prompt.objects.order_by("number")):
+        for p in self.below(Prompt.objects.order_by("number")):
             if p.session_id in self.sessions:
                 self.prompts[p.session_id].append(p)
         self.summaries = [
             s
-            for s in self._below(Summary.objects.order_by("created", "pk"))
+            for s in self.below(Summary.objects.order_by("created", "pk"))
             if s.session_id in self.sessions
         ]
         self.session_summaries: dict[int, list[Summary]] = defaultdict(list)
@@ -167,7 +167,7 @@ class _Rows:
             for pk, items in part.export(rows).items():
                 self.deliverables.extend((self.sessions[pk], item) for item in items)
 
-    def _below(self, rows: QuerySet[Any], path: str = "session") -> QuerySet[Any]:
+    def below(self, rows: QuerySet[Any], path: str = "session") -> QuerySet[Any]:
         rows = scope.owned(rows, f"{path}__owner")
         return rows.filter(**{f"{path}__project": self.project}) if self.project else rows
 
@@ -474,15 +474,15 @@ def _documents(
         if fresh(doc):
             yield doc
     if not for_sync:
-        revisions = (
-            ObservationRevision.objects.filter(observation_id__in=list(rows.by_pk))
-            .select_related("user")
-            .order_by("created", "pk")
+        revisions = rows.below(
+            ObservationRevision.objects.select_related("user").order_by("created", "pk"),
+            "observation__session",
         )
         if changed_since:
             revisions = revisions.filter(created__gt=changed_since)
         for r in revisions:
-            yield _correction_doc(rows, r)
+            if r.observation_id in rows.by_pk:
+                yield _correction_doc(rows, r)
     stones = scope.owned(Tombstone.objects.order_by("created", "gid"), "owner")
     if project:
         stones = stones.filter(project=project)

@@ -346,6 +346,16 @@ class _Merge:
 
     def prompts(self, file: _File) -> None:
         session = self.sessions[file.gid]
+        # A session first made from a row's short reference learns the rest from its file.
+        blank = [
+            k
+            for k in ("project_root", "cwd", "model", "ended")
+            if not getattr(session, k) and file.values[k]
+        ]
+        for name in blank:
+            setattr(session, name, file.values[name])
+        if blank:
+            session.save(update_fields=blank)
         have = set(session.prompts.values_list("number", flat=True))
         new = [
             Prompt(session=session, number=number, text=text, created=created)
@@ -376,11 +386,11 @@ class _Merge:
                 rows=True,
             )
         }
-        hashes = set(
-            Observation.objects.filter(session__in={s.pk for s in self.sessions.values()})
-            .exclude(content_hash="")
-            .values_list("session_id", "content_hash")
-        )
+        session_pks = sorted({s.pk for s in self.sessions.values()})
+        hashes: set[tuple[int, str]] = set()
+        for start in range(0, len(session_pks), 5000):  # SQLite caps a query's parameters
+            rows = Observation.objects.filter(session__in=session_pks[start : start + 5000])
+            hashes.update(rows.exclude(content_hash="").values_list("session_id", "content_hash"))
         new: list[tuple[Observation, _File]] = []
         for file in files:
             row = known.get(file.gid)

@@ -384,3 +384,18 @@ def test_a_deliverable_record_may_not_point_out_of_the_deliverables_folder(tmp_p
     _empty_memory()
     with pytest.raises(MarkdownImportError, match="stored_path"):
         import_markdown(tmp_path)
+
+
+def test_documents_carried_in_any_order_rebuild_the_same_tree(tmp_path: Path) -> None:
+    """What sync does: documents() on one machine, import_files() of them on another, the
+    rows before their session's file."""
+    demo_load()
+    docs = list(documents())
+    export_markdown(tmp_path / "one")
+    _empty_memory()
+    # (A deliverable comes with its session: its link to a prompt needs the prompt there.)
+    later = ("session", "deliverable")
+    import_files([(d.path, d.text.encode()) for d in docs if d.kind not in later], source="a")
+    import_files([(d.path, d.text.encode()) for d in docs if d.kind in later], source="a")
+    export_markdown(tmp_path / "two")
+    assert _tree(tmp_path / "one") == _tree(tmp_path / "two")
