@@ -270,10 +270,10 @@ class _Merge:
         self.now = timezone.now()
         self.sessions: dict[str, Session] = {}
 
-    def check_owner(self, file: _File, owner_id: int | None) -> None:
+    def check_owner(self, file: _File, owner_id: int | None, *, what: str = "") -> None:
         """Team mode: an import never writes into, or over, another user's rows."""
         if self.viewer is not None and owner_id != self.viewer.user_id:
-            raise MarkdownImportError(f"{file.name}: {file.gid} belongs to another user")
+            raise MarkdownImportError(f"{file.name}: {what or file.gid} belongs to another user")
 
     def run(self) -> None:
         for file in self.files:
@@ -281,14 +281,12 @@ class _Merge:
                 raise MarkdownImportError(
                     f"{file.name}: written by {file.author!r}, not by {self.username!r} who imports it"
                 )
-        gids = [f.gid for f in self.files]
-        stones = set(_chunked(Tombstone.objects, "gid", gids))
-        forget = {f.gid for f in self.files if f.kind == "tombstone"}
+        # Forgotten here before, or in this very import: never brought back.
+        gone = set(_chunked(Tombstone.objects, "gid", [f.gid for f in self.files]))
+        gone |= {f.gid for f in self.files if f.kind == "tombstone"}
         live = []
         for file in self.files:
-            if file.kind == "correction" or (
-                file.kind != "tombstone" and file.gid in stones | forget
-            ):
+            if file.kind == "correction" or (file.kind != "tombstone" and file.gid in gone):
                 self.report.skipped += 1
             else:
                 live.append(file)
@@ -321,7 +319,7 @@ class _Merge:
                     platform=ref["platform"], session_id=ref["id"]
                 ).first()
             if session is not None:
-                self.check_owner(file, session.owner_id)
+                self.check_owner(file, session.owner_id, what=f"its session {gid}")
             else:
                 session = Session.objects.create(
                     gid=gid,
