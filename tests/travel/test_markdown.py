@@ -6,6 +6,7 @@ whole, naming the file, with nothing written."""
 from __future__ import annotations
 
 import os
+import subprocess
 from datetime import timedelta
 from pathlib import Path
 
@@ -38,6 +39,7 @@ from memory.travel import (
     import_markdown,
 )
 from memory.travel.frontmatter import time_text
+from tests.support import CMEM, free_port, make_worker_env
 
 pytestmark = pytest.mark.django_db
 
@@ -399,3 +401,17 @@ def test_documents_carried_in_any_order_rebuild_the_same_tree(tmp_path: Path) ->
     import_files([(d.path, d.text.encode()) for d in docs if d.kind in later], source="a")
     export_markdown(tmp_path / "two")
     assert _tree(tmp_path / "one") == _tree(tmp_path / "two")
+
+
+def test_cmem_import_markdown_exits_2_naming_the_file(tmp_path: Path) -> None:
+    """Through the real front end, which keeps an explicit 2 (it maps Django's errors to 1)."""
+    tree = tmp_path / "tree" / "shop"
+    tree.mkdir(parents=True)
+    (tree / "bad.md").write_bytes(b"---\ngid: nope\nkind: observation\n---\n\n# t\n")
+    env = make_worker_env(tmp_path / "data", free_port())
+    done = subprocess.run(
+        [CMEM, "import", "markdown", str(tmp_path / "tree")],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "shop/bad.md" in done.stderr and "global id" in done.stderr
