@@ -462,13 +462,12 @@ def _documents(
         if fresh(doc):
             yield doc
     for o in rows.observations:
-        doc = _observation_doc(rows, o)
-        if fresh(doc):
-            yield doc
+        # Checked before rendering: a sync asking what changed renders only that.
+        if not since or (time_text(version_of(o)) or "") > since:
+            yield _observation_doc(rows, o)
     for x in rows.summaries:
-        doc = _summary_doc(rows, x)
-        if fresh(doc):
-            yield doc
+        if not since or (time_text(x.created) or "") > since:
+            yield _summary_doc(rows, x)
     for session, item in rows.deliverables:
         doc = _deliverable_doc(rows, session, item)
         if fresh(doc):
