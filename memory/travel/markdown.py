@@ -531,7 +531,34 @@ def write_tree(root: Path, docs: Iterable[Document]) -> int:
 
 
 def export_markdown(root: Path, *, project: str = "") -> int:
-    """`cmem export --format markdown DIR`: every document and the per-file notes."""
-    return write_tree(
-        root, _documents(project=project, changed_since=None, for_sync=False, notes=True)
-    )
+    """`cmem export --format markdown DIR`: every document and the per-file notes; files
+    an earlier export wrote that no row gives any more (a retitled memory's old name, a
+    forgotten one) are removed, so a folder exported into again holds each gid once."""
+    docs = list(_documents(project=project, changed_since=None, for_sync=False, notes=True))
+    written = write_tree(root, docs)
+    _stale_remove(root.resolve(), {d.path for d in docs}, project_slug(project) if project else "")
+    return written
+
+
+# What cmem names a file it writes: ends in a global id, or lies in a folder it owns.
+_OWN_NAME = re.compile(r"-[0-9A-HJKMNP-TV-Z]{26}\.md$")
+_OWN_FOLDERS = ("files", "forgotten")
+
+
+def _stale_remove(base: Path, keep: set[str], project_folder: str) -> int:
+    """Remove the files of the tree cmem wrote and this export did not (never a file of a
+    person's own, never through a symlink, never in a hidden folder such as .obsidian)."""
+    removed = 0
+    start = base / project_folder if project_folder else base
+    for folder, dirs, names in os.walk(start, followlinks=False):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        here = Path(folder)
+        for name in names:
+            path = here / name
+            rel = path.relative_to(base).as_posix()
+            if rel in keep or not name.endswith(".md") or path.is_symlink():
+                continue
+            if _OWN_NAME.search(name) or here.name in _OWN_FOLDERS:
+                path.unlink()
+                removed += 1
+    return removed

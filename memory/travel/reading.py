@@ -63,9 +63,16 @@ def _session_ref(f: Fields) -> dict[str, Any]:
 
 
 def parse_file(name: str, raw: bytes, sanitizer: Sanitizer) -> ParsedFile | None:
-    """One file, checked field by field; None for what an import does not read."""
+    """One file, checked field by field; None for what an import does not read: derived
+    notes, and a person's own notes in the same vault (no front matter, or front matter
+    with neither a `gid` nor a `kind`)."""
     check_name(name)
-    front, body = split(name, decode(name, raw))
+    text = decode(name, raw)
+    if not text.startswith("---\n"):
+        return None
+    front, body = split(name, text)
+    if "gid" not in front and "kind" not in front:
+        return None
     f = Fields(name, front)
     kind = f.text("kind", required=True, limit=20)
     if kind in DERIVED_KINDS:

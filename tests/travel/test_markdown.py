@@ -251,7 +251,6 @@ OTHER_GID = "01JABCDEFGHJKMNPQRSTVWXYZ1"
     [
         ("shop/broken.md", b"---\ngid: [unclosed\n---\n\n# x\n", "not valid YAML"),
         ("shop/open.md", b"---\ngid: x\n# never closed\n", "not closed"),
-        ("shop/none.md", b"# just a note\n", "no front matter"),
         ("shop/list.md", b"---\n- a\n- b\n---\n\n# x\n", "not a set of fields"),
         ("shop/badgid.md", b"---\nkind: observation\ngid: ../../etc/passwd\n---\n\n# x\n", "'gid'"),
         ("shop/kind.md", f"---\nkind: virus\ngid: {GOOD_GID}\n---\n".encode(), "unknown kind"),
@@ -415,3 +414,25 @@ def test_cmem_import_markdown_exits_2_naming_the_file(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert "shop/bad.md" in done.stderr and "global id" in done.stderr
+
+
+def test_exporting_into_the_same_folder_again_keeps_each_gid_once(tmp_path: Path) -> None:
+    row = _one_row()
+    gone = Observation.objects.create(session=row.session, project="shop", title="to forget")
+    (tmp_path / ".obsidian").mkdir()
+    (tmp_path / ".obsidian" / "x-01JABCDEFGHJKMNPQRSTVWXYZ0.md").write_text("obsidian's")
+    (tmp_path / "shop").mkdir()
+    (tmp_path / "shop" / "my own note.md").write_text("a person's note")
+    export_markdown(tmp_path)
+    old_name = _file_of(tmp_path, row).name
+    observation_edit(row.pk, changes={"title": "A new title"}, actor="user")
+    observations_forget(request=ForgetRequest(ids=(gone.pk,), dry_run=False))
+    export_markdown(tmp_path)
+    names = {p.name for p in tmp_path.rglob("*.md")}
+    assert old_name not in names and _file_of(tmp_path, row).name.startswith("a-new-title-")
+    assert not list(tmp_path.rglob(f"to-forget-{gone.gid}.md"))
+    assert "my own note.md" in names and "x-01JABCDEFGHJKMNPQRSTVWXYZ0.md" in names
+    # No gid twice (the tombstone included); a person's own notes are left alone.
+    (tmp_path / "shop" / "tagged.md").write_text("---\ntags: [x]\n---\n\n# mine\n")
+    report = import_markdown(tmp_path)
+    assert report.unchanged > 0 and report.created == 0, report.describe()
