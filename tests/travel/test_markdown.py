@@ -436,3 +436,26 @@ def test_exporting_into_the_same_folder_again_keeps_each_gid_once(tmp_path: Path
     (tmp_path / "shop" / "tagged.md").write_text("---\ntags: [x]\n---\n\n# mine\n")
     report = import_markdown(tmp_path)
     assert report.unchanged > 0 and report.created == 0, report.describe()
+
+
+def test_a_summary_edited_by_hand_takes_the_text_and_a_new_prompt_is_added(tmp_path: Path) -> None:
+    row = _one_row()
+    summary = Summary.objects.create(
+        session=row.session, project="shop", request="fix it", learned="tax"
+    )
+    export_markdown(tmp_path)
+    (path,) = tmp_path.rglob(f"summary-*-{summary.gid}.md")
+    path.write_text(
+        path.read_text().replace("## Learned\n\ntax\n", "## Learned\n\ntax, then discount\n")
+    )
+    (session_file,) = tmp_path.rglob(f"session-*-{row.session.gid}.md")
+    text = session_file.read_text()
+    when = time_text(timezone.now())
+    session_file.write_text(
+        text.replace("%% cmem:", f"### Prompt 2 · {when}\n\nand the refunds\n\n%% cmem:")
+    )
+    report = import_markdown(tmp_path)
+    assert report.updated == 2, report.describe()
+    summary.refresh_from_db()
+    assert summary.learned == "tax, then discount"
+    assert Prompt.objects.get(session=row.session, number=2).text == "and the refunds"
