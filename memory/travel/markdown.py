@@ -138,8 +138,11 @@ class _Rows:
         for o in self.observations:
             if o.superseded_by_id in by_pk:
                 self.supersedes[o.superseded_by_id].append(o)
-        self.stem_of = {o.gid: self.observation_stem(o) for o in self.observations}
-        self.title_of = {o.gid: o.title for o in self.observations}
+        # Names and link labels come from the text too: through redaction when syncing.
+        self.title_of = {o.gid: self.text(o.title) for o in self.observations}
+        self.stem_of = {
+            o.gid: f"{slug(self.title_of[o.gid]) or 'memory'}-{o.gid}" for o in self.observations
+        }
         self.by_session: dict[int, list[Observation]] = defaultdict(list)
         self.place: dict[int, int] = {}  # an observation's index in its session's list
         for o in self.observations:
@@ -173,9 +176,6 @@ class _Rows:
 
     def text(self, value: str) -> str:
         return self.sanitizer.text(value) if self.sanitizer else value
-
-    def observation_stem(self, o: Observation) -> str:
-        return f"{slug(o.title) or 'memory'}-{o.gid}"
 
     def session_stem(self, s: Session) -> str:
         return f"session-{time_text(s.started)[:10]}-{s.gid}"  # type: ignore[index]
@@ -288,7 +288,7 @@ def _session_doc(rows: _Rows, s: Session) -> Document:
     )
     links = [f"Memory: {_obs_link(rows, o.gid)}" for o in rows.by_session.get(s.pk, [])]
     links += [
-        f"Summary: {bodies.link(_summary_stem(x), x.request or 'summary')}"
+        f"Summary: {bodies.link(_summary_stem(rows, x), rows.text(x.request) or 'summary')}"
         for x in rows.session_summaries.get(s.pk, [])
     ]
     times = [s.started, *(t for t in (s.ended,) if t), *(p.created for p in prompts)]
@@ -299,8 +299,8 @@ def _session_doc(rows: _Rows, s: Session) -> Document:
     )
 
 
-def _summary_stem(x: Summary) -> str:
-    return f"summary-{slug(x.request, limit=40) or 'session'}-{x.gid}"
+def _summary_stem(rows: _Rows, x: Summary) -> str:
+    return f"summary-{slug(rows.text(x.request), limit=40) or 'session'}-{x.gid}"
 
 
 def _summary_doc(rows: _Rows, x: Summary) -> Document:
@@ -317,7 +317,7 @@ def _summary_doc(rows: _Rows, x: Summary) -> Document:
     fields = {name: rows.text(getattr(x, name)) for name, _ in bodies.SUMMARY_SECTIONS}
     links = [f"Session: {bodies.link(rows.session_stem(session), _session_title(session))}"]
     body = bodies.with_links(bodies.summary_body(fields), links)
-    path = f"{project_slug(x.project)}/{_month(x.created)}/{_summary_stem(x)}.md"
+    path = f"{project_slug(x.project)}/{_month(x.created)}/{_summary_stem(rows, x)}.md"
     return Document(
         x.gid, "summary", x.project, path, join(front, body), time_text(x.created) or ""
     )

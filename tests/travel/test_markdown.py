@@ -185,10 +185,12 @@ def test_a_correction_counts_as_a_change_and_is_exported_but_not_replayed(tmp_pa
 def test_sync_documents_leave_out_excluded_projects_and_redact(tmp_path: Path) -> None:
     row = _one_row(project="secret-project")
     row.narrative = "key sk-ant-" + "a" * 40
+    row.title = "pasted sk-ant-" + "c" * 40
     row.save()
     assert any(d.project == "secret-project" for d in documents(for_sync=True))
     synced = next(d for d in documents(for_sync=True) if d.kind == "observation")
     assert "sk-ant-aaaa" not in synced.text and "REDACTED" in synced.text
+    assert "cccc" not in synced.path and "cccc" not in synced.text
     ExcludedProject.objects.create(glob="secret-project")
     projects.excluded_globs_invalidate()
     assert not [d for d in documents(for_sync=True) if d.project == "secret-project"]
