@@ -254,6 +254,12 @@ OTHER_GID = "01JABCDEFGHJKMNPQRSTVWXYZ1"
         ("shop/broken.md", b"---\ngid: [unclosed\n---\n\n# x\n", "not valid YAML"),
         ("shop/open.md", b"---\ngid: x\n# never closed\n", "not closed"),
         ("shop/list.md", b"---\n- a\n- b\n---\n\n# x\n", "not a set of fields"),
+        (
+            "shop/tag.md",
+            b"---\nkind: !!python/object/apply:os.system [id]\n---\n",
+            "not valid YAML",
+        ),
+        ("shop/deep.md", b"---\nkind: " + b"[" * 5000 + b"]" * 5000 + b"\n---\n", "not valid YAML"),
         ("shop/badgid.md", b"---\nkind: observation\ngid: ../../etc/passwd\n---\n\n# x\n", "'gid'"),
         ("shop/kind.md", f"---\nkind: virus\ngid: {GOOD_GID}\n---\n".encode(), "unknown kind"),
         (
