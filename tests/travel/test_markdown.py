@@ -16,10 +16,13 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
+from deliverables.models import Deliverable
 from memory import projects
 from memory.curation.corrections import observation_edit, observation_mark
 from memory.housekeeping.forget import ForgetRequest, observations_forget
 from memory.importers.demo import demo_load
+from memory.importers.json_io import memory_export, memory_import
+from memory.importers.report import ImportReport
 from memory.models import (
     ExcludedProject,
     Observation,
@@ -467,3 +470,12 @@ def test_a_summary_edited_by_hand_takes_the_text_and_a_new_prompt_is_added(tmp_p
     summary.refresh_from_db()
     assert summary.learned == "tax, then discount"
     assert Prompt.objects.get(session=row.session, number=2).text == "and the refunds"
+
+
+def test_a_deliverable_keeps_its_gid_through_the_json_export_too() -> None:
+    demo_load()
+    gids = set(Deliverable.objects.values_list("gid", flat=True))
+    document = memory_export()
+    _empty_memory()
+    memory_import(document=dict(document), report=ImportReport())
+    assert set(Deliverable.objects.values_list("gid", flat=True)) == gids and gids
