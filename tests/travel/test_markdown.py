@@ -35,11 +35,14 @@ from memory.models import (
 )
 from memory.team.scope import viewer_scope
 from memory.travel import (
+    Document,
     MarkdownImportError,
+    bodies,
     documents,
     export_markdown,
     import_files,
     import_markdown,
+    write_tree,
 )
 from memory.travel.frontmatter import time_text
 from tests.support import CMEM, free_port, make_worker_env
@@ -370,8 +373,6 @@ def test_team_mode_refuses_another_users_rows_and_authors(tmp_path: Path) -> Non
     ],
 )
 def test_the_body_format_reads_back_what_it_writes(fields: dict[str, object]) -> None:
-    from memory.travel import bodies
-
     once = bodies.observation_read(bodies.with_links(bodies.observation_body(fields), ["x"]))
     twice = bodies.observation_read(bodies.observation_body(once))
     assert once == twice
@@ -379,8 +380,6 @@ def test_the_body_format_reads_back_what_it_writes(fields: dict[str, object]) ->
 
 
 def test_write_tree_refuses_a_path_out_of_the_folder(tmp_path: Path) -> None:
-    from memory.travel import Document, write_tree
-
     bad = Document("01JABCDEFGHJKMNPQRSTVWXYZ0", "observation", "p", "../evil.md", "x", "")
     with pytest.raises(MarkdownImportError, match="inside the folder"):
         write_tree(tmp_path / "tree", [bad])
