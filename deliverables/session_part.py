@@ -20,9 +20,9 @@ from deliverables.handover import (
 )
 from deliverables.models import Deliverable
 from deliverables.services import deliverables_capture
-from memory import global_ids
 from memory.agents.base import HookEvent
 from memory.extensions import SessionPart
+from memory.global_ids import is_gid
 from memory.importers.json_io import time_export, time_import
 from memory.models import Prompt, Session
 from memory.team import scope
@@ -66,8 +66,8 @@ def deliverables_export(sessions: list[Session]) -> dict[int, list[dict[str, Any
     for d in rows:
         by[d.session_id].append(
             {
-                "gid": d.gid,
                 **{f: getattr(d, f) for f in _EXPORT_FIELDS},
+                "gid": d.gid,
                 "prompt_number": d.prompt.number if d.prompt else None,
                 "created": time_export(d.created),
             }
@@ -78,17 +78,21 @@ def deliverables_export(sessions: list[Session]) -> dict[int, list[dict[str, Any
 def deliverables_import(
     session: Session, rows: list[dict[str, Any]], prompts: dict[int, Prompt]
 ) -> Iterator[bool]:
-    """Idempotent by (session, original path, sha256); yields whether each row was new."""
+    """Idempotent by global id and by (session, original path, sha256); yields whether
+    each row was new. A row keeps the global id it was exported with (one it lacks, or
+    that is malformed, gets a fresh one)."""
     for data in rows:
-        if Deliverable.objects.filter(
-            session=session, original_path=data["original_path"], sha256=data["sha256"]
-        ).exists():
+        gid = data.get("gid")
+        if (is_gid(gid) and Deliverable.objects.filter(gid=gid).exists()) or (
+            Deliverable.objects.filter(
+                session=session, original_path=data["original_path"], sha256=data["sha256"]
+            ).exists()
+        ):
             yield False
             continue
         fields = {f: data[f] for f in _EXPORT_FIELDS if f in data and data[f] is not None}
-        gid = data.get("gid")
-        if global_ids.is_gid(gid) and not Deliverable.objects.filter(gid=gid).exists():
-            fields["gid"] = gid  # kept through the round trip unless another row has it
+        if is_gid(gid):
+            fields["gid"] = gid
         number = data.get("prompt_number")
         Deliverable.objects.create(
             session=session,
