@@ -20,7 +20,7 @@ def cmem(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("COPILOT_", "GEMINI_", "OPENCODE_", "XDG_CONFIG"))
+        if not k.startswith(("COPILOT_", "GEMINI_", "OPENCODE_", "XDG_CONFIG", "QWEN_"))
     }
     env.update(HOME=str(home), PATH=os.pathsep.join([str(Path(CMEM).parent), "/usr/bin", "/bin"]))
     env["CLAUDE_MEM_DATA_DIR"] = str(home / ".cmem-data")
@@ -136,9 +136,52 @@ def test_agents_detected_finds_config_folders(
 ) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
-    for name in ("GEMINI_CLI_HOME", "COPILOT_HOME", "OPENCODE_CONFIG_DIR", "XDG_CONFIG_HOME"):
+    for name in (
+        "GEMINI_CLI_HOME",
+        "COPILOT_HOME",
+        "OPENCODE_CONFIG_DIR",
+        "XDG_CONFIG_HOME",
+        "QWEN_HOME",
+    ):
         monkeypatch.delenv(name, raising=False)
     assert agents.agents_detected() == []
     (tmp_path / ".copilot").mkdir()
     (tmp_path / ".config" / "opencode").mkdir(parents=True)
     assert agents.agents_detected() == ["copilot", "opencode"]
+
+
+def test_qwen_install_keeps_the_users_settings_and_uninstall_restores_them(tmp_path: Path) -> None:
+    settings = tmp_path / ".qwen" / "settings.json"
+    settings.parent.mkdir()
+    mine = {
+        "security": {"auth": {"selectedType": "openai"}},
+        "hooks": {"PreToolUse": [{"matcher": "edit", "hooks": [{"type": "command", "command": "guard.sh"}]}]},
+        "mcpServers": {"other": {"command": "other-mcp"}},
+    }  # fmt: skip
+    settings.write_text(json.dumps(mine))
+    first = cmem("install", "--qwen", home=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert "backup" in first.stdout
+    data = json.loads(settings.read_text())
+    assert data["security"] == mine["security"]
+    assert data["mcpServers"]["other"] == {"command": "other-mcp"}
+    assert data["mcpServers"]["cmem"]["args"] == ["mcp"]
+    pre = data["hooks"]["PreToolUse"]
+    assert pre[0]["hooks"][0]["command"] == "guard.sh"
+    assert pre[1]["matcher"] == "read_file"
+    assert pre[1]["hooks"][0]["command"].endswith("hook qwen file-context")
+    assert pre[1]["hooks"][0]["timeout"] == 10  # seconds: 1000 or more would read as ms
+    text = settings.read_text()
+    assert "already installed" in cmem("install", "--agent", "qwen", home=tmp_path).stdout
+    assert settings.read_text() == text
+
+    doctor = cmem("doctor", home=tmp_path)
+    assert "Qwen Code hooks installed for all 7 events" in doctor.stdout
+    settings.write_text(json.dumps({**data, "disableAllHooks": True}))
+    assert "disableAllHooks is true" in cmem("doctor", home=tmp_path).stdout
+    settings.write_text(text)
+
+    removed = cmem("uninstall", "--qwen", home=tmp_path)
+    assert removed.returncode == 0, removed.stderr
+    assert json.loads(settings.read_text()) == mine
+    assert "Qwen Code hooks" not in cmem("doctor", home=tmp_path).stdout
