@@ -1,4 +1,4 @@
-"""The Gemini CLI, Copilot CLI, OpenCode and Qwen Code adapters on the payloads captured from each CLI
+"""The Gemini CLI, Copilot CLI, OpenCode, Qwen Code and Kilo Code CLI adapters on the payloads captured from each CLI
 (tests/fixtures/<agent>-<version>/), through the real endpoint (`POST /api/hooks/<agent>/
 <event>`), real SQLite and the offline compressor: one session read a file, a second one
 gets the index, and its read is refused in the shape that agent accepts."""
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from memory.agents import copilot, gemini, opencode, qwen
+from memory.agents import copilot, gemini, kilo, opencode, qwen
 from memory.agents.base import GateDecision, HookEvent, HookInputError, HookResult
 from memory.models import Event, ObservationFile, Prompt, Session
 from tests.support import FIXTURES
@@ -47,7 +47,7 @@ class Agent:
             data["tool_response"]["llmContent"] = BIG
         if self.platform == "copilot" and event == "observation":
             data["toolResult"]["textResultForLlm"] = BIG
-        if self.platform == "opencode" and event == "observation":
+        if self.platform in {"opencode", "kilo"} and event == "observation":
             data["output"]["output"] = BIG
         return data
 
@@ -80,6 +80,13 @@ AGENTS = {
          "file-context": "PreToolUse.json", "observation": "PostToolUse.json",
          "summarize": "Stop.json", "session-end": "SessionEnd.json"},
         "file_path", False,
+    ),
+    "kilo": Agent(
+        "kilo", "kilo-7.7.7",
+        {"context": "session.created.json", "session-init": "chat.message.json",
+         "file-context": "tool.execute.before.json", "observation": "tool.execute.after.json",
+         "summarize": "session.idle.json", "session-end": "session.deleted.json"},
+        "filePath", False,
     ),
 }  # fmt: skip
 
@@ -114,8 +121,15 @@ def context_text(platform: str, answer: dict[str, Any]) -> str:
 
 
 MCP_NAME = {"gemini": "mcp_cmem_get_observations(", "copilot": "cmem-get_observations(",
-            "opencode": "cmem_get_observations(", "qwen": "mcp__cmem__get_observations("}  # fmt: skip
-READ_TOOL = {"gemini": "read_file", "copilot": "view", "opencode": "read", "qwen": "read_file"}
+            "opencode": "cmem_get_observations(", "qwen": "mcp__cmem__get_observations(",
+            "kilo": "cmem_get_observations("}  # fmt: skip
+READ_TOOL = {
+    "gemini": "read_file",
+    "copilot": "view",
+    "opencode": "read",
+    "qwen": "read_file",
+    "kilo": "read",
+}
 
 
 @pytest.mark.parametrize("name", sorted(AGENTS))
@@ -294,3 +308,13 @@ def test_qwen_ranged_read_passes_and_advice_is_context_without_a_decision() -> N
         "exit 1",
     )
     assert failed.failed and failed.tool_use_id == "t1"
+
+
+def test_kilo_is_opencode_under_its_own_platform_name() -> None:
+    data = json.loads((FIXTURES / "kilo-7.7.7/tool.execute.before.json").read_text())
+    event = kilo.parse("file-context", data)
+    assert (event.platform, event.tool_name) == ("kilo", "Read")
+    assert event.tool_input == {"file_path": "/home/dev/shop/handlers.py"}
+    assert kilo.render(event, HookResult(gate=GateDecision(decision="deny", reason="x"))) == {
+        "deny": "x"
+    }

@@ -185,3 +185,28 @@ def test_qwen_install_keeps_the_users_settings_and_uninstall_restores_them(tmp_p
     assert removed.returncode == 0, removed.stderr
     assert json.loads(settings.read_text()) == mine
     assert "Qwen Code hooks" not in cmem("doctor", home=tmp_path).stdout
+
+
+def test_kilo_install_writes_the_plugin_into_kilos_folder_only(tmp_path: Path) -> None:
+    config = tmp_path / ".config" / "kilo" / "kilo.json"
+    config.parent.mkdir(parents=True)
+    config.write_text(
+        json.dumps({"model": "x/y", "mcp": {"other": {"type": "remote", "url": "u"}}})
+    )
+    out = cmem("install", "--kilo", home=tmp_path)
+    assert out.returncode == 0, out.stderr
+    plugin = config.parent / "plugin" / "cmem.js"
+    source = plugin.read_text()
+    assert "__CMEM_COMMAND__" not in source
+    assert '["hook", "kilo", event]' in source and '"opencode"' not in source
+    assert 'startsWith("title-")' in source  # Kilo's title generator is no session
+    assert not (tmp_path / ".config" / "opencode").exists()
+    data = json.loads(config.read_text())
+    assert data["model"] == "x/y" and set(data["mcp"]) == {"other", "cmem"}
+    assert data["mcp"]["cmem"]["command"][1:] == ["mcp"]
+    assert "already installed" in cmem("install", "--agent", "kilo", home=tmp_path).stdout
+    assert "cmem Kilo plugin in" in cmem("doctor", home=tmp_path).stdout
+
+    assert cmem("uninstall", "--kilo", home=tmp_path).returncode == 0
+    assert not plugin.exists()
+    assert set(json.loads(config.read_text())["mcp"]) == {"other"}

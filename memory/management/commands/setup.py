@@ -34,13 +34,14 @@ AGENT_LABELS = {
     "copilot": "Copilot CLI",
     "opencode": "OpenCode",
     "qwen": "Qwen Code",
+    "kilo": "Kilo Code CLI",
 }
 
 
 class Command(BaseCommand):
     help = (
         "The whole first run in one command, safe to repeat: create the database, start the "
-        "worker, install the hooks and MCP server for the agents found (Claude Code, Codex, Gemini CLI, Copilot CLI, OpenCode, Qwen Code), "
+        "worker, install the hooks and MCP server for the agents found (Claude Code, Codex, Gemini CLI, Copilot CLI, OpenCode, Qwen Code, Kilo Code CLI), "
         "check everything, and say where the dashboard is."
     )
 
@@ -90,7 +91,7 @@ class Command(BaseCommand):
             agents.append(label)
         if not agents:
             self.stdout.write(
-                "\nNo agent found (no claude, codex, gemini, copilot, opencode or qwen on PATH, nor their config folders): "
+                "\nNo agent found (no claude, codex, gemini, copilot, opencode, qwen or kilo on PATH, nor their config folders): "
                 "install one, then run `cmem setup` again."
             )
         self.step("doctor")
