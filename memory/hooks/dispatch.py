@@ -9,7 +9,7 @@ from types import ModuleType
 from typing import Any
 
 from memory import config, projects
-from memory.agents import claude_code, codex, copilot, gemini, kilo, opencode, qwen
+from memory.agents import claude_code, codex, copilot, droid, gemini, kilo, opencode, qwen
 from memory.agents.base import HookEvent, HookInputError, HookResult
 from memory.briefing import context, gate
 from memory.capture import ingest as capture
@@ -25,6 +25,7 @@ ADAPTERS: dict[str, ModuleType] = {
     "opencode": opencode,
     "qwen": qwen,
     "kilo": kilo,
+    "droid": droid,
 }
 
 

@@ -1,4 +1,4 @@
-"""The Gemini CLI, Copilot CLI, OpenCode, Qwen Code and Kilo Code CLI adapters on the payloads captured from each CLI
+"""The Gemini CLI, Copilot CLI, OpenCode, Qwen Code, Kilo Code CLI and Factory Droid adapters on the payloads captured from each CLI
 (tests/fixtures/<agent>-<version>/), through the real endpoint (`POST /api/hooks/<agent>/
 <event>`), real SQLite and the offline compressor: one session read a file, a second one
 gets the index, and its read is refused in the shape that agent accepts."""
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from memory.agents import copilot, gemini, kilo, opencode, qwen
+from memory.agents import copilot, droid, gemini, kilo, opencode, qwen
 from memory.agents.base import GateDecision, HookEvent, HookInputError, HookResult
 from memory.models import Event, ObservationFile, Prompt, Session
 from tests.support import FIXTURES
@@ -45,6 +45,8 @@ class Agent:
                 data[key] = {**data[key], self.path_key: path}
         if self.platform in {"gemini", "qwen"} and event == "observation":
             data["tool_response"]["llmContent"] = BIG
+        if self.platform == "droid" and event == "observation":
+            data["tool_response"] = BIG
         if self.platform == "copilot" and event == "observation":
             data["toolResult"]["textResultForLlm"] = BIG
         if self.platform in {"opencode", "kilo"} and event == "observation":
@@ -88,6 +90,13 @@ AGENTS = {
          "summarize": "session.idle.json", "session-end": "session.deleted.json"},
         "filePath", False,
     ),
+    "droid": Agent(
+        "droid", "droid-0.225.2",
+        {"context": "SessionStart.json", "session-init": "UserPromptSubmit.json",
+         "file-context": "PreToolUse.json", "observation": "PostToolUse.json",
+         "summarize": "Stop.json", "session-end": "SessionEnd.json"},
+        "file_path", False,
+    ),
 }  # fmt: skip
 
 
@@ -106,14 +115,14 @@ def deny_text(platform: str, answer: dict[str, Any]) -> str:
     if platform == "copilot":
         assert answer["permissionDecision"] == "deny"
         return answer["permissionDecisionReason"]
-    if platform == "qwen":
+    if platform in {"qwen", "droid"}:
         assert answer["hookSpecificOutput"]["permissionDecision"] == "deny"
         return answer["hookSpecificOutput"]["permissionDecisionReason"]
     return answer["deny"]
 
 
 def context_text(platform: str, answer: dict[str, Any]) -> str:
-    if platform in {"gemini", "qwen"}:
+    if platform in {"gemini", "qwen", "droid"}:
         return answer["hookSpecificOutput"]["additionalContext"]
     if platform == "copilot":
         return answer["additionalContext"]
@@ -122,13 +131,14 @@ def context_text(platform: str, answer: dict[str, Any]) -> str:
 
 MCP_NAME = {"gemini": "mcp_cmem_get_observations(", "copilot": "cmem-get_observations(",
             "opencode": "cmem_get_observations(", "qwen": "mcp__cmem__get_observations(",
-            "kilo": "cmem_get_observations("}  # fmt: skip
+            "kilo": "cmem_get_observations(", "droid": "cmem___get_observations("}  # fmt: skip
 READ_TOOL = {
     "gemini": "read_file",
     "copilot": "view",
     "opencode": "read",
     "qwen": "read_file",
     "kilo": "read",
+    "droid": "Read",
 }
 
 
@@ -318,3 +328,14 @@ def test_kilo_is_opencode_under_its_own_platform_name() -> None:
     assert kilo.render(event, HookResult(gate=GateDecision(decision="deny", reason="x"))) == {
         "deny": "x"
     }
+
+
+def test_droid_derives_a_stable_tool_use_id_and_renames_its_shell_tool() -> None:
+    data = json.loads((FIXTURES / "droid-0.225.2/PostToolUse.json").read_text())
+    first, again = droid.parse("observation", data), droid.parse("observation", dict(data))
+    assert first.tool_use_id and first.tool_use_id == again.tool_use_id
+    shell = droid.parse(
+        "observation",
+        {"session_id": "s", "tool_name": "Execute", "tool_input": {"command": "cat a.py"}},
+    )
+    assert (shell.tool_name, shell.tool_files) == ("Bash", [("a.py", "read")])

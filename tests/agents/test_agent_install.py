@@ -20,7 +20,7 @@ def cmem(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("COPILOT_", "GEMINI_", "OPENCODE_", "XDG_CONFIG", "QWEN_"))
+        if not k.startswith(("COPILOT_", "GEMINI_", "OPENCODE_", "XDG_CONFIG", "QWEN_", "FACTORY_"))
     }
     env.update(HOME=str(home), PATH=os.pathsep.join([str(Path(CMEM).parent), "/usr/bin", "/bin"]))
     env["CLAUDE_MEM_DATA_DIR"] = str(home / ".cmem-data")
@@ -142,6 +142,7 @@ def test_agents_detected_finds_config_folders(
         "OPENCODE_CONFIG_DIR",
         "XDG_CONFIG_HOME",
         "QWEN_HOME",
+        "FACTORY_HOME_OVERRIDE",
     ):
         monkeypatch.delenv(name, raising=False)
     assert agents.agents_detected() == []
@@ -210,3 +211,34 @@ def test_kilo_install_writes_the_plugin_into_kilos_folder_only(tmp_path: Path) -
     assert cmem("uninstall", "--kilo", home=tmp_path).returncode == 0
     assert not plugin.exists()
     assert set(json.loads(config.read_text())["mcp"]) == {"other"}
+
+
+def test_droid_install_keeps_the_users_settings_and_uninstall_restores_them(tmp_path: Path) -> None:
+    factory = tmp_path / ".factory"
+    factory.mkdir()
+    settings, servers = factory / "settings.json", factory / "mcp.json"
+    mine = {
+        "customModels": [{"model": "m", "baseUrl": "http://x", "provider": "generic-chat-completion-api"}],
+        "hooks": {"PreToolUse": [{"matcher": "Edit", "hooks": [{"type": "command", "command": "guard.sh"}]}]},
+    }  # fmt: skip
+    settings.write_text(json.dumps(mine))
+    servers.write_text(json.dumps({"mcpServers": {"other": {"type": "stdio", "command": "o"}}}))
+    first = cmem("install", "--droid", home=tmp_path)
+    assert first.returncode == 0, first.stderr
+    data = json.loads(settings.read_text())
+    assert data["customModels"] == mine["customModels"]
+    pre = data["hooks"]["PreToolUse"]
+    assert pre[0]["hooks"][0]["command"] == "guard.sh"
+    assert pre[1]["matcher"] == "Read"
+    assert pre[1]["hooks"][0]["command"].endswith("hook droid file-context")
+    assert set(json.loads(servers.read_text())["mcpServers"]) == {"other", "cmem"}
+    text = settings.read_text()
+    again = cmem("install", "--agent", "droid", home=tmp_path).stdout
+    assert "already installed" in again and "already registered" in again
+    assert settings.read_text() == text
+    assert "Factory Droid hooks installed for all 6 events" in cmem("doctor", home=tmp_path).stdout
+
+    removed = cmem("uninstall", "--droid", home=tmp_path)
+    assert removed.returncode == 0, removed.stderr
+    assert json.loads(settings.read_text()) == mine
+    assert set(json.loads(servers.read_text())["mcpServers"]) == {"other"}
