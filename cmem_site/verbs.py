@@ -39,7 +39,7 @@ VERBS: tuple[Verb, ...] = (
     Verb("doctor", "service", "Check the installation and say how to fix each problem.", ("cmem doctor",)),
     Verb("migrate", "service", "Create or update the database tables.", ("cmem migrate",), command="cmem_migrate"),
     # agents
-    Verb("install", "agents", "Install cmem's hooks and MCP server for Claude Code (or --codex, --gemini, --copilot, --opencode).", ("cmem install", "cmem install --codex", "cmem install --gemini", "cmem install --settings-file ./.claude/settings.json")),
+    Verb("install", "agents", "Install cmem's hooks and MCP server for Claude Code (or --codex, --gemini, --copilot, --opencode, --qwen, --kilo, --droid).", ("cmem install", "cmem install --codex", "cmem install --gemini", "cmem install --settings-file ./.claude/settings.json")),
     Verb("uninstall", "agents", "Remove cmem's hooks (and only them), its MCP server and its Claude Code plugin.", ("cmem uninstall", "cmem uninstall --keep-plugin", "cmem uninstall --codex")),
     Verb("hook", "agents", "What agents run on each event (reads the event on stdin; always exits 0).", ("echo '{}' | cmem hook claude-code session-start",)),
     Verb("mcp", "agents", "Run cmem's MCP server on stdio (the agent starts it).", ("cmem mcp",)),

@@ -73,6 +73,9 @@ class HookEvent:
     # Code's synchronous PostToolUseFailure, Codex's PostToolUse): where failure recall
     # (memory/briefing/failure_recall.py) may speak. False where the answer is not read.
     context_read: bool = False
+    # The agent fired its prompt event for a turn that is no user prompt (Qwen Code sends
+    # UserPromptSubmit again, empty, when tool results go back to the model): nothing to store.
+    tool_turn: bool = False
 
     @property
     def failed(self) -> bool:

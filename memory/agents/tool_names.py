@@ -9,6 +9,7 @@ and Claude Code's naming also depends on how cmem was installed:
 - Claude Code, through a plugin: `mcp__plugin_<plugin>_cmem__<tool>`;
 - Codex (`[mcp_servers.cmem]`): `mcp__cmem__<tool>` (codex-rs qualifies every MCP tool as
   `mcp__<server>__<tool>`);
+- Qwen Code (`mcpServers.cmem` in ~/.qwen/settings.json): `mcp__cmem__<tool>`, as Claude Code;
 - any other agent: the bare tool name.
 
 The install route comes from CLAUDE_MEM_INSTALL_ROUTE: `install` (the default) or
@@ -41,7 +42,7 @@ def mcp_tool_name(tool: str, *, platform: str, route: str = "") -> str:
             plugin = route[len("plugin:") :].strip()
             return f"mcp__plugin_{plugin}_{SERVER}__{tool}"
         return f"mcp__{SERVER}__{tool}"
-    if platform == "codex":
+    if platform in {"codex", "qwen"}:
         return f"mcp__{SERVER}__{tool}"
     return tool
 

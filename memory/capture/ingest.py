@@ -181,10 +181,13 @@ def _in_private_turn(event: HookEvent) -> bool:
 def session_init(*, event: HookEvent) -> HookResult:
     """UserPromptSubmit.
 
+    0. A tool-result turn the agent reports as a prompt (Qwen Code): store nothing.
     1. Excluded project or an internal `<task-notification>` prompt: store nothing.
     2. Strip private tags; a prompt that was entirely private stores nothing at all.
     3. In one transaction: create/update the session, store the prompt with the next number.
     """
+    if event.tool_turn:
+        return HookResult()
     project = _project(event)
     if project is None or redaction.is_internal_notification(event.prompt):
         return HookResult()

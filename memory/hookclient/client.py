@@ -41,7 +41,9 @@ CAPTURE_EVENTS = frozenset(
     {"session-init", "observation", "summarize", "session-end", "compaction"}
 )
 WAITING_EVENTS = frozenset({"context", "file-context", "subagent-context"})
-PLATFORMS = frozenset({"claude-code", "codex", "gemini", "copilot", "opencode"})
+PLATFORMS = frozenset(
+    {"claude-code", "codex", "gemini", "copilot", "opencode", "qwen", "kilo", "droid"}
+)
 DEFAULT_TIMEOUT_MS = 2000
 # A starting worker (migrate + gunicorn boot) is waited for at most this long by context hooks.
 START_WAIT_S = 1.5

@@ -9,7 +9,7 @@ from types import ModuleType
 from typing import Any
 
 from memory import config, projects
-from memory.agents import claude_code, codex, copilot, gemini, opencode
+from memory.agents import claude_code, codex, copilot, droid, gemini, kilo, opencode, qwen
 from memory.agents.base import HookEvent, HookInputError, HookResult
 from memory.briefing import context, gate
 from memory.capture import ingest as capture
@@ -23,6 +23,9 @@ ADAPTERS: dict[str, ModuleType] = {
     "gemini": gemini,
     "copilot": copilot,
     "opencode": opencode,
+    "qwen": qwen,
+    "kilo": kilo,
+    "droid": droid,
 }
 
 

@@ -31,7 +31,7 @@ def add_codex_home_argument(parser: ArgumentParser) -> None:
 
 
 def add_agent_arguments(parser: ArgumentParser) -> None:
-    """`--gemini`, `--copilot`, `--opencode` (or `--agent NAME`) and that agent's config folder."""
+    """`--gemini`, `--copilot`, `--opencode`, `--qwen`, `--kilo`, `--droid` (or `--agent NAME`) and that agent's config folder."""
     for name, module in AGENTS.items():
         parser.add_argument(
             f"--{name}",
@@ -52,5 +52,5 @@ def add_agent_arguments(parser: ArgumentParser) -> None:
         type=Path,
         default=None,
         help="That agent's config folder (default: ~/.gemini, $COPILOT_HOME or ~/.copilot, "
-        "~/.config/opencode).",
+        "~/.config/opencode, $QWEN_HOME or ~/.qwen, ~/.config/kilo, ~/.factory).",
     )

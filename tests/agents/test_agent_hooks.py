@@ -1,4 +1,4 @@
-"""The Gemini CLI, Copilot CLI and OpenCode adapters on the payloads captured from each CLI
+"""The Gemini CLI, Copilot CLI, OpenCode, Qwen Code, Kilo Code CLI and Factory Droid adapters on the payloads captured from each CLI
 (tests/fixtures/<agent>-<version>/), through the real endpoint (`POST /api/hooks/<agent>/
 <event>`), real SQLite and the offline compressor: one session read a file, a second one
 gets the index, and its read is refused in the shape that agent accepts."""
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from memory.agents import copilot, gemini, opencode
+from memory.agents import copilot, droid, gemini, kilo, opencode, qwen
 from memory.agents.base import GateDecision, HookEvent, HookInputError, HookResult
 from memory.models import Event, ObservationFile, Prompt, Session
 from tests.support import FIXTURES
@@ -43,11 +43,13 @@ class Agent:
         for key in ("tool_input", "toolArgs", "args"):
             if isinstance(data.get(key), dict):
                 data[key] = {**data[key], self.path_key: path}
-        if self.platform == "gemini" and event == "observation":
+        if self.platform in {"gemini", "qwen"} and event == "observation":
             data["tool_response"]["llmContent"] = BIG
+        if self.platform == "droid" and event == "observation":
+            data["tool_response"] = BIG
         if self.platform == "copilot" and event == "observation":
             data["toolResult"]["textResultForLlm"] = BIG
-        if self.platform == "opencode" and event == "observation":
+        if self.platform in {"opencode", "kilo"} and event == "observation":
             data["output"]["output"] = BIG
         return data
 
@@ -74,6 +76,27 @@ AGENTS = {
          "summarize": "session.idle.json", "session-end": "session.deleted.json"},
         "filePath", False,
     ),
+    "qwen": Agent(
+        "qwen", "qwen-code-0.24.4",
+        {"context": "SessionStart.json", "session-init": "UserPromptSubmit.json",
+         "file-context": "PreToolUse.json", "observation": "PostToolUse.json",
+         "summarize": "Stop.json", "session-end": "SessionEnd.json"},
+        "file_path", False,
+    ),
+    "kilo": Agent(
+        "kilo", "kilo-7.7.7",
+        {"context": "session.created.json", "session-init": "chat.message.json",
+         "file-context": "tool.execute.before.json", "observation": "tool.execute.after.json",
+         "summarize": "session.idle.json", "session-end": "session.deleted.json"},
+        "filePath", False,
+    ),
+    "droid": Agent(
+        "droid", "droid-0.225.2",
+        {"context": "SessionStart.json", "session-init": "UserPromptSubmit.json",
+         "file-context": "PreToolUse.json", "observation": "PostToolUse.json",
+         "summarize": "Stop.json", "session-end": "SessionEnd.json"},
+        "file_path", False,
+    ),
 }  # fmt: skip
 
 
@@ -92,11 +115,14 @@ def deny_text(platform: str, answer: dict[str, Any]) -> str:
     if platform == "copilot":
         assert answer["permissionDecision"] == "deny"
         return answer["permissionDecisionReason"]
+    if platform in {"qwen", "droid"}:
+        assert answer["hookSpecificOutput"]["permissionDecision"] == "deny"
+        return answer["hookSpecificOutput"]["permissionDecisionReason"]
     return answer["deny"]
 
 
 def context_text(platform: str, answer: dict[str, Any]) -> str:
-    if platform == "gemini":
+    if platform in {"gemini", "qwen", "droid"}:
         return answer["hookSpecificOutput"]["additionalContext"]
     if platform == "copilot":
         return answer["additionalContext"]
@@ -104,8 +130,16 @@ def context_text(platform: str, answer: dict[str, Any]) -> str:
 
 
 MCP_NAME = {"gemini": "mcp_cmem_get_observations(", "copilot": "cmem-get_observations(",
-            "opencode": "cmem_get_observations("}  # fmt: skip
-READ_TOOL = {"gemini": "read_file", "copilot": "view", "opencode": "read"}
+            "opencode": "cmem_get_observations(", "qwen": "mcp__cmem__get_observations(",
+            "kilo": "cmem_get_observations(", "droid": "cmem___get_observations("}  # fmt: skip
+READ_TOOL = {
+    "gemini": "read_file",
+    "copilot": "view",
+    "opencode": "read",
+    "qwen": "read_file",
+    "kilo": "read",
+    "droid": "Read",
+}
 
 
 @pytest.mark.parametrize("name", sorted(AGENTS))
@@ -238,3 +272,70 @@ def test_opencode_advice_before_a_read_is_handed_to_the_plugin() -> None:
     }
     end = HookEvent(platform="opencode", event="summarize", session_id="s")
     assert opencode.render(end, HookResult(context="x")) == {}
+
+
+def test_qwen_tool_result_turn_stores_no_prompt(tmp_path: Path) -> None:
+    # Qwen fires UserPromptSubmit again, empty and without `submitted_prompt`, when the tool
+    # results go back to the model: that is no prompt of the user's.
+    agent, client = AGENTS["qwen"], Client()
+    root = tmp_path / "qwen-shop"
+    root.mkdir()
+    post(client, agent, "session-init", agent.payload("session-init", root, "s-q"))
+    turn = json.loads((FIXTURES / "qwen-code-0.24.4/UserPromptSubmit-tool-turn.json").read_text())
+    assert qwen.parse("session-init", turn).tool_turn
+    assert (
+        post(client, agent, "session-init", {**turn, "cwd": str(root), "session_id": "s-q"}) == {}
+    )
+    assert [p.text for p in Prompt.objects.filter(session__session_id="s-q")] == [
+        "QW-ONE: read handlers.py"
+    ]
+
+
+def test_qwen_ranged_read_passes_and_advice_is_context_without_a_decision() -> None:
+    event = qwen.parse(
+        "file-context",
+        {"session_id": "s", "tool_name": "read_file",
+         "tool_input": {"file_path": "/a.py", "offset": 10, "limit": 5}},
+    )  # fmt: skip
+    assert event.tool_name == "Read" and event.tool_input["offset"] == 10
+    out = qwen.render(event, HookResult(gate=GateDecision(context="see get_observations([1])")))
+    assert out == {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "additionalContext": "see mcp__cmem__get_observations([1])",
+        }
+    }
+    stop = qwen.parse("summarize", {"session_id": "s"})
+    assert qwen.render(stop, HookResult(context="x", gate=GateDecision(decision="deny"))) == {}
+    failed = qwen.parse(
+        "observation",
+        {"session_id": "s", "hook_event_name": "PostToolUseFailure", "tool_name": "run_shell_command",
+         "tool_input": {"command": "cat a.py"}, "error": "exit 1", "tool_use_id": "t1"},
+    )  # fmt: skip
+    assert (failed.tool_name, failed.tool_files, failed.error) == (
+        "Bash",
+        [("a.py", "read")],
+        "exit 1",
+    )
+    assert failed.failed and failed.tool_use_id == "t1"
+
+
+def test_kilo_is_opencode_under_its_own_platform_name() -> None:
+    data = json.loads((FIXTURES / "kilo-7.7.7/tool.execute.before.json").read_text())
+    event = kilo.parse("file-context", data)
+    assert (event.platform, event.tool_name) == ("kilo", "Read")
+    assert event.tool_input == {"file_path": "/home/dev/shop/handlers.py"}
+    assert kilo.render(event, HookResult(gate=GateDecision(decision="deny", reason="x"))) == {
+        "deny": "x"
+    }
+
+
+def test_droid_derives_a_stable_tool_use_id_and_renames_its_shell_tool() -> None:
+    data = json.loads((FIXTURES / "droid-0.225.2/PostToolUse.json").read_text())
+    first, again = droid.parse("observation", data), droid.parse("observation", dict(data))
+    assert first.tool_use_id and first.tool_use_id == again.tool_use_id
+    shell = droid.parse(
+        "observation",
+        {"session_id": "s", "tool_name": "Execute", "tool_input": {"command": "cat a.py"}},
+    )
+    assert (shell.tool_name, shell.tool_files) == ("Bash", [("a.py", "read")])

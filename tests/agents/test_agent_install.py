@@ -20,7 +20,7 @@ def cmem(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("COPILOT_", "GEMINI_", "OPENCODE_", "XDG_CONFIG"))
+        if not k.startswith(("COPILOT_", "GEMINI_", "OPENCODE_", "XDG_CONFIG", "QWEN_", "FACTORY_"))
     }
     env.update(HOME=str(home), PATH=os.pathsep.join([str(Path(CMEM).parent), "/usr/bin", "/bin"]))
     env["CLAUDE_MEM_DATA_DIR"] = str(home / ".cmem-data")
@@ -136,9 +136,109 @@ def test_agents_detected_finds_config_folders(
 ) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
-    for name in ("GEMINI_CLI_HOME", "COPILOT_HOME", "OPENCODE_CONFIG_DIR", "XDG_CONFIG_HOME"):
+    for name in (
+        "GEMINI_CLI_HOME",
+        "COPILOT_HOME",
+        "OPENCODE_CONFIG_DIR",
+        "XDG_CONFIG_HOME",
+        "QWEN_HOME",
+        "FACTORY_HOME_OVERRIDE",
+    ):
         monkeypatch.delenv(name, raising=False)
     assert agents.agents_detected() == []
     (tmp_path / ".copilot").mkdir()
     (tmp_path / ".config" / "opencode").mkdir(parents=True)
     assert agents.agents_detected() == ["copilot", "opencode"]
+
+
+def test_qwen_install_keeps_the_users_settings_and_uninstall_restores_them(tmp_path: Path) -> None:
+    settings = tmp_path / ".qwen" / "settings.json"
+    settings.parent.mkdir()
+    mine = {
+        "security": {"auth": {"selectedType": "openai"}},
+        "hooks": {"PreToolUse": [{"matcher": "edit", "hooks": [{"type": "command", "command": "guard.sh"}]}]},
+        "mcpServers": {"other": {"command": "other-mcp"}},
+    }  # fmt: skip
+    settings.write_text(json.dumps(mine))
+    first = cmem("install", "--qwen", home=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert "backup" in first.stdout
+    data = json.loads(settings.read_text())
+    assert data["security"] == mine["security"]
+    assert data["mcpServers"]["other"] == {"command": "other-mcp"}
+    assert data["mcpServers"]["cmem"]["args"] == ["mcp"]
+    pre = data["hooks"]["PreToolUse"]
+    assert pre[0]["hooks"][0]["command"] == "guard.sh"
+    assert pre[1]["matcher"] == "read_file"
+    assert pre[1]["hooks"][0]["command"].endswith("hook qwen file-context")
+    assert pre[1]["hooks"][0]["timeout"] == 10  # seconds: 1000 or more would read as ms
+    text = settings.read_text()
+    assert "already installed" in cmem("install", "--agent", "qwen", home=tmp_path).stdout
+    assert settings.read_text() == text
+
+    doctor = cmem("doctor", home=tmp_path)
+    assert "Qwen Code hooks installed for all 7 events" in doctor.stdout
+    settings.write_text(json.dumps({**data, "disableAllHooks": True}))
+    assert "disableAllHooks is true" in cmem("doctor", home=tmp_path).stdout
+    settings.write_text(text)
+
+    removed = cmem("uninstall", "--qwen", home=tmp_path)
+    assert removed.returncode == 0, removed.stderr
+    assert json.loads(settings.read_text()) == mine
+    assert "Qwen Code hooks" not in cmem("doctor", home=tmp_path).stdout
+
+
+def test_kilo_install_writes_the_plugin_into_kilos_folder_only(tmp_path: Path) -> None:
+    config = tmp_path / ".config" / "kilo" / "kilo.json"
+    config.parent.mkdir(parents=True)
+    config.write_text(
+        json.dumps({"model": "x/y", "mcp": {"other": {"type": "remote", "url": "u"}}})
+    )
+    out = cmem("install", "--kilo", home=tmp_path)
+    assert out.returncode == 0, out.stderr
+    plugin = config.parent / "plugin" / "cmem.js"
+    source = plugin.read_text()
+    assert "__CMEM_COMMAND__" not in source
+    assert '["hook", "kilo", event]' in source and '"opencode"' not in source
+    assert 'startsWith("title-")' in source  # Kilo's title generator is no session
+    assert not (tmp_path / ".config" / "opencode").exists()
+    data = json.loads(config.read_text())
+    assert data["model"] == "x/y" and set(data["mcp"]) == {"other", "cmem"}
+    assert data["mcp"]["cmem"]["command"][1:] == ["mcp"]
+    assert "already installed" in cmem("install", "--agent", "kilo", home=tmp_path).stdout
+    assert "cmem Kilo plugin in" in cmem("doctor", home=tmp_path).stdout
+
+    assert cmem("uninstall", "--kilo", home=tmp_path).returncode == 0
+    assert not plugin.exists()
+    assert set(json.loads(config.read_text())["mcp"]) == {"other"}
+
+
+def test_droid_install_keeps_the_users_settings_and_uninstall_restores_them(tmp_path: Path) -> None:
+    factory = tmp_path / ".factory"
+    factory.mkdir()
+    settings, servers = factory / "settings.json", factory / "mcp.json"
+    mine = {
+        "customModels": [{"model": "m", "baseUrl": "http://x", "provider": "generic-chat-completion-api"}],
+        "hooks": {"PreToolUse": [{"matcher": "Edit", "hooks": [{"type": "command", "command": "guard.sh"}]}]},
+    }  # fmt: skip
+    settings.write_text(json.dumps(mine))
+    servers.write_text(json.dumps({"mcpServers": {"other": {"type": "stdio", "command": "o"}}}))
+    first = cmem("install", "--droid", home=tmp_path)
+    assert first.returncode == 0, first.stderr
+    data = json.loads(settings.read_text())
+    assert data["customModels"] == mine["customModels"]
+    pre = data["hooks"]["PreToolUse"]
+    assert pre[0]["hooks"][0]["command"] == "guard.sh"
+    assert pre[1]["matcher"] == "Read"
+    assert pre[1]["hooks"][0]["command"].endswith("hook droid file-context")
+    assert set(json.loads(servers.read_text())["mcpServers"]) == {"other", "cmem"}
+    text = settings.read_text()
+    again = cmem("install", "--agent", "droid", home=tmp_path).stdout
+    assert "already installed" in again and "already registered" in again
+    assert settings.read_text() == text
+    assert "Factory Droid hooks installed for all 6 events" in cmem("doctor", home=tmp_path).stdout
+
+    removed = cmem("uninstall", "--droid", home=tmp_path)
+    assert removed.returncode == 0, removed.stderr
+    assert json.loads(settings.read_text()) == mine
+    assert set(json.loads(servers.read_text())["mcpServers"]) == {"other"}

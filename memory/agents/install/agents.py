@@ -1,4 +1,4 @@
-"""Gemini CLI, Copilot CLI and OpenCode behind one interface, for install, doctor and setup.
+"""Gemini CLI, Copilot CLI, OpenCode, Qwen Code, the Kilo Code CLI and Factory Droid behind one interface, for install, doctor and setup.
 
 Each module has the same entries: `detected()`, `install(command=, home=, mcp=)`,
 `uninstall(home=, keep_mcp=)`, `doctor_checks(home=)`. `cmem setup` installs for
@@ -10,9 +10,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from memory.agents.install import copilot, gemini, opencode
+from memory.agents.install import copilot, droid, gemini, kilo, opencode, qwen
 
-AGENTS: dict[str, ModuleType] = {m.name: m for m in (gemini, copilot, opencode)}
+AGENTS: dict[str, ModuleType] = {m.name: m for m in (gemini, copilot, opencode, qwen, kilo, droid)}
 
 
 def agent_module(name: str) -> ModuleType:

@@ -29,13 +29,20 @@ def codex_found(home: Path) -> bool:
     return bool(codex_install.codex_binary()) or home.is_dir()
 
 
-AGENT_LABELS = {"gemini": "Gemini CLI", "copilot": "Copilot CLI", "opencode": "OpenCode"}
+AGENT_LABELS = {
+    "gemini": "Gemini CLI",
+    "copilot": "Copilot CLI",
+    "opencode": "OpenCode",
+    "qwen": "Qwen Code",
+    "kilo": "Kilo Code CLI",
+    "droid": "Factory Droid",
+}
 
 
 class Command(BaseCommand):
     help = (
         "The whole first run in one command, safe to repeat: create the database, start the "
-        "worker, install the hooks and MCP server for the agents found (Claude Code, Codex, Gemini CLI, Copilot CLI, OpenCode), "
+        "worker, install the hooks and MCP server for the agents found (Claude Code, Codex, Gemini CLI, Copilot CLI, OpenCode, Qwen Code, Kilo Code CLI, Factory Droid), "
         "check everything, and say where the dashboard is."
     )
 
@@ -85,7 +92,7 @@ class Command(BaseCommand):
             agents.append(label)
         if not agents:
             self.stdout.write(
-                "\nNo agent found (no claude, codex, gemini, copilot or opencode on PATH, nor their config folders): "
+                "\nNo agent found (no claude, codex, gemini, copilot, opencode, qwen, kilo or droid on PATH, nor their config folders): "
                 "install one, then run `cmem setup` again."
             )
         self.step("doctor")
