@@ -12,6 +12,8 @@ from django.urls import reverse
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
+from memory.briefing.gate_policy import gate_mode_words
+from memory.briefing.savings import net_words
 from memory.briefing.savings import usd as dollars
 from memory.dashboard.feed import feed_sort_key
 
@@ -63,6 +65,18 @@ def duration(value: timedelta | None) -> str:
 def usd(value: float | None) -> str:
     """Dollars readable at every size ($0.0042, $0.42, $12.40), a minus sign when negative."""
     return dollars(float(value or 0.0))
+
+
+@register.filter
+def net_usd(value: float | None) -> str:
+    """`+$0.012 saved` / `−$0.012 cost`: the sign and the word agree (Stats, session page)."""
+    return net_words(float(value or 0.0))
+
+
+@register.filter
+def gate_words(mode: str) -> str:
+    """What a read-gate mode does, in words ("refuses full re-reads of files it already knows…")."""
+    return gate_mode_words(mode)
 
 
 @register.filter

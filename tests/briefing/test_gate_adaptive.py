@@ -170,4 +170,4 @@ def test_an_explicit_mode_says_it_is_a_setting(client, root, monkeypatch) -> Non
     (path,) = known_files(root, 1)
     post_gate(client, root, path)
     (row,) = client.get("/api/gate/modes", {"project": "proj"}).json()
-    assert row == {"project": "proj", "mode": "deny", "why": "set by CLAUDE_MEM_READ_GATE=deny"}
+    assert row == {"project": "proj", "mode": "deny", "why": "set to deny in Settings (Read gate)"}

@@ -253,7 +253,15 @@ def test_the_session_page_lists_every_gate_decision_and_injection(client, root) 
         assert label in section, label
     assert "<code>src/first.py</code>" in section and "<code>src/changed.py</code>" in section
     assert "at claude-opus-5-5, the default: the transcript named no model" in section
-    assert 'id="session-gate-mode">Read gate in proj: <code>' in section
+    assert 'id="session-gate-mode">Read gate in proj: it ' in section
+    # In plain words, after the work, with no red for a figure that is not an error.
+    assert "cmem stopped 2 full re-reads of files it already knew" in section
+    assert (
+        "answered 1 memory lookup and added its notes to the agent&#x27;s context once." in section
+    )
+    assert "(the agent read 1 of them anyway)" in section
+    assert page.index('id="session-ledger"') > page.index("Tidy the handlers before release")
+    assert 'class="neg"' not in section and "refusal(s)" not in section.split("gate-why")[0]
     # Sessions stay named by their first prompt in the ledger.
     assert ledger_report().by_session[0].label == "proj · Tidy the handlers before release"
 
