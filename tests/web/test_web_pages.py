@@ -179,7 +179,9 @@ def test_settings_human_labels_raw_keys_and_changed_markers(client: Client) -> N
     body = client.get(reverse("memory-settings")).content.decode()
     assert "What the agent sees at session start" in body
     assert "Observations in the index" in body
-    assert '<code class="setting-key">CLAUDE_MEM_CONTEXT_OBSERVATIONS</code>' in body
+    # A basic setting shows its words only; an advanced one its key too.
+    assert '<code class="setting-key">CLAUDE_MEM_CONTEXT_OBSERVATIONS</code>' not in body
+    assert '<code class="setting-key">CLAUDE_MEM_CONTEXT_TOKENS</code>' in body
     assert (
         "is-changed"
         in body[body.index('id="setting-CLAUDE_MEM_CONTEXT_OBSERVATIONS"') - 80 :][:200]
