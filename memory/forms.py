@@ -58,6 +58,17 @@ class SearchForm(forms.Form):
         ],
     )
 
+    def __init__(self, *args: Any, meaning: bool = True, **kwargs: Any) -> None:
+        """`meaning`: search by meaning is installed. Without it the Match select offers
+        words only, and a link asking for meaning searches by words rather than failing."""
+        super().__init__(*args, **kwargs)
+        if not meaning:
+            mode = self.fields["mode"]
+            assert isinstance(mode, forms.ChoiceField)
+            mode.choices = [("keyword", "Words")]
+            if self.is_bound and self.data.get("mode") not in (None, "", "keyword"):
+                self.data = {**{k: self.data.get(k) for k in self.data}, "mode": "keyword"}
+
 
 class StatsForm(forms.Form):
     days = forms.TypedChoiceField(

@@ -41,6 +41,7 @@ from memory.housekeeping.forget import ForgetRequest, observations_forget
 from memory.housekeeping.retention import database_growth
 from memory.ledger.session import session_ledger
 from memory.models import Observation, ObservationRevision, Prompt, Session
+from memory.retrieval import embeddings
 from memory.retrieval.search.fold import hits_fold
 from memory.retrieval.search.query import KINDS, SearchQuery
 from memory.retrieval.search.service import mode_note, search
@@ -406,7 +407,8 @@ def file_page(request: HttpRequest, project: str) -> HttpResponse:
 
 @require_GET
 def search_page(request: HttpRequest) -> HttpResponse:
-    form = SearchForm(request.GET or None)
+    meaning = embeddings.installed()
+    form = SearchForm(request.GET or None, meaning=meaning)
     hits = []
     note = ""
     data = form.cleaned_data if form.is_valid() else {}
@@ -418,7 +420,7 @@ def search_page(request: HttpRequest) -> HttpResponse:
             kinds=(kind,) if kind else KINDS,
             types=(data["type"],) if data.get("type") else (),
             limit=50,
-            mode=data.get("mode") or "hybrid",
+            mode=data.get("mode") or ("hybrid" if meaning else "keyword"),
         )
         hits = search(query)
         note = mode_note(query.mode, query.kinds)
@@ -429,6 +431,7 @@ def search_page(request: HttpRequest) -> HttpResponse:
         "projects": services.projects_list(),
         "searched": bool(data.get("q")),
         "mode_note": note,
+        "meaning": meaning,
     }
     return render(request, "memory/search.html", ctx)
 

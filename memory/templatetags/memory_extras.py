@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
@@ -15,6 +16,7 @@ from django.utils.safestring import SafeString, mark_safe
 from memory.briefing.gate_policy import gate_mode_words
 from memory.briefing.savings import net_words
 from memory.briefing.savings import usd as dollars
+from memory.config.registry import setting_label
 from memory.dashboard.feed import feed_sort_key
 
 register = template.Library()
@@ -65,6 +67,31 @@ def duration(value: timedelta | None) -> str:
 def usd(value: float | None) -> str:
     """Dollars readable at every size ($0.0042, $0.42, $12.40), a minus sign when negative."""
     return dollars(float(value or 0.0))
+
+
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+_SETTING = re.compile(r"\b(CLAUDE_MEM_[A-Z0-9_]+)(?:=([^\s,;:)]*))?")
+
+
+def _setting_words(match: re.Match[str]) -> str:
+    key, value = match.group(1), match.group(2)
+    try:
+        label = setting_label(key)
+    except KeyError:
+        return match.group(0)
+    if value is None:
+        return f"the “{label}” setting"
+    return f"the “{label}” setting is {value or 'empty'}"
+
+
+@register.filter
+def prose(text: str | None) -> SafeString:
+    """Text written for the terminal (service notes, provider reasons, setting help) on a
+    page: each `command` becomes <code>command</code> and a raw CLAUDE_MEM_* key its label,
+    so no literal backtick or key reaches the reader of a basic page."""
+    # Safe: the text is escaped first; only <code> tags and label words are added after.
+    escaped = _SETTING.sub(_setting_words, str(escape(text or "")))
+    return mark_safe(_CODE_SPAN.sub(r"<code>\1</code>", escaped).replace("`", ""))
 
 
 @register.filter

@@ -433,3 +433,30 @@ def test_session_start_outside_a_project_creates_no_project_until_capture(
     )
     assert resp.status_code == 200
     assert '<option value="scratchpad-folder"' in page.get("/search/").content.decode()
+
+
+def test_without_search_by_meaning_the_search_page_offers_words_only(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory.retrieval import embeddings
+
+    monkeypatch.setattr(embeddings, "missing", lambda: ("numpy",))
+    body = client.get(reverse("memory-search"), {"q": "anything"}).content.decode()
+    assert "Words and meaning" not in body and "Meaning only" not in body
+    assert 'id="words-only"' in body and 'id="mode-note"' not in body
+    # An old link asking for meaning still searches, by words.
+    resp = client.get(reverse("memory-search"), {"q": "anything", "mode": "semantic"})
+    assert resp.status_code == 200 and resp.context["searched"]
+    monkeypatch.setattr(embeddings, "missing", lambda: ())
+    assert "Words and meaning" in client.get(reverse("memory-search")).content.decode()
+
+
+def test_page_prose_turns_commands_into_code_and_keys_into_labels() -> None:
+    from memory.templatetags.memory_extras import prose
+
+    text = prose("auto: CLAUDE_MEM_PROVIDER=anthropic, no logged-in `claude` CLI <b>")
+    assert text == (
+        "auto: the “Observer provider” setting is anthropic, no logged-in "
+        "<code>claude</code> CLI &lt;b&gt;"
+    )
+    assert "`" not in prose("a stray ` tick") and prose("CLAUDE_MEM_NOPE") == "CLAUDE_MEM_NOPE"
