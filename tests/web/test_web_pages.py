@@ -268,3 +268,25 @@ def test_search_folds_near_identical_rows_and_the_api_keeps_them(client: Client)
     for members in folds.values():
         assert [m["fold_lead"] for m in members] == [True] + [False] * (len(members) - 1)
         assert all(m["fold_size"] == len(members) for m in members)
+
+
+# --- timeline: one block per session --------------------------------------------------------
+
+
+def test_parallel_sessions_in_the_same_minute_get_one_block_each(client: Client) -> None:
+    """Two sessions logging in turn within a minute: each is one block, the one with the
+    newest row first, its rows oldest first (issue 35: they were split into runs)."""
+    one = SessionFactory(project="alpha", root="/home/dev/alpha", session_id="par-1")
+    two = SessionFactory(project="beta", root="/home/dev/beta", session_id="par-2")
+    for i, session in enumerate([one, two, one, two, one]):
+        make_observation(session, f"step {i} of {session.session_id}", minutes_ago=1 - i * 0.1)
+    body = client.get(reverse("memory-timeline")).content.decode()
+    assert body.count(f'data-session="{one.pk}"') == 1
+    assert body.count(f'data-session="{two.pk}"') == 1
+    assert body.index(f'data-session="{one.pk}"') < body.index(f'data-session="{two.pk}"')
+    block = body[body.index(f'data-session="{one.pk}"') : body.index(f'data-session="{two.pk}"')]
+    assert (
+        block.index("step 0 of par-1")
+        < block.index("step 2 of par-1")
+        < block.index("step 4 of par-1")
+    )
