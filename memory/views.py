@@ -13,6 +13,7 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from memory import config, services
+from memory.agents.install.agents import hooks_installed
 from memory.briefing.file_history import file_history
 from memory.briefing.savings import savings
 from memory.compression.health import tokens_used_today
@@ -72,6 +73,7 @@ def timeline(request: HttpRequest) -> HttpResponse:
         platform=data.get("platform") or "",
     )
     page = feed.feed_page(filters=filters, page=request.GET.get("page", 1))
+    empty_install = not page.days and filters.is_default
     ctx = {
         "form": form,
         "feed": page,
@@ -83,6 +85,8 @@ def timeline(request: HttpRequest) -> HttpResponse:
         "live_poll_ms": feed.LIVE_POLL_MS,
         "queue": feed.queue_waiting(project=filters.project),
         "observer_provider": _observer_provider_line(),
+        # Only an empty timeline says what to do next, and that depends on the hooks.
+        "hooks_in": hooks_installed() if empty_install else [],
     }
     return render(request, "memory/timeline.html", ctx)
 

@@ -290,3 +290,31 @@ def test_parallel_sessions_in_the_same_minute_get_one_block_each(client: Client)
         < block.index("step 2 of par-1")
         < block.index("step 4 of par-1")
     )
+
+
+# --- the empty timeline: the next step -------------------------------------------------------
+
+
+def test_the_empty_timeline_says_install_or_start_a_session(
+    client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It reads the agents' settings files like `cmem doctor`: no hooks → set up; hooks →
+    start a session; both name `cmem demo` for sample data (issue 35)."""
+    from memory.agents.install import claude_code
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / ".claude"))
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / ".codex"))
+    body = client.get(reverse("memory-timeline")).content.decode()
+    assert "No memory yet" in body and "<kbd>cmem setup</kbd>" in body
+    assert "<kbd>cmem demo</kbd>" in body and "hooks are installed in" not in body
+    claude_code.settings_install(path=claude_code.claude_settings_path(), command="cmem")
+    body = client.get(reverse("memory-timeline")).content.decode()
+    assert "hooks are installed in Claude Code. Start a coding session" in body, body[
+        body.find("No memory") :
+    ][:600]
+    assert "<kbd>cmem setup</kbd>" not in body and "<kbd>cmem demo</kbd>" in body
+    # A filtered empty page is about the filters, not the install.
+    assert (
+        "Clear the filters" in client.get(reverse("memory-timeline"), {"q": "x"}).content.decode()
+    )
