@@ -13,11 +13,13 @@ from django.urls import reverse
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
+from memory import config
 from memory.briefing.gate_policy import gate_mode_words
 from memory.briefing.savings import net_words
 from memory.briefing.savings import usd as dollars
 from memory.config.registry import setting_label
 from memory.dashboard.feed import feed_sort_key
+from memory.team.auth import token_required
 
 register = template.Library()
 
@@ -92,6 +94,18 @@ def prose(text: str | None) -> SafeString:
     # Safe: the text is escaped first; only <code> tags and label words are added after.
     escaped = _SETTING.sub(_setting_words, str(escape(text or "")))
     return mark_safe(_CODE_SPAN.sub(r"<code>\1</code>", escaped).replace("`", ""))
+
+
+@register.simple_tag
+def admin_login_hint() -> dict[str, object]:
+    """What the admin's login form says about where its password is: the file
+    `cmem setup` wrote (memory/management/commands/ensure_admin.py), or staff accounts in
+    team mode."""
+    return {
+        "team": token_required(),
+        "user": "admin",
+        "password_file": str(config.data_dir() / "admin-password"),
+    }
 
 
 @register.filter
