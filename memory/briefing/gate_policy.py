@@ -74,8 +74,9 @@ def adaptive_mode(*, project: str, settings: dict[str, str] | None = None) -> Ga
     if len(refusals) < MIN_EVIDENCE:
         return GateMode(
             "deny",
-            f"refusing: {len(refusals)} refusal(s) in the last {WINDOW_DAYS} days, "
-            f"too few to judge (needs {MIN_EVIDENCE})",
+            f"refusing: {len(refusals)} {'refusal' if len(refusals) == 1 else 'refusals'} in "
+            f"the last {WINDOW_DAYS} days, too few to judge whether refusing pays (it needs "
+            f"{MIN_EVIDENCE})",
             refusals=len(refusals),
         )
     return judge(refusals, _later_rows(project=project, since=refusals[-1].created), turn)
