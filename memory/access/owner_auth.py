@@ -139,7 +139,7 @@ class OwnerOnlyMiddleware:
 
 def owner_admin_login(request: HttpRequest) -> None:
     """The owner's browser (signed in by `cmem open`) opens the admin without a second
-    password: it is signed in as the local superuser, made once if there is none. Only a
+    password: it is signed in as the local superuser, made once (user admin) if there is none. Only a
     session from the one-time link counts, not the socket or the bearer secret (scripts and
     tests keep Django's own login), and team mode never gets here (staff log in there)."""
     user = getattr(request, "user", None)
@@ -151,7 +151,13 @@ def owner_admin_login(request: HttpRequest) -> None:
     users = get_user_model()
     admin = users.objects.filter(is_superuser=True, is_active=True).order_by("pk").first()
     if admin is None:
-        admin = users.objects.create_superuser(username="owner", email="", password=None)
+        # The user `cmem setup` would have made (ensure_admin), without a password: the
+        # owner's browser needs none, and `cmem manage changepassword admin` sets one.
+        admin = users.objects.filter(username="admin").first() or users(username="admin")
+        admin.is_staff = admin.is_superuser = admin.is_active = True
+        if not admin.pk:
+            admin.set_unusable_password()
+        admin.save()
     login(request, admin, backend="django.contrib.auth.backends.ModelBackend")
     # login() cycles the session; the owner's mark travels with it, so the pages stay open.
 

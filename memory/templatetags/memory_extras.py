@@ -98,13 +98,14 @@ def prose(text: str | None) -> SafeString:
 
 @register.simple_tag
 def admin_login_hint() -> dict[str, object]:
-    """What the admin's login form says about where its password is: the file
-    `cmem setup` wrote (memory/management/commands/ensure_admin.py), or staff accounts in
-    team mode."""
+    """What the admin's login form says about its password: the file `cmem setup` wrote
+    (memory/management/commands/ensure_admin.py) when there is one, else how to set one;
+    staff accounts in team mode."""
+    password_file = config.data_dir() / "admin-password"
     return {
         "team": token_required(),
         "user": "admin",
-        "password_file": str(config.data_dir() / "admin-password"),
+        "password_file": str(password_file) if password_file.exists() else "",
     }
 
 

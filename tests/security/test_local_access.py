@@ -9,6 +9,7 @@ form's read-only traffic keys, the admin's login throttle.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import socket
@@ -21,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 from django.test import Client
 
 from memory.runtime import credentials
@@ -517,7 +519,7 @@ def test_the_owners_browser_opens_the_admin_without_a_second_password() -> None:
     assert browser.get(url.removeprefix("http://testserver")).status_code == 302
     page = browser.get("/admin/")
     assert page.status_code == 200 and "Everything cmem stored" in page.content.decode()
-    owner = User.objects.get(username="owner")
+    owner = User.objects.get(username="admin")
     assert owner.is_superuser and not owner.has_usable_password()
     assert browser.get("/admin/memory/observation/").status_code == 200
     assert browser.get("/stats/").status_code == 200  # the owner's pages stay open
@@ -537,5 +539,7 @@ def test_the_admin_login_form_says_where_the_password_is() -> None:
     page = stranger().get("/admin/login/")
     assert page.status_code == 403  # a stranger never sees it
     body = Client().get("/admin/login/").content.decode()  # the owner (socket) sees the hint
-    assert "<kbd>cmem open</kbd>" in body
+    assert "<kbd>cmem open</kbd>" in body and "cmem manage changepassword admin" in body
+    call_command("ensure_admin", stdout=io.StringIO())
+    body = Client().get("/admin/login/").content.decode()
     assert str(config.data_dir() / "admin-password") in body
