@@ -13,6 +13,7 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from memory import config, services
+from memory.access.owner_auth import signed_in_as_owner
 from memory.agents.install.agents import hooks_installed
 from memory.briefing.file_history import file_history
 from memory.briefing.savings import savings
@@ -233,6 +234,10 @@ def _as_person(request: HttpRequest) -> AbstractContextManager[object]:
     """Attribute the change to the signed-in user (team mode: a staff login; the pages are
     staff-only there and show every user's rows, so the scope is a staff one)."""
     user = getattr(request, "user", None)
+    # The local owner is signed in to the admin as its superuser (owner_auth.owner_admin_login)
+    # only to open the admin: their rows stay unowned, like the hooks' rows on this worker.
+    if signed_in_as_owner(request):
+        return nullcontext()
     if user is not None and user.is_authenticated:
         return scope.viewer_scope(user_id=user.pk, staff=True)
     return nullcontext()

@@ -31,6 +31,7 @@ OPEN_PATHS = frozenset({"/api/health", "/auth"})
 ADMIN_PREFIX = "/admin/"
 OPEN_PREFIXES = ("/static/", "/favicon")
 SESSION_KEY = "cmem_owner"
+OWNER_ADMIN_KEY = "cmem_owner_admin"  # the admin user was signed in for the owner's browser
 
 
 # (lstat stamp, secret) of the last read of worker.secret: see _secret().
@@ -160,6 +161,14 @@ def owner_admin_login(request: HttpRequest) -> None:
         admin.save()
     login(request, admin, backend="django.contrib.auth.backends.ModelBackend")
     # login() cycles the session; the owner's mark travels with it, so the pages stay open.
+    session[OWNER_ADMIN_KEY] = True
+
+
+def signed_in_as_owner(request: HttpRequest) -> bool:
+    """The user was signed in by owner_admin_login, not by a login of their own: the pages
+    leave the owner's rows unowned, like the hooks' rows on this worker."""
+    session = getattr(request, "session", None)
+    return session is not None and bool(session.get(OWNER_ADMIN_KEY))
 
 
 def owner_login(request: HttpRequest) -> HttpResponse:

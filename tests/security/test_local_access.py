@@ -523,6 +523,7 @@ def test_the_owners_browser_opens_the_admin_without_a_second_password() -> None:
     assert owner.is_superuser and not owner.has_usable_password()
     assert browser.get("/admin/memory/observation/").status_code == 200
     assert browser.get("/stats/").status_code == 200  # the owner's pages stay open
+    assert browser.session["cmem_owner_admin"] is True  # their edits stay unowned
     # An existing superuser (cmem setup's "admin") is the one used; none is added.
     other = stranger()
     other.get(
