@@ -171,6 +171,11 @@ def test_pages_fit_the_screen(live_worker: LiveWorker, browser: Any, width: int)
         # whose project is on disk (the demo's is not, so its labels are all unknown).
         if width in DOC_WIDTHS and name != "file":
             DOC_SHOTS.mkdir(parents=True, exist_ok=True)
+            # A full-page shot keeps a sticky bar where the first screen left it (over a
+            # field mid-page): the guide's picture shows the settings' save bar at its end.
+            page.evaluate(
+                "document.getElementById('save-bar')?.style.setProperty('position', 'static')"
+            )
             page.screenshot(path=str(DOC_SHOTS / f"{name}-{width}.png"), full_page=True)
     page.context.close()
 
