@@ -49,6 +49,9 @@ admin.site.site_header = "cmem admin"
 admin.site.site_title = "cmem"
 admin.site.index_title = "Everything cmem stored"
 admin.site.site_url = "/"
+# No app sidebar: at 1400 px it took a fifth of the width and pushed changelist columns
+# out of view; the index and breadcrumbs already lead to every list.
+admin.site.enable_nav_sidebar = False
 
 
 def preview(text: object, chars: int = PREVIEW_CHARS) -> str:

@@ -58,6 +58,17 @@ class SearchForm(forms.Form):
         ],
     )
 
+    def __init__(self, *args: Any, meaning: bool = True, **kwargs: Any) -> None:
+        """`meaning`: search by meaning is installed. Without it the Match select offers
+        words only, and a link asking for meaning searches by words rather than failing."""
+        super().__init__(*args, **kwargs)
+        if not meaning:
+            mode = self.fields["mode"]
+            assert isinstance(mode, forms.ChoiceField)
+            mode.choices = [("keyword", "Words")]
+            if self.is_bound and self.data.get("mode") not in (None, "", "keyword"):
+                self.data = {**{k: self.data.get(k) for k in self.data}, "mode": "keyword"}
+
 
 class StatsForm(forms.Form):
     days = forms.TypedChoiceField(
@@ -121,12 +132,18 @@ def _field_for(record: Setting, disabled: bool) -> forms.Field:
     return forms.CharField(required=False, max_length=2000, **common)
 
 
+# The settings the page offers: hidden ones (set by cmem itself, or tuning nobody needs on a
+# page) stay settable in settings.json and the environment.
+PAGE_SETTINGS = tuple(record for record in REGISTRY if not record.hidden)
+
+
 class SettingsForm(forms.Form):
-    """Every setting of the registry; keys set by environment are shown, not editable."""
+    """The settings page: the basic settings first, the rest under Advanced; keys set by
+    environment are shown, not editable."""
 
     def __init__(self, *args: Any, current: dict[str, str], **kwargs: Any) -> None:
         initial: dict[str, Any] = {}
-        for record in REGISTRY:
+        for record in PAGE_SETTINGS:
             value = current.get(record.key, record.default)
             if record.kind == "bool":
                 initial[record.key] = value.strip().lower() in {"1", "true", "yes", "on"}
@@ -136,18 +153,36 @@ class SettingsForm(forms.Form):
                 initial[record.key] = value
         kwargs["initial"] = initial
         super().__init__(*args, **kwargs)
-        for record in REGISTRY:
+        for record in PAGE_SETTINGS:
             disabled = record.key in os.environ or record.locked
             self.fields[record.key] = _field_for(record, disabled=disabled)
         self._current = current
 
     @property
+    def basic_rows(self) -> list[SettingRow]:
+        """The ten settings people change, in registry order, above the Advanced section."""
+        return [row for _, _, rows in self._grouped(basic=True) for row in rows]
+
+    @property
     def sections(self) -> list[tuple[str, str, list[SettingRow]]]:
+        """The Advanced section's groups: (title, what it affects, rows) in page order."""
+        return self._grouped(basic=False)
+
+    @property
+    def advanced_open(self) -> bool:
+        """A failed save that touched an advanced setting opens the section, so its error
+        and its edit are in view."""
+        keys = {row.key for _, _, rows in self.sections for row in rows}
+        return bool(keys & (set(self.errors) | self._edited_keys()))
+
+    def _grouped(self, *, basic: bool) -> list[tuple[str, str, list[SettingRow]]]:
         """(title, what it affects, rows) in page order; built after validation so a failed
         submission can mark the values it changed."""
         edited = self._edited_keys()
         grouped: dict[str, list[SettingRow]] = {title: [] for title in SECTION_ORDER}
-        for record in REGISTRY:
+        for record in PAGE_SETTINGS:
+            if record.basic != basic:
+                continue
             key, default = record.key, record.default
             value = str(self._current.get(key, default)).strip()
             changed = bool(value) if record.secret else value.lower() != default.strip().lower()
@@ -187,7 +222,9 @@ class SettingsForm(forms.Form):
     def error_list(self) -> list[tuple[str, str, str]]:
         """(field id or "", label, message) for the summary at the top of the page."""
         out: list[tuple[str, str, str]] = [("", "", str(e)) for e in self.non_field_errors()]
-        page_order = [row.key for _, _, rows in self.sections for row in rows]
+        page_order = [row.key for row in self.basic_rows] + [
+            row.key for _, _, rows in self.sections for row in rows
+        ]
         for key in page_order:
             for message in self.errors.get(key, []):
                 out.append(

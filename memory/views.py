@@ -13,6 +13,8 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from memory import config, services
+from memory.access.owner_auth import signed_in_as_owner
+from memory.agents.install.agents import hooks_installed
 from memory.briefing.file_history import file_history
 from memory.briefing.savings import savings
 from memory.compression.health import tokens_used_today
@@ -41,6 +43,7 @@ from memory.housekeeping.forget import ForgetRequest, observations_forget
 from memory.housekeeping.retention import database_growth
 from memory.ledger.session import session_ledger
 from memory.models import Observation, ObservationRevision, Prompt, Session
+from memory.retrieval import embeddings
 from memory.retrieval.search.fold import hits_fold
 from memory.retrieval.search.query import KINDS, SearchQuery
 from memory.retrieval.search.service import mode_note, search
@@ -71,6 +74,7 @@ def timeline(request: HttpRequest) -> HttpResponse:
         platform=data.get("platform") or "",
     )
     page = feed.feed_page(filters=filters, page=request.GET.get("page", 1))
+    empty_install = not page.days and filters.is_default
     ctx = {
         "form": form,
         "feed": page,
@@ -82,6 +86,8 @@ def timeline(request: HttpRequest) -> HttpResponse:
         "live_poll_ms": feed.LIVE_POLL_MS,
         "queue": feed.queue_waiting(project=filters.project),
         "observer_provider": _observer_provider_line(),
+        # Only an empty timeline says what to do next, and that depends on the hooks.
+        "hooks_in": hooks_installed() if empty_install else [],
     }
     return render(request, "memory/timeline.html", ctx)
 
@@ -228,6 +234,10 @@ def _as_person(request: HttpRequest) -> AbstractContextManager[object]:
     """Attribute the change to the signed-in user (team mode: a staff login; the pages are
     staff-only there and show every user's rows, so the scope is a staff one)."""
     user = getattr(request, "user", None)
+    # The local owner is signed in to the admin as its superuser (owner_auth.owner_admin_login)
+    # only to open the admin: their rows stay unowned, like the hooks' rows on this worker.
+    if signed_in_as_owner(request):
+        return nullcontext()
     if user is not None and user.is_authenticated:
         return scope.viewer_scope(user_id=user.pk, staff=True)
     return nullcontext()
@@ -406,7 +416,8 @@ def file_page(request: HttpRequest, project: str) -> HttpResponse:
 
 @require_GET
 def search_page(request: HttpRequest) -> HttpResponse:
-    form = SearchForm(request.GET or None)
+    meaning = embeddings.installed()
+    form = SearchForm(request.GET or None, meaning=meaning)
     hits = []
     note = ""
     data = form.cleaned_data if form.is_valid() else {}
@@ -418,7 +429,7 @@ def search_page(request: HttpRequest) -> HttpResponse:
             kinds=(kind,) if kind else KINDS,
             types=(data["type"],) if data.get("type") else (),
             limit=50,
-            mode=data.get("mode") or "hybrid",
+            mode=data.get("mode") or ("hybrid" if meaning else "keyword"),
         )
         hits = search(query)
         note = mode_note(query.mode, query.kinds)
@@ -429,6 +440,7 @@ def search_page(request: HttpRequest) -> HttpResponse:
         "projects": services.projects_list(),
         "searched": bool(data.get("q")),
         "mode_note": note,
+        "meaning": meaning,
     }
     return render(request, "memory/search.html", ctx)
 

@@ -18,6 +18,7 @@ import os
 import stat
 from collections.abc import Callable
 
+from django.contrib.auth import get_user_model, login
 from django.http import HttpRequest, HttpResponse, HttpResponseForbidden, JsonResponse
 from django.shortcuts import redirect
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -27,8 +28,10 @@ from memory.runtime import credentials
 from memory.team.auth import bearer_token, token_required
 
 OPEN_PATHS = frozenset({"/api/health", "/auth"})
+ADMIN_PREFIX = "/admin/"
 OPEN_PREFIXES = ("/static/", "/favicon")
 SESSION_KEY = "cmem_owner"
+OWNER_ADMIN_KEY = "cmem_owner_admin"  # the admin user was signed in for the owner's browser
 
 
 # (lstat stamp, secret) of the last read of worker.secret: see _secret().
@@ -114,6 +117,8 @@ class OwnerOnlyMiddleware:
             return self.get_response(request)
         if is_owner(request):
             request.cmem_owner = True  # type: ignore[attr-defined]
+            if path.startswith(ADMIN_PREFIX):
+                owner_admin_login(request)
             return self.get_response(request)
         if path.rstrip("/") in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
             return self.get_response(request)
@@ -131,6 +136,39 @@ class OwnerOnlyMiddleware:
             "<h1>403: cmem answers only its owner</h1><p>Run <code>cmem open</code> to log "
             "this browser in.</p>"
         )
+
+
+def owner_admin_login(request: HttpRequest) -> None:
+    """The owner's browser (signed in by `cmem open`) opens the admin without a second
+    password: it is signed in as the local superuser, made once (user admin) if there is none. Only a
+    session from the one-time link counts, not the socket or the bearer secret (scripts and
+    tests keep Django's own login), and team mode never gets here (staff log in there)."""
+    user = getattr(request, "user", None)
+    session = getattr(request, "session", None)
+    if user is None or user.is_authenticated or session is None:
+        return
+    if not session.get(SESSION_KEY):
+        return
+    users = get_user_model()
+    admin = users.objects.filter(is_superuser=True, is_active=True).order_by("pk").first()
+    if admin is None:
+        # The user `cmem setup` would have made (ensure_admin), without a password: the
+        # owner's browser needs none, and `cmem manage changepassword admin` sets one.
+        admin = users.objects.filter(username="admin").first() or users(username="admin")
+        admin.is_staff = admin.is_superuser = admin.is_active = True
+        if not admin.pk:
+            admin.set_unusable_password()
+        admin.save()
+    login(request, admin, backend="django.contrib.auth.backends.ModelBackend")
+    # login() cycles the session; the owner's mark travels with it, so the pages stay open.
+    session[OWNER_ADMIN_KEY] = True
+
+
+def signed_in_as_owner(request: HttpRequest) -> bool:
+    """The user was signed in by owner_admin_login, not by a login of their own: the pages
+    leave the owner's rows unowned, like the hooks' rows on this worker."""
+    session = getattr(request, "session", None)
+    return session is not None and bool(session.get(OWNER_ADMIN_KEY))
 
 
 def owner_login(request: HttpRequest) -> HttpResponse:

@@ -74,8 +74,9 @@ def adaptive_mode(*, project: str, settings: dict[str, str] | None = None) -> Ga
     if len(refusals) < MIN_EVIDENCE:
         return GateMode(
             "deny",
-            f"refusing: {len(refusals)} refusal(s) in the last {WINDOW_DAYS} days, "
-            f"too few to judge (needs {MIN_EVIDENCE})",
+            f"refusing: {len(refusals)} {'refusal' if len(refusals) == 1 else 'refusals'} in "
+            f"the last {WINDOW_DAYS} days, too few to judge whether refusing pays (it needs "
+            f"{MIN_EVIDENCE})",
             refusals=len(refusals),
         )
     return judge(refusals, _later_rows(project=project, since=refusals[-1].created), turn)
@@ -289,5 +290,18 @@ def project_gate_mode(*, project: str, settings: dict[str, str] | None = None) -
     if configured == "adaptive":
         return adaptive_mode(project=project, settings=settings)
     if configured in {"deny", "context"}:
-        return GateMode(configured, f"set by CLAUDE_MEM_READ_GATE={configured}")
-    return GateMode("off", f"set by CLAUDE_MEM_READ_GATE={configured or 'off'}")
+        return GateMode(configured, f"set to {configured} in Settings (Read gate)")
+    return GateMode("off", f"set to {configured or 'off'} in Settings (Read gate)")
+
+
+# What each mode does, in the words of the session and stats pages (the `why` stays the
+# rule's own evidence, for the API and a details line).
+MODE_WORDS = {
+    "deny": "refuses full re-reads of files it already knows and hands the agent its notes",
+    "context": "lets re-reads through with a short note of what it already knows",
+    "off": "is off: every read goes through",
+}
+
+
+def gate_mode_words(mode: str) -> str:
+    return MODE_WORDS.get(mode, mode)

@@ -5,6 +5,12 @@ beside the parts it is made of.
 Billing: an API user pays these prices; a subscription user (the observer runs through the
 `claude` CLI login, or no API key is configured) pays a flat fee, so the same figures are
 labelled as API-equivalent cost (CLAUDE_MEM_BILLING=auto|api|subscription).
+
+The net is one figure, in money, with one sign convention everywhere (page, `cmem stats`):
+positive is what cmem saved, negative what it cost. Tokens are shown as their parts and
+never summed into a second net: the observer's tokens are a smaller model's, so a token
+net could disagree in sign with the money one (issue 35: `net $0.012` beside
+`net -3,010 tokens`).
 """
 
 from __future__ import annotations
@@ -40,7 +46,40 @@ class Savings:
 
     @property
     def money_label(self) -> str:
-        return "API-equivalent cost" if self.billing == "subscription" else "cost at API prices"
+        return "API-equivalent" if self.billing == "subscription" else "at API prices"
+
+    @property
+    def measured(self) -> bool:
+        """Whether anything was recorded in the window: an empty install shows one line
+        saying what to do instead of four $0.0000 tiles."""
+        total = self.report.total
+        return bool(
+            total.shown
+            or total.avoided
+            or total.spent
+            or total.usd_spent
+            or total.denials
+            or total.injections
+            or total.memory_tools
+        )
+
+    @property
+    def net_saved(self) -> bool:
+        return self.net_usd >= 0
+
+    @property
+    def net_text(self) -> str:
+        """`+$0.012 saved` or `−$0.012 cost`: the sign, the word and the page's colour agree."""
+        return net_words(self.net_usd)
+
+    @property
+    def tokens_line(self) -> str:
+        total = self.report.total
+        return (
+            f"saved {total.avoided:,}, added {total.shown:,} (the main model's tokens); "
+            f"observer {total.spent:,} (a smaller model's, so not subtracted here: "
+            "the net weighs each at its own price)"
+        )
 
 
 def billing_mode(settings: dict[str, str] | None = None) -> tuple[str, str]:
@@ -48,7 +87,7 @@ def billing_mode(settings: dict[str, str] | None = None) -> tuple[str, str]:
     values = settings if settings is not None else config.load()
     asked = config.get("CLAUDE_MEM_BILLING", values).strip().lower()
     if asked in {"api", "subscription"}:
-        return asked, f"CLAUDE_MEM_BILLING={asked}"
+        return asked, f"billing is set to {asked} in Settings"
 
     try:
         choice = provider_choice()
@@ -59,6 +98,15 @@ def billing_mode(settings: dict[str, str] | None = None) -> tuple[str, str]:
     if choice.name == "claude":
         return "subscription", "the observer runs through your Claude Code login"
     return "subscription", "no API key is configured"
+
+
+def signed_usd(value: float) -> str:
+    """`+$0.012` (saved) or `−$0.012` (cost)."""
+    return f"+{usd(value)}" if value >= 0 else usd(value)
+
+
+def net_words(value: float) -> str:
+    return f"{signed_usd(value)} saved" if value >= 0 else f"{signed_usd(value)} cost"
 
 
 def usd(value: float) -> str:
@@ -78,7 +126,7 @@ def savings(*, project: str | None = None, days: int = 30) -> Savings:
     total = report.total
     models = sorted(report.models) or [report.default_model]
     main = ", ".join(models)
-    observers = sorted({u.model for u in report.observer}) or ["none yet"]
+    observers = sorted({u.model for u in report.observer})
     billing, why = billing_mode(settings)
     tiles = [
         Tile(
@@ -102,14 +150,15 @@ def savings(*, project: str | None = None, days: int = 30) -> Savings:
             "Observer spend",
             total.spent,
             total.usd_spent,
-            f"Tokens the compressing model ({', '.join(observers)}) spent, at its own price "
-            "(as its provider reported it, else cmem's price table).",
+            "Tokens the observer spent writing observations"
+            + (f" ({', '.join(observers)})" if observers else "")
+            + ", at its own price (as its provider reported it, else cmem's price table).",
         ),
     ]
     net = total.usd_net
     net_line = (
         f"saved {usd(total.usd_avoided)} − added {usd(total.usd_shown)} − observer "
-        f"{usd(total.usd_spent)} = {usd(net)}"
+        f"{usd(total.usd_spent)} = {net_words(net)}"
     )
     label = "API-equivalent cost" if billing == "subscription" else "API prices"
     billing_line = (
@@ -121,7 +170,7 @@ def savings(*, project: str | None = None, days: int = 30) -> Savings:
         )
         + (
             f" Sessions whose transcript named no model are priced as {report.default_model}"
-            " (CLAUDE_MEM_SESSION_MODEL)."
+            " (the main model setting, under Advanced in Settings)."
         )
     )
     unpriced = [m for m in models if price_row(m) is None]

@@ -66,6 +66,8 @@ def _section_table(records: list[Setting]) -> list[str]:
             notes.append("Shown on the settings page, changed only in settings.json or the env.")
         if record.restart:
             notes.append("Read when the worker starts.")
+        if record.hidden:
+            notes.append("Not on the settings page: set it in settings.json or the env.")
         meaning = " ".join(notes)
         rows.append(
             f"| {_cell(record.label)}<br>`{record.key}` | {_default(record)}"

@@ -33,6 +33,7 @@ class Setting:
         "choices",
         "default",
         "help",
+        "hidden",
         "internal",
         "key",
         "kind",
@@ -56,6 +57,7 @@ class Setting:
         bounds: tuple[int, int] | None = None,
         choices: tuple[str, ...] = (),
         basic: bool = False,
+        hidden: bool = False,
         internal: bool = False,
         secret: bool = False,
         locked: bool = False,
@@ -71,6 +73,9 @@ class Setting:
         self.bounds = bounds  # inclusive; a value outside is clamped
         self.choices = choices  # what the settings page offers (kind "choice")
         self.basic = basic  # one of the few settings people change (the rest are advanced)
+        # Set by cmem itself or a tuning knob nobody needs on the page (the install route,
+        # the vector index): left off the settings page, still read from the file and env.
+        self.hidden = hidden
         self.internal = internal  # an environment switch: never in settings.json
         self.secret = secret  # never shown back: the page offers a blank password field
         self.locked = locked  # the settings page shows it and never changes it
@@ -504,6 +509,7 @@ REGISTRY: tuple[Setting, ...] = (
         label="Reclaim stuck work after (s)",
         section=OBSERVER,
         help="Claimed events older than this are handed to another consumer.",
+        hidden=True,
     ),
     Setting(
         "CLAUDE_MEM_SKIP_TOOLS",
@@ -672,11 +678,13 @@ REGISTRY: tuple[Setting, ...] = (
             "How the agent loaded cmem's MCP server (tool names in gate text): install or "
             "plugin:<name>."
         ),
+        hidden=True,
     ),
     Setting(
         "CLAUDE_MEM_CODEX_SHELL_READ_GATE",
         "context",
-        kind="str",
+        kind="choice",
+        choices=("context", "deny", "off"),
         label="Gate Codex shell reads",
         section=READING,
         help="Codex read-only shell commands (cat, head, sed -n…): context, deny or off.",
@@ -833,13 +841,15 @@ REGISTRY: tuple[Setting, ...] = (
     Setting(
         "CLAUDE_MEM_VECTOR_INDEX",
         "auto",
-        kind="str",
+        kind="choice",
+        choices=("auto", "disk", "scan", "sqlite-vec"),
         label="Vector index (SQLite)",
         section=OTHER,
         help=(
             "SQLite vector search: auto, disk (an int8 copy read in chunks: memory flat in the "
             "rows), scan (every vector in memory) or sqlite-vec."
         ),
+        hidden=True,
     ),
     Setting(
         "CLAUDE_MEM_HOOK_TIMEOUT_MS",

@@ -166,16 +166,23 @@ def feed_items_load(rows: Iterable[tuple[int, datetime, str]]) -> list[FeedItem]
 
 
 def feed_group(items: list[FeedItem]) -> list[FeedDay]:
-    """Newest first by day and by session block; inside a block, oldest first (prompt, work, summary)."""
+    """Newest first by day; one block per session and day, the block of the most recent
+    activity first; inside a block, oldest first (prompt, work, summary).
+
+    One block per session, not per run of consecutive rows: parallel sessions logging in the
+    same minute interleave by time, and grouping runs split each session into pieces."""
     days: list[FeedDay] = []
-    for item in items:
+    blocks_of_day: dict[int, FeedBlock] = {}
+    for item in items:  # newest first
         day = timezone.localdate(item.created)
         if not days or days[-1].day != day:
             days.append(FeedDay(day=day))
-        blocks = days[-1].blocks
-        if not blocks or blocks[-1].session.pk != item.obj.session_id:
-            blocks.append(FeedBlock(session=item.obj.session))
-        blocks[-1].items.append(item)
+            blocks_of_day = {}
+        block = blocks_of_day.get(item.obj.session_id)
+        if block is None:
+            block = blocks_of_day[item.obj.session_id] = FeedBlock(session=item.obj.session)
+            days[-1].blocks.append(block)
+        block.items.append(item)
     for d in days:
         for block in d.blocks:
             block.items.sort(key=lambda i: (i.created, KIND_ORDER[i.kind], i.obj.pk))

@@ -393,7 +393,10 @@ def _observer_usage(rows: Any) -> list[ObserverUsage]:
     ).values_list(
         "provider", "model", "input_tokens", "cached_tokens", "output_tokens", "cost_usd"
     ):
-        line = out.setdefault((provider, model), ObserverUsage(provider or "?", model or "?"))
+        line = out.setdefault(
+            (provider, model),
+            ObserverUsage(provider or "unknown provider", model or "unknown model"),
+        )
         line.batches += 1
         line.input += inp
         line.cached += cached

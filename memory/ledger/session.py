@@ -72,6 +72,43 @@ class SessionLedger:
     def usd_net(self) -> float:
         return sum(line.usd for line in self.lines)
 
+    @property
+    def summary(self) -> str:
+        """The ledger in one or two plain sentences for the session page ("cmem stopped 3
+        full re-reads of files it already knew"), instead of its internal labels."""
+        refusals = [line for line in self.lines if line.kind == LedgerEntry.Kind.GATE_DENY]
+        read_anyway = sum(1 for line in refusals if line.outcome == _READ_AGAIN_LABEL)
+        tools = sum(1 for line in self.lines if line.kind == LedgerEntry.Kind.MEMORY_TOOL)
+        added = sum(1 for line in self.lines if line.kind == LedgerEntry.Kind.INJECTION)
+        advised = sum(1 for line in self.lines if line.kind == LedgerEntry.Kind.GATE_CONTEXT)
+        actions = []
+        if refusals:
+            actions.append(
+                f"stopped {_count(len(refusals), 'full re-read')} of files it already knew"
+                + (f" (the agent read {read_anyway} of them anyway)" if read_anyway else "")
+            )
+        if advised:
+            actions.append(f"let {_count(advised, 'read')} through with a note of what it knew")
+        if tools:
+            actions.append(f"answered {_count(tools, 'memory lookup')}")
+        if added:
+            actions.append(f"added its notes to the agent's context {_times(added)}")
+        if not actions:
+            return ""
+        listed = ", ".join(actions[:-1]) + " and " + actions[-1] if len(actions) > 1 else actions[0]
+        return f"cmem {listed}."
+
+
+_READ_AGAIN_LABEL = OUTCOME_LABELS[LedgerEntry.Outcome.READ_AGAIN]
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _times(n: int) -> str:
+    return {1: "once", 2: "twice"}.get(n, f"{n} times")
+
 
 def _label(kind: str, detail: str) -> str:
     if kind == LedgerEntry.Kind.GATE_DENY:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
@@ -12,8 +13,13 @@ from django.urls import reverse
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
+from memory import config
+from memory.briefing.gate_policy import gate_mode_words
+from memory.briefing.savings import net_words
 from memory.briefing.savings import usd as dollars
+from memory.config.registry import setting_label
 from memory.dashboard.feed import feed_sort_key
+from memory.team.auth import token_required
 
 register = template.Library()
 
@@ -63,6 +69,56 @@ def duration(value: timedelta | None) -> str:
 def usd(value: float | None) -> str:
     """Dollars readable at every size ($0.0042, $0.42, $12.40), a minus sign when negative."""
     return dollars(float(value or 0.0))
+
+
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+_SETTING = re.compile(r"\b(CLAUDE_MEM_[A-Z0-9_]+)(?:=([^\s,;:)]*))?")
+
+
+def _setting_words(match: re.Match[str]) -> str:
+    key, value = match.group(1), match.group(2)
+    try:
+        label = setting_label(key)
+    except KeyError:
+        return match.group(0)
+    if value is None:
+        return f"the “{label}” setting"
+    return f"the “{label}” setting is {value or 'empty'}"
+
+
+@register.filter
+def prose(text: str | None) -> SafeString:
+    """Text written for the terminal (service notes, provider reasons, setting help) on a
+    page: each `command` becomes <code>command</code> and a raw CLAUDE_MEM_* key its label,
+    so no literal backtick or key reaches the reader of a basic page."""
+    # Safe: the text is escaped first; only <code> tags and label words are added after.
+    escaped = _SETTING.sub(_setting_words, str(escape(text or "")))
+    return mark_safe(_CODE_SPAN.sub(r"<code>\1</code>", escaped).replace("`", ""))
+
+
+@register.simple_tag
+def admin_login_hint() -> dict[str, object]:
+    """What the admin's login form says about its password: the file `cmem setup` wrote
+    (memory/management/commands/ensure_admin.py) when there is one, else how to set one;
+    staff accounts in team mode."""
+    password_file = config.data_dir() / "admin-password"
+    return {
+        "team": token_required(),
+        "user": "admin",
+        "password_file": str(password_file) if password_file.exists() else "",
+    }
+
+
+@register.filter
+def net_usd(value: float | None) -> str:
+    """`+$0.012 saved` / `−$0.012 cost`: the sign and the word agree (Stats, session page)."""
+    return net_words(float(value or 0.0))
+
+
+@register.filter
+def gate_words(mode: str) -> str:
+    """What a read-gate mode does, in words ("refuses full re-reads of files it already knows…")."""
+    return gate_mode_words(mode)
 
 
 @register.filter

@@ -33,20 +33,28 @@
     return last;
   }
 
-  // Blocks run newest first and hold one session's consecutive items, oldest first. The
-  // item joins the session's block it borders (above or below its place), else a new block
-  // of its session is made at its place.
-  function blockFor(day, item) {
+  // A day holds one block per session (memory.dashboard.feed.feed_group), the block with
+  // the newest item first; inside a block, oldest first. The item joins its session's
+  // block, which then moves to its place by its newest item; else a new block is made there.
+  function placeBlock(day, block, sort) {
     var blocks = day.querySelectorAll(".block[data-session]");
-    var i = 0;
-    while (i < blocks.length && lastSort(blocks[i]) > item.sort) i++;
-    var above = i > 0 ? blocks[i - 1] : null;
-    var below = i < blocks.length ? blocks[i] : null;
+    for (var i = 0; i < blocks.length; i++) {
+      if (blocks[i] !== block && lastSort(blocks[i]) < sort) {
+        day.insertBefore(block, blocks[i]);
+        return;
+      }
+    }
+    day.appendChild(block);
+  }
+
+  function blockFor(day, item) {
     var session = String(item.session);
-    if (above && above.dataset.session === session) return above;
-    if (below && below.dataset.session === session) return below;
+    var blocks = day.querySelectorAll(".block[data-session]");
+    for (var i = 0; i < blocks.length; i++) {
+      if (blocks[i].dataset.session === session) return blocks[i];
+    }
     var made = fromHtml(item.block_html);
-    if (below) day.insertBefore(made, below); else day.appendChild(made);
+    placeBlock(day, made, item.sort);
     return made;
   }
 
@@ -61,6 +69,7 @@
       if (rows[i].dataset.sort > item.sort) { before = rows[i]; break; }
     }
     if (before) block.insertBefore(row, before); else block.appendChild(row);
+    placeBlock(block.parentNode, block, lastSort(block));
     var marker = block.querySelector(".new-count");
     if (marker) {
       var n = block.querySelectorAll(".is-new").length;

@@ -162,7 +162,7 @@ def test_stats_and_the_api_show_each_projects_mode_and_why(client, root, tmp_pat
     page = client.get("/stats/").content.decode()
     assert 'id="gate-modes"' in page and "advising instead of refusing" in page
     # The net figure is never shown without its parts.
-    assert "Saved " in page and " − injected " in page and " − observer " in page
+    assert "Saved " in page and " − added " in page and " − observer " in page
 
 
 def test_an_explicit_mode_says_it_is_a_setting(client, root, monkeypatch) -> None:
@@ -170,4 +170,4 @@ def test_an_explicit_mode_says_it_is_a_setting(client, root, monkeypatch) -> Non
     (path,) = known_files(root, 1)
     post_gate(client, root, path)
     (row,) = client.get("/api/gate/modes", {"project": "proj"}).json()
-    assert row == {"project": "proj", "mode": "deny", "why": "set by CLAUDE_MEM_READ_GATE=deny"}
+    assert row == {"project": "proj", "mode": "deny", "why": "set to deny in Settings (Read gate)"}

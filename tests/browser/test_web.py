@@ -171,6 +171,11 @@ def test_pages_fit_the_screen(live_worker: LiveWorker, browser: Any, width: int)
         # whose project is on disk (the demo's is not, so its labels are all unknown).
         if width in DOC_WIDTHS and name != "file":
             DOC_SHOTS.mkdir(parents=True, exist_ok=True)
+            # A full-page shot keeps a sticky bar where the first screen left it (over a
+            # field mid-page): the guide's picture shows the settings' save bar at its end.
+            page.evaluate(
+                "document.getElementById('save-bar')?.style.setProperty('position', 'static')"
+            )
             page.screenshot(path=str(DOC_SHOTS / f"{name}-{width}.png"), full_page=True)
     page.context.close()
 
@@ -587,8 +592,9 @@ def test_file_page_from_a_link_with_labels_by_hash(
 
 
 def _field_covered(page: Any) -> list[str]:
-    """Fields of the settings form that the save bar overlaps, at the top of the page, in
-    the middle, at the end, and with each field scrolled into view."""
+    """Fields of the settings form that the sticky save bar covers once the field is scrolled
+    into view (as focusing it or following a link to it does): the page's scroll padding
+    must keep every field above the bar. Fields in a closed section are skipped."""
     return page.evaluate(
         """() => {
           const bar = document.getElementById('save-bar');
@@ -596,18 +602,15 @@ def _field_covered(page: Any) -> list[str]:
             .filter(f => f.type !== 'hidden');
           const overlaps = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
           const covered = new Set();
-          const check = () => {
+          for (const f of fields) {
+            f.scrollIntoView({block: 'nearest'});
+            const r = f.getBoundingClientRect();
+            if (r.width === 0) continue;
             const b = bar.getBoundingClientRect();
-            for (const f of fields) {
-              const r = f.getBoundingClientRect();
-              if (r.bottom < 0 || r.top > innerHeight || r.width === 0) continue;
-              if (overlaps(r, b)) covered.add(f.name);
-              const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
-              if (hit && bar.contains(hit)) covered.add(f.name);
-            }
-          };
-          for (const y of [0, document.body.scrollHeight / 2, document.body.scrollHeight]) { scrollTo(0, y); check(); }
-          for (const f of fields) { f.scrollIntoView({block: 'nearest'}); check(); }
+            if (overlaps(r, b)) covered.add(f.name);
+            const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+            if (hit && bar.contains(hit)) covered.add(f.name);
+          }
           return [...covered];
         }"""
     )
@@ -621,10 +624,21 @@ def test_settings_errors_markers_and_save_bar(
     page.goto(live_worker.url + "/settings/")
     page.locator("#settings-form").wait_for()
     assert _field_covered(page) == []
-    # Human labels first, the raw key small beside them, grouped by what they affect.
+    # The basic settings by their words; the rest under a collapsed Advanced section,
+    # grouped by what they affect, each with its raw key.
     field = page.get_by_label("Observations in the index")
     assert field.get_attribute("name") == "CLAUDE_MEM_CONTEXT_OBSERVATIONS"
-    assert page.locator("legend", has_text="What the agent sees at session start").is_visible()
+    assert "CLAUDE_MEM_" not in page.locator("#basic-settings").inner_text()
+    legend = page.locator("legend", has_text="What the agent sees at session start")
+    assert legend.is_hidden()
+    page.locator("#advanced-settings > summary").click()
+    assert legend.is_visible()
+    # The save bar is reachable from anywhere on the page.
+    page.evaluate("scrollTo(0, document.body.scrollHeight / 3)")
+    assert page.locator("#save-bar").evaluate(
+        "e => { const r = e.getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; }"
+    )
+    assert _field_covered(page) == []
 
     # Editing marks the value at once; the save fails on another field.
     row = page.locator("#setting-CLAUDE_MEM_RETENTION_DAYS")

@@ -153,9 +153,12 @@ def test_cmem_stats_prints_net_savings(client, root) -> None:
     out = StringIO()
     call_command("stats", stdout=out)
     text = out.getvalue()
-    net = ledger_report().total.net
-    assert text.startswith("cmem ledger, all projects, last 30 days: net $")
-    assert f"token ledger: net {net:+,} tokens" in text
+    total = ledger_report().total
+    net = total.net
+    assert text.startswith("cmem ledger, all projects, last 30 days: net ")
+    # One net, in money: no token net beside it that could disagree in sign.
+    assert "token ledger: net" not in text
+    assert f"tokens: saved {total.avoided:,}, added {total.shown:,}" in text
     assert "per day" in text and "per project" in text and "per session" in text
     assert "proj" in text
     out = StringIO()

@@ -152,12 +152,15 @@ def test_stats_tiles_show_money_with_one_line_each_and_the_net_with_its_parts(
     assert "$0.040" in page  # 10,000 tokens spared at Opus 5.5's $4 per million
     assert "at claude-opus-5-5&#x27;s input price" in page
     assert 'id="net-parts">Saved $0.040 − added $' in page and " − observer $0.0000" in page
+    # Saved more than it added: the net reads as a saving, with a plus sign, in green.
+    assert 'class="net-saved"' in page and "+$0.0" in page and " saved</dd>" in page
     # No API key: the money is what the same use would cost on the API.
-    assert "Net, API-equivalent cost" in page
+    assert "Net, API-equivalent" in page
     assert "A subscription pays a flat fee, not these amounts." in page
+    assert "CLAUDE_MEM_" not in page.split('id="billing-line"')[1].split("</p>")[0]
     monkeypatch.setenv("CLAUDE_MEM_BILLING", "api")
     page = client.get("/stats/").content.decode()
-    assert "Net, cost at API prices" in page and "CLAUDE_MEM_BILLING=api" in page
+    assert "Net, at API prices" in page and "billing is set to api in Settings" in page
 
 
 def test_cmem_stats_shows_the_same_money(client, root) -> None:
@@ -167,7 +170,8 @@ def test_cmem_stats_shows_the_same_money(client, root) -> None:
     call_command("stats", stdout=out)
     text = out.getvalue()
     assert "Saved by the read gate: $0.040, 10,000 tokens." in text
-    assert "saved $0.040 − added $" in text and " − observer $0.0000 = $0.0" in text
+    assert "saved $0.040 − added $" in text and " − observer $0.0000 = +$0.0" in text
+    assert "net +$0.0" in text and " saved (" in text
     out = StringIO()
     call_command("stats", "--json", stdout=out)
     data = json.loads(out.getvalue())
@@ -249,6 +253,47 @@ def test_the_session_page_lists_every_gate_decision_and_injection(client, root) 
         assert label in section, label
     assert "<code>src/first.py</code>" in section and "<code>src/changed.py</code>" in section
     assert "at claude-opus-5-5, the default: the transcript named no model" in section
-    assert 'id="session-gate-mode">Read gate in proj: <code>' in section
+    assert 'id="session-gate-mode">Read gate in proj: it ' in section
+    # In plain words, after the work, with no red for a figure that is not an error.
+    assert "cmem stopped 2 full re-reads of files it already knew" in section
+    assert (
+        "answered 1 memory lookup and added its notes to the agent&#x27;s context once." in section
+    )
+    assert "(the agent read 1 of them anyway)" in section
+    assert page.index('id="session-ledger"') > page.index("Tidy the handlers before release")
+    assert 'class="neg"' not in section and "refusal(s)" not in section.split("gate-why")[0]
     # Sessions stay named by their first prompt in the ledger.
     assert ledger_report().by_session[0].label == "proj · Tidy the handlers before release"
+
+
+def test_a_net_cost_reads_as_a_cost_in_the_page_and_in_cmem_stats(client, root) -> None:
+    """Observer spend above what the gate saved: one negative net, with the word and the
+    neutral colour of a cost, the same in `cmem stats` (issue 35)."""
+    target = known(root, "src/big.py", size=40_000)
+    post_gate(client, root, target)
+    ledger_record_observer(
+        session=None,
+        project="proj",
+        usage=Usage(input=1_000, output=100, cost_usd=1.0, provider="", model=""),
+    )
+    found_net = ledger_report().total.usd_net
+    assert found_net < 0
+    page = client.get("/stats/").content.decode()
+    assert 'class="net-cost"' in page and 'class="net-saved"' not in page
+    assert " cost</dd>" in page and "−$0.9" in page
+    assert "(?)" not in page and "unknown model" not in page.split('id="tile-observer"')[0]
+    out = StringIO()
+    call_command("stats", stdout=out)
+    text = out.getvalue()
+    assert "net −$0.9" in text and " cost (" in text
+    assert "?, ?" not in text and "unknown provider, unknown model: 1 batches" in text
+
+
+def test_an_empty_install_says_nothing_was_measured_yet(client) -> None:
+    page = client.get("/stats/").content.decode()
+    assert 'id="nothing-measured"' in page and "Nothing measured yet" in page
+    assert 'id="money-tiles"' not in page and "$0.0000" not in page
+    assert "cmem demo" in page
+    out = StringIO()
+    call_command("stats", stdout=out)
+    assert "nothing measured yet" in out.getvalue() and "$0.0000" not in out.getvalue()

@@ -74,7 +74,8 @@ def test_without_it_the_page_the_cli_and_mcp_say_so(
     row: int, client: Client, absent: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     page = client.get("/search/", {"q": "refunds"}).content.decode()
-    assert 'id="mode-note"' in page and "search by meaning is off" in page and TITLE in page
+    # The page offers words only and says so once, without a warning on every search.
+    assert 'id="words-only"' in page and "Words and meaning" not in page and TITLE in page
 
     out, err = io.StringIO(), io.StringIO()
     call_command("search", "refunds", stdout=out, stderr=err)

@@ -9,6 +9,7 @@ form's read-only traffic keys, the admin's login throttle.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import socket
@@ -21,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 from django.test import Client
 
 from memory.runtime import credentials
@@ -502,3 +504,43 @@ def test_doctor_reports_the_credential_the_data_dir_and_the_socket(data_dir: Pat
     os.chmod(data_dir, 0o755)
     rows = {c.what.split(":")[0]: c for c in _access_checks()}
     assert rows["data dir"].status == "fail" and rows["data dir"].fix
+
+
+@pytest.mark.django_db
+def test_the_owners_browser_opens_the_admin_without_a_second_password() -> None:
+    """Signed in by `cmem open`, the owner's browser is the local superuser in the admin
+    (issue 35); a browser without the owner's session still gets nothing."""
+    from django.contrib.auth.models import User
+
+    credentials.ensure_secret()
+    browser = stranger()
+    assert browser.get("/admin/").status_code == 403
+    url = credentials.owner_login_url("http://testserver", "/admin/")
+    assert browser.get(url.removeprefix("http://testserver")).status_code == 302
+    page = browser.get("/admin/")
+    assert page.status_code == 200 and "Everything cmem stored" in page.content.decode()
+    owner = User.objects.get(username="admin")
+    assert owner.is_superuser and not owner.has_usable_password()
+    assert browser.get("/admin/memory/observation/").status_code == 200
+    assert browser.get("/stats/").status_code == 200  # the owner's pages stay open
+    assert browser.session["cmem_owner_admin"] is True  # their edits stay unowned
+    # An existing superuser (cmem setup's "admin") is the one used; none is added.
+    other = stranger()
+    other.get(
+        credentials.owner_login_url("http://testserver", "/").removeprefix("http://testserver")
+    )
+    assert other.get("/admin/").status_code == 200 and User.objects.count() == 1
+    assert stranger().get("/admin/").status_code == 403
+
+
+@pytest.mark.django_db
+def test_the_admin_login_form_says_where_the_password_is() -> None:
+    from memory import config  # the test settings' data dir, read after they are applied
+
+    page = stranger().get("/admin/login/")
+    assert page.status_code == 403  # a stranger never sees it
+    body = Client().get("/admin/login/").content.decode()  # the owner (socket) sees the hint
+    assert "<kbd>cmem open</kbd>" in body and "cmem manage changepassword admin" in body
+    call_command("ensure_admin", stdout=io.StringIO())
+    body = Client().get("/admin/login/").content.decode()
+    assert str(config.data_dir() / "admin-password") in body

@@ -8,6 +8,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import strip_tags
 
 from memory import config
 from memory.dashboard.feed import FEED_PAGE_SIZE
@@ -208,10 +209,42 @@ def test_search_page(client: Client) -> None:
 
 
 def test_settings_page_renders_every_key(client: Client) -> None:
+    """Basic settings first, by their words alone; every other page setting under a
+    collapsed Advanced section with its key; hidden ones only in the file (issue 35)."""
+    from memory.config.registry import REGISTRY
+
     body = client.get(reverse("memory-settings")).content.decode()
-    for key in config.SETTINGS:
-        assert key in body
     assert "csrfmiddlewaretoken" in body
+    basic = body[body.index('id="basic-settings"') : body.index('id="advanced-settings"')]
+    advanced = body[body.index('id="advanced-settings"') : body.index('id="save-bar"')]
+    assert '<details class="advanced-settings" id="advanced-settings">' in body  # collapsed
+    for record in REGISTRY:
+        if record.hidden:
+            assert f'id="setting-{record.key}"' not in body, record.key
+        elif record.basic:
+            assert f'id="setting-{record.key}"' in basic, record.key
+        else:
+            assert f'id="setting-{record.key}"' in advanced and record.key in advanced
+    assert sum(1 for r in REGISTRY if r.basic) == 10
+    # Visible text only: the keys stay in the fields' names and ids.
+    assert "CLAUDE_MEM_" not in strip_tags(basic) and "`" not in strip_tags(basic)
+    # Enums are selects: the Codex shell gate offers its three words.
+    codex = advanced[advanced.index('id="setting-CLAUDE_MEM_CODEX_SHELL_READ_GATE"') :][:1500]
+    assert "<select" in codex and '<option value="deny"' in codex
+
+
+def test_a_hidden_setting_survives_a_save_and_an_advanced_error_opens_the_section(
+    client: Client,
+) -> None:
+    config.save({"CLAUDE_MEM_INSTALL_ROUTE": "plugin:cmem"})
+    assert client.post(reverse("memory-settings"), _settings_post()).status_code == 302
+    assert json.loads(config.settings_path().read_text())["CLAUDE_MEM_INSTALL_ROUTE"] == (
+        "plugin:cmem"
+    )
+    body = client.post(
+        reverse("memory-settings"), _settings_post(CLAUDE_MEM_RETENTION_DAYS="lots")
+    ).content.decode()
+    assert '<details class="advanced-settings" id="advanced-settings" open>' in body
 
 
 def _settings_post(**changes: str) -> dict[str, str]:
@@ -400,3 +433,30 @@ def test_session_start_outside_a_project_creates_no_project_until_capture(
     )
     assert resp.status_code == 200
     assert '<option value="scratchpad-folder"' in page.get("/search/").content.decode()
+
+
+def test_without_search_by_meaning_the_search_page_offers_words_only(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory.retrieval import embeddings
+
+    monkeypatch.setattr(embeddings, "missing", lambda: ("numpy",))
+    body = client.get(reverse("memory-search"), {"q": "anything"}).content.decode()
+    assert "Words and meaning" not in body and "Meaning only" not in body
+    assert 'id="words-only"' in body and 'id="mode-note"' not in body
+    # An old link asking for meaning still searches, by words.
+    resp = client.get(reverse("memory-search"), {"q": "anything", "mode": "semantic"})
+    assert resp.status_code == 200 and resp.context["searched"]
+    monkeypatch.setattr(embeddings, "missing", lambda: ())
+    assert "Words and meaning" in client.get(reverse("memory-search")).content.decode()
+
+
+def test_page_prose_turns_commands_into_code_and_keys_into_labels() -> None:
+    from memory.templatetags.memory_extras import prose
+
+    text = prose("auto: CLAUDE_MEM_PROVIDER=anthropic, no logged-in `claude` CLI <b>")
+    assert text == (
+        "auto: the “Observer provider” setting is anthropic, no logged-in "
+        "<code>claude</code> CLI &lt;b&gt;"
+    )
+    assert "`" not in prose("a stray ` tick") and prose("CLAUDE_MEM_NOPE") == "CLAUDE_MEM_NOPE"

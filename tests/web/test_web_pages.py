@@ -179,7 +179,9 @@ def test_settings_human_labels_raw_keys_and_changed_markers(client: Client) -> N
     body = client.get(reverse("memory-settings")).content.decode()
     assert "What the agent sees at session start" in body
     assert "Observations in the index" in body
-    assert '<code class="setting-key">CLAUDE_MEM_CONTEXT_OBSERVATIONS</code>' in body
+    # A basic setting shows its words only; an advanced one its key too.
+    assert '<code class="setting-key">CLAUDE_MEM_CONTEXT_OBSERVATIONS</code>' not in body
+    assert '<code class="setting-key">CLAUDE_MEM_CONTEXT_TOKENS</code>' in body
     assert (
         "is-changed"
         in body[body.index('id="setting-CLAUDE_MEM_CONTEXT_OBSERVATIONS"') - 80 :][:200]
@@ -266,3 +268,53 @@ def test_search_folds_near_identical_rows_and_the_api_keeps_them(client: Client)
     for members in folds.values():
         assert [m["fold_lead"] for m in members] == [True] + [False] * (len(members) - 1)
         assert all(m["fold_size"] == len(members) for m in members)
+
+
+# --- timeline: one block per session --------------------------------------------------------
+
+
+def test_parallel_sessions_in_the_same_minute_get_one_block_each(client: Client) -> None:
+    """Two sessions logging in turn within a minute: each is one block, the one with the
+    newest row first, its rows oldest first (issue 35: they were split into runs)."""
+    one = SessionFactory(project="alpha", root="/home/dev/alpha", session_id="par-1")
+    two = SessionFactory(project="beta", root="/home/dev/beta", session_id="par-2")
+    for i, session in enumerate([one, two, one, two, one]):
+        make_observation(session, f"step {i} of {session.session_id}", minutes_ago=1 - i * 0.1)
+    body = client.get(reverse("memory-timeline")).content.decode()
+    assert body.count(f'data-session="{one.pk}"') == 1
+    assert body.count(f'data-session="{two.pk}"') == 1
+    assert body.index(f'data-session="{one.pk}"') < body.index(f'data-session="{two.pk}"')
+    block = body[body.index(f'data-session="{one.pk}"') : body.index(f'data-session="{two.pk}"')]
+    assert (
+        block.index("step 0 of par-1")
+        < block.index("step 2 of par-1")
+        < block.index("step 4 of par-1")
+    )
+
+
+# --- the empty timeline: the next step -------------------------------------------------------
+
+
+def test_the_empty_timeline_says_install_or_start_a_session(
+    client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It reads the agents' settings files like `cmem doctor`: no hooks → set up; hooks →
+    start a session; both name `cmem demo` for sample data (issue 35)."""
+    from memory.agents.install import claude_code
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / ".claude"))
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / ".codex"))
+    body = client.get(reverse("memory-timeline")).content.decode()
+    assert "No memory yet" in body and "<kbd>cmem setup</kbd>" in body
+    assert "<kbd>cmem demo</kbd>" in body and "hooks are installed in" not in body
+    claude_code.settings_install(path=claude_code.claude_settings_path(), command="cmem")
+    body = client.get(reverse("memory-timeline")).content.decode()
+    assert "hooks are installed in Claude Code. Start a coding session" in body, body[
+        body.find("No memory") :
+    ][:600]
+    assert "<kbd>cmem setup</kbd>" not in body and "<kbd>cmem demo</kbd>" in body
+    # A filtered empty page is about the filters, not the install.
+    assert (
+        "Clear the filters" in client.get(reverse("memory-timeline"), {"q": "x"}).content.decode()
+    )

@@ -10,7 +10,17 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from memory.agents.install import copilot, droid, gemini, kilo, opencode, qwen
+from memory.agents.install import (
+    claude_code,
+    codex,
+    copilot,
+    droid,
+    gemini,
+    kilo,
+    opencode,
+    qwen,
+    routes,
+)
 
 AGENTS: dict[str, ModuleType] = {m.name: m for m in (gemini, copilot, opencode, qwen, kilo, droid)}
 
@@ -46,3 +56,27 @@ def agents_doctor_checks() -> list[Any]:
     for module in AGENTS.values():
         checks.extend(module.doctor_checks())
     return checks
+
+
+def hooks_installed() -> list[str]:
+    """The agents whose settings hold cmem's hooks ("Claude Code", "Codex", ...), read from
+    their files the way `cmem doctor` reads them: the empty timeline says "start a session"
+    to someone who ran `cmem setup`, and "install" only to someone who did not."""
+    found: list[str] = []
+    settings = claude_code.claude_settings_path()
+    try:
+        hooked = bool(claude_code.installed_events(settings))
+    except claude_code.InstallError:
+        hooked = False
+    if hooked or routes.plugin_installed(settings):
+        found.append("Claude Code")
+    if codex.installed_commands(codex.hooks_path()):
+        found.append("Codex")
+    for module in AGENTS.values():
+        try:
+            checks = module.doctor_checks()
+        except OSError:  # an unreadable file is doctor's to report, not the dashboard's
+            checks = []
+        if checks:
+            found.append(module.label)
+    return found

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from memory.briefing.savings import Savings, savings, usd
+from memory.briefing.savings import Savings, savings, signed_usd, usd
 from memory.ledger import LedgerLine
 
 SECTIONS = ("day", "project", "session")
@@ -48,8 +48,15 @@ class Command(BaseCommand):
         report = found.report
         scope = f"project {report.project}" if report.project else "all projects"
         total = report.total
+        if not found.measured:
+            self.stdout.write(
+                f"cmem ledger, {scope}, last {report.days} days: nothing measured yet. "
+                "Savings appear once a coding session runs with cmem's hooks installed "
+                "(cmem install); cmem demo shows them with sample data."
+            )
+            return
         self.stdout.write(
-            f"cmem ledger, {scope}, last {report.days} days: net {usd(found.net_usd)} "
+            f"cmem ledger, {scope}, last {report.days} days: net {found.net_text} "
             f"({found.money_label}): {found.net_line}"
         )
         for tile in found.tiles:
@@ -57,11 +64,12 @@ class Command(BaseCommand):
                 f"  {tile.title}: {usd(tile.usd)}, {tile.tokens:,} tokens. {tile.help}"
             )
         self.stdout.write(f"  {found.billing_line}")
+        # No token net: it would mix the main model's tokens with the observer's cheaper
+        # ones and could disagree in sign with the money net above.
         self.stdout.write(
-            f"token ledger: net {total.net:+,} tokens "
-            f"(avoided {total.avoided:,}, shown {total.shown:,}, observer {total.spent:,}; "
-            f"{total.denials} reads refused, {total.retries} retried, {total.injections} indexes injected, "
-            f"{total.memory_tools} memory-tool answers)"
+            f"tokens: {found.tokens_line}. "
+            f"{total.denials} reads refused, {total.retries} retried, {total.injections} indexes "
+            f"injected, {total.memory_tools} memory-tool answers"
         )
         if report.observer:
             self.stdout.write(
@@ -86,10 +94,11 @@ class Command(BaseCommand):
             self.stdout.write("  (nothing recorded)")
             return
         width = max(len(line.label or line.key) for line in lines)
-        header = f"  {'':<{width}}  {'net $':>9}  {'net':>10}  {'avoided':>10}  {'shown':>9}  {'observer':>10}  {'refused':>7}  {'retried':>7}"
+        # The net is money only (positive: saved), like the headline; tokens are parts.
+        header = f"  {'':<{width}}  {'net $':>9}  {'avoided':>10}  {'shown':>9}  {'observer':>10}  {'refused':>7}  {'retried':>7}"
         self.stdout.write(header)
         for line in lines:
             self.stdout.write(
-                f"  {line.label or line.key:<{width}}  {usd(line.usd_net):>9}  {line.net:>+10,}  {line.avoided:>10,}  {line.shown:>9,}  "
+                f"  {line.label or line.key:<{width}}  {signed_usd(line.usd_net):>9}  {line.avoided:>10,}  {line.shown:>9,}  "
                 f"{line.spent:>10,}  {line.denials:>7}  {line.retries:>7}"
             )
