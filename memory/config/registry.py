@@ -894,6 +894,13 @@ INTERNAL_SWITCHES: tuple[Setting, ...] = (
     ),
     _internal("CMEM_DEBUG", "false", "bool", "Django's DEBUG, for developing cmem only."),
     _internal(
+        "CMEM_SERVE_NEXT_STEPS",
+        "",
+        "str",
+        "Set by `cmem serve --ensure-admin` (what `make run` runs) for the supervisor it becomes:"
+        " `1` makes its first announcement list the next steps.",
+    ),
+    _internal(
         "CMEM_ALLOWED_HOSTS",
         "",
         "list",
