@@ -1,0 +1,659 @@
+"""One sync: the remote's changes in, this machine's changes out, one commit on top.
+
+A sync holds the lock (memory.travel.sync.state) and:
+1. prepares the clone at <data dir>/sync/repo: whatever a killed sync left half-written
+   there is thrown away (reset to the fetched head, `git clean` inside the clone only);
+2. fetches, and reads the files changed since the remote commit it last built on (all
+   files the first time), and imports them all-or-nothing (merged by global id: the later
+   edit wins, the other is kept in history; tombstones delete);
+3. takes the watermark (now), then exports this machine's changes since the previous
+   watermark into the work tree, on top of the fetched head;
+4. commits (nothing when nothing changed) and pushes; a push refused because someone
+   pushed meanwhile goes back to 2 with the newer head, a bounded number of times;
+5. saves the state (the commit, the watermark) only once the push succeeded.
+Markdown files are never merged by git: merging is the import's, by global id.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path, PurePosixPath
+
+from memory import config, extensions
+from memory.travel import markdown
+from memory.travel.sync import crypto, git
+from memory.travel.sync.state import (
+    SyncState,
+    repo_dir,
+    state_load,
+    state_save,
+    sync_lock,
+)
+
+BRANCH = "main"
+MANIFEST = "cmem-sync.json"
+BLOBS = "blobs"
+FORMAT = 1
+PUSH_ATTEMPTS = 4
+# Overlap of consecutive exports: a row committed by another process just before the
+# watermark but after the export's query would otherwise never leave. Re-exporting a
+# row writes the same bytes, which git does not count as a change.
+WATERMARK_OVERLAP = timedelta(seconds=5)
+UNENCRYPTED_WARNING = (
+    "This remote is not encrypted: a git remote keeps everything ever pushed to it, in its "
+    "history, even after a memory is forgotten here. Whoever can read the remote (its host, "
+    "anyone it is shared with) can read the synced memory: titles, facts and narratives of "
+    "every project not excluded. Use a remote only you can read, or set sync up with "
+    "`cmem sync --remote URL --encrypt`."
+)
+_GID_LINE = re.compile(rb"^gid:\s*[\"']?([0-9A-HJKMNP-TV-Z]{26})[\"']?\s*$", re.MULTILINE)
+
+
+class SyncError(RuntimeError):
+    """A sync that could not be done; nothing was pushed and the state is unchanged."""
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    new: int = 0
+    changed: int = 0
+    tombstones: int = 0
+    blobs: int = 0
+
+    @property
+    def files(self) -> int:
+        return self.new + self.changed + self.tombstones + self.blobs
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    remote: str
+    dry_run: bool
+    incoming: int  # files changed in the remote since the last sync
+    imported: str  # the import's one-line account ("" when nothing came in)
+    outgoing: Outgoing
+    commit: str  # the remote's head after the sync
+    pushed: bool
+    attempts: int
+    seconds: float
+    git_seconds: float
+    notes: tuple[str, ...] = field(default=())
+
+    def describe(self) -> str:
+        out = self.outgoing
+        verb = "would send" if self.dry_run else "sent"
+        came = "would come in" if self.dry_run else "came in"
+        lines = [
+            f"in: {self.incoming} file(s) changed in the remote {came}"
+            + (f" ({self.imported})" if self.imported else ""),
+            f"out: {verb} {out.new} new, {out.changed} changed, {out.tombstones} tombstone(s)"
+            + (f", {out.blobs} deliverable file(s)" if out.blobs else ""),
+        ]
+        if not self.dry_run:
+            lines.append(
+                f"remote {self.remote} at {self.commit[:12] or '(empty)'}"
+                + ("" if self.pushed else " (nothing to push)")
+                + f"; {self.seconds:.2f} s ({self.git_seconds:.2f} s in git)"
+            )
+        lines.extend(self.notes)
+        return "\n".join(lines)
+
+
+# --- settings --------------------------------------------------------------------------------
+
+
+def remote_configured() -> str:
+    return config.get("CLAUDE_MEM_SYNC_REMOTE").strip()
+
+
+def encrypted() -> bool:
+    return config.get_bool("CLAUDE_MEM_SYNC_ENCRYPT")
+
+
+def _sealer() -> crypto.Sealer | None:
+    if not encrypted():
+        return None
+    text = crypto.key_text()
+    if not text:
+        raise SyncError(
+            "sync is set to encrypt but this machine has no key: `cmem sync --key KEY` (or"
+            " --key-file) with the key `cmem sync --export-key` prints on a synced machine"
+        )
+    try:
+        return crypto.Sealer(crypto.key_parse(text))
+    except crypto.KeyProblem as exc:
+        raise SyncError(f"the sync key: {exc}") from None
+
+
+def remote_check(url: str) -> None:
+    """SyncError unless `url` answers as a git repository (nothing is changed either way)."""
+    done = git.run(Path.cwd(), "ls-remote", "--heads", url, network=True, check=False)
+    if done.returncode != 0:
+        last = done.stderr.splitlines()[-1] if done.stderr else f"git exit {done.returncode}"
+        raise SyncError(f"{url} is not a git repository this machine can reach ({last})")
+
+
+def sync_configure(*, remote: str, encrypt: bool, key: str = "") -> list[str]:
+    """Remember the remote (and the key, when encrypting); returns what to tell the user.
+
+    1. check the remote answers as a git repository (nothing is saved otherwise);
+    2. with --key: keep that key; with --encrypt and no key yet: make one;
+    3. save the settings; a remote that changed starts over (everything is exported again).
+    """
+    remote_check(remote)
+    said: list[str] = []
+    if key:
+        try:
+            crypto.key_save(key)
+        except crypto.KeyProblem as exc:
+            raise SyncError(f"--key: {exc}") from None
+        encrypt = True
+    elif encrypt and not crypto.key_text():
+        crypto.key_save(crypto.key_generate())
+        said.append(
+            f"Made an encryption key ({crypto.key_path()}). Keep a copy: without it the remote "
+            "cannot be read. `cmem sync --export-key` prints it for your next machine."
+        )
+    updates = {"CLAUDE_MEM_SYNC_REMOTE": remote}
+    if encrypt:
+        updates["CLAUDE_MEM_SYNC_ENCRYPT"] = "true"
+    config.save(updates)
+    state = state_load()
+    if state.remote and state.remote != remote:
+        state_save(SyncState(remote=remote))
+    if not encrypt and not encrypted():
+        said.append(UNENCRYPTED_WARNING)
+    return said
+
+
+# --- the work tree ---------------------------------------------------------------------------
+
+
+def _pause(stage: str) -> None:
+    """Tests kill a sync here (CMEM_SYNC_PAUSE=<stage>) to prove a kill loses nothing."""
+    if os.environ.get("CMEM_SYNC_PAUSE") == stage:
+        sys.stderr.write(f"sync: paused at {stage}\n")
+        sys.stderr.flush()
+        time.sleep(60)
+
+
+def _prepare(repo: Path, remote: str) -> None:
+    """The clone, clean: a half-written work tree of a killed sync is thrown away."""
+    if not (repo / ".git").is_dir():
+        repo.mkdir(mode=0o700, parents=True, exist_ok=True)
+        git.run(repo, "init", "-q", "-b", BRANCH)
+    # A git killed mid-write leaves its lock; only this process (holding the sync lock)
+    # runs git in this clone, so the lock is stale.
+    for stale in (repo / ".git" / "index.lock", repo / ".git" / "HEAD.lock"):
+        stale.unlink(missing_ok=True)
+    current = git.run(repo, "remote", "get-url", "origin", check=False)
+    if current.returncode != 0:
+        git.run(repo, "remote", "add", "origin", remote)
+    elif current.stdout.decode().strip() != remote:
+        git.run(repo, "remote", "set-url", "origin", remote)
+
+
+def _fetch(repo: Path, remote: str) -> str:
+    """Fetch and put the work tree at the remote's head; returns it ("" for an empty remote)."""
+    done = git.run(
+        repo,
+        "fetch",
+        "-q",
+        "--prune",
+        "origin",
+        "+refs/heads/*:refs/remotes/origin/*",
+        network=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        last = done.stderr.splitlines()[-1] if done.stderr else f"git exit {done.returncode}"
+        raise SyncError(f"cannot fetch {remote}: {last}")
+    found = git.run(
+        repo, "rev-parse", "-q", "--verify", f"refs/remotes/origin/{BRANCH}^{{commit}}", check=False
+    )
+    head = found.stdout.decode().strip() if found.returncode == 0 else ""
+    if head:
+        git.run(repo, "checkout", "-q", "-f", "-B", BRANCH, head)
+        git.run(repo, "reset", "-q", "--hard", head)
+    else:
+        # An empty remote: an unborn branch and an empty index (a killed first sync may
+        # have left a local commit that was never pushed).
+        git.run(repo, "symbolic-ref", "HEAD", f"refs/heads/{BRANCH}")
+        git.run(repo, "update-ref", "-d", f"refs/heads/{BRANCH}", check=False)
+        git.run(repo, "read-tree", "--empty")
+    git.run(repo, "clean", "-q", "-f", "-d", "-x")
+    return head
+
+
+def _manifest_check(repo: Path, sealer: crypto.Sealer | None, remote: str) -> None:
+    path = repo / MANIFEST
+    if not path.exists():
+        if git.text(repo, "ls-files"):
+            raise SyncError(f"{remote} holds files but is not a cmem sync remote (no {MANIFEST})")
+        return
+    try:
+        manifest = json.loads(path.read_text())
+        sealed_with = str(manifest.get("key_id", "")) if manifest.get("encrypted") else ""
+    except (ValueError, AttributeError):
+        raise SyncError(f"{MANIFEST} in {remote} is not cmem's (broken JSON)") from None
+    if int(manifest.get("format", 0)) > FORMAT:
+        raise SyncError(f"{remote} was written by a newer cmem (format {manifest['format']})")
+    if sealed_with and sealer is None:
+        raise SyncError(
+            f"{remote} is encrypted: `cmem sync --remote URL --key KEY` (or --key-file) with the"
+            " key `cmem sync --export-key` prints on a machine that syncs it; nothing imported"
+        )
+    if sealer is not None and not sealed_with:
+        raise SyncError(
+            f"{remote} is not encrypted but this machine is set to encrypt; nothing imported"
+        )
+    if sealer is not None and sealed_with != sealer.key_id:
+        raise SyncError(f"{remote} is encrypted with another key; nothing imported")
+
+
+def _manifest_write(repo: Path, sealer: crypto.Sealer | None) -> None:
+    body: dict[str, object] = {"format": FORMAT, "encrypted": sealer is not None}
+    if sealer is not None:
+        body["key_id"] = sealer.key_id
+    (repo / MANIFEST).write_text(json.dumps(body, indent=2) + "\n")
+
+
+def _changed_files(repo: Path, since: str, head: str) -> list[str]:
+    """Files of `head` added or changed since the commit `since` (all of them without it)."""
+    if not head:
+        return []
+    known = (
+        since
+        and git.run(repo, "cat-file", "-e", f"{since}^{{commit}}", check=False).returncode == 0
+    )
+    if known:
+        raw = git.run(
+            repo, "diff", "--name-only", "-z", "--no-renames", "--diff-filter=d", since, head
+        ).stdout
+    else:
+        raw = git.run(repo, "ls-files", "-z").stdout
+    return [name for name in raw.decode().split("\0") if name and name != MANIFEST]
+
+
+@dataclass(frozen=True)
+class _Incoming:
+    documents: list[tuple[str, bytes]]
+    blobs: int
+
+
+def _read_incoming(repo: Path, names: list[str], sealer: crypto.Sealer | None) -> _Incoming:
+    """The Markdown files among `names` as (readable path, bytes); sealed files opened."""
+    documents: list[tuple[str, bytes]] = []
+    blobs = 0
+    for name in names:
+        data = (repo / name).read_bytes()
+        if sealer is None:
+            if name.startswith(f"{BLOBS}/"):
+                blobs += 1
+            else:
+                documents.append((name, data))
+            continue
+        if not name.startswith("objects/"):
+            raise SyncError(f"{name}: an unsealed file in an encrypted remote; nothing imported")
+        try:
+            plain = sealer.open(name, data)
+        except crypto.KeyProblem as exc:
+            raise SyncError(f"{exc}; nothing imported") from None
+        header, _, body = plain.partition(b"\n")
+        try:
+            meta = json.loads(header)
+        except ValueError:
+            raise SyncError(f"{name}: a sealed file without its header; nothing imported") from None
+        if "blob" in meta:
+            blobs += 1
+            continue
+        gid, path = str(meta.get("gid", "")), str(meta.get("path", ""))
+        if sealer.name_for(gid) != name:
+            raise SyncError(f"{name}: sealed for another file (gid {gid!r}); nothing imported")
+        documents.append((path, body))
+    return _Incoming(documents=documents, blobs=blobs)
+
+
+def _safe_path(path: str) -> str:
+    pure = PurePosixPath(path)
+    if pure.is_absolute() or ".." in pure.parts or not pure.parts or path in (MANIFEST,):
+        raise SyncError(f"refusing to write {path!r} outside the sync layout")
+    if pure.parts[0] in (BLOBS, "objects", ".git"):
+        raise SyncError(f"refusing to write {path!r} over sync's own files")
+    return str(pure)
+
+
+def _file_gid(data: bytes) -> str:
+    """The gid in a Markdown file's front matter ("" when none)."""
+    if not data.startswith(b"---"):
+        return ""
+    end = data.find(b"\n---", 3)
+    found = _GID_LINE.search(data[: end if end > 0 else 4096])
+    return found.group(1).decode() if found else ""
+
+
+def _paths_of(repo: Path, gids: set[str]) -> dict[str, list[str]]:
+    """Where the files of `gids` are in the (readable) work tree, by gid."""
+    if not gids:
+        return {}
+    found: dict[str, list[str]] = {}
+    ordered = sorted(gids)
+    for start in range(0, len(ordered), 500):  # git grep takes the patterns on stdin
+        chunk = "\n".join(ordered[start : start + 500]).encode()
+        done = git.run(repo, "grep", "-l", "-z", "-F", "-f", "-", check=False, stdin=chunk)
+        for name in done.stdout.decode().split("\0"):
+            if not name or name == MANIFEST or name.startswith(f"{BLOBS}/"):
+                continue
+            gid = _file_gid((repo / name).read_bytes())
+            if gid in gids:
+                found.setdefault(gid, []).append(name)
+    return found
+
+
+def _export(
+    repo: Path, since: datetime | None, sealer: crypto.Sealer | None, *, dry_run: bool
+) -> Outgoing:
+    """This machine's changes since `since` into the work tree (counted only in a dry run).
+    A file whose bytes are there already is left alone, so re-exporting is free."""
+    docs = list(markdown.documents(changed_since=since, for_sync=True))
+    counts = {"new": 0, "changed": 0, "tombstones": 0, "blobs": 0}
+    # Readable layout: a row whose path changed (a new title), or that a tombstone now
+    # stands for, must not stay in the remote under its old path.
+    placed = _paths_of(repo, {doc.gid for doc in docs}) if sealer is None else {}
+    for doc in docs:
+        if sealer is None:
+            path = _safe_path(doc.path)
+            data = doc.text.encode()
+            stale = [p for p in placed.get(doc.gid, []) if p != path]
+        else:
+            path = sealer.name_for(doc.gid)
+            data = (
+                json.dumps({"gid": doc.gid, "path": doc.path}).encode() + b"\n" + doc.text.encode()
+            )
+            stale = []
+        target = repo / path
+        exists = target.exists()
+        if exists and not stale:
+            current = target.read_bytes()
+            if (_opens_to(sealer, path, current) if sealer else current) == data:
+                continue
+        if doc.kind == "tombstone":
+            counts["tombstones"] += 1
+        else:
+            counts["changed" if exists or stale else "new"] += 1
+        if doc.kind == "deliverable":
+            counts["blobs"] += _blob_out(repo, doc.gid, sealer, dry_run=dry_run)
+        if dry_run:
+            continue
+        for old in stale:
+            (repo / old).unlink()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(sealer.seal(path, data) if sealer else data)
+    return Outgoing(**counts)
+
+
+def _opens_to(sealer: crypto.Sealer, name: str, sealed: bytes) -> bytes:
+    try:
+        return sealer.open(name, sealed)
+    except crypto.KeyProblem:
+        return b""
+
+
+def _blob_name(sha: str, sealer: crypto.Sealer | None) -> str:
+    return f"{BLOBS}/{sha}" if sealer is None else sealer.name_for(f"blob:{sha}")
+
+
+def _blob_out(repo: Path, gid: str, sealer: crypto.Sealer | None, *, dry_run: bool) -> int:
+    """A deliverable's bytes beside its metadata, when the settings allow it (1 if written)."""
+    store = extensions.file_store("deliverable")
+    if store is None or not config.get_bool("CLAUDE_MEM_SYNC_DELIVERABLES"):
+        return 0
+    found = store.file_of(gid)
+    if found is None:
+        return 0
+    path, sha, size = found
+    if size > config.get_int("CLAUDE_MEM_SYNC_DELIVERABLES_MAX_BYTES"):
+        return 0
+    target = repo / _blob_name(sha, sealer)
+    if target.exists():
+        return 0
+    if not dry_run:
+        data = path.read_bytes()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if sealer is None:
+            target.write_bytes(data)
+        else:
+            header = json.dumps({"blob": sha}).encode()
+            target.write_bytes(
+                sealer.seal(target.relative_to(repo).as_posix(), header + b"\n" + data)
+            )
+    return 1
+
+
+def _blobs_in(repo: Path, sealer: crypto.Sealer | None) -> int:
+    """Bytes of synced deliverables this machine lacks, from the remote's blobs."""
+    store = extensions.file_store("deliverable")
+    if store is None:
+        return 0
+    stored = 0
+    for gid, sha in store.missing():
+        name = _blob_name(sha, sealer)
+        target = repo / name
+        if not target.exists():
+            continue
+        data = target.read_bytes()
+        if sealer is not None:
+            data = _opens_to(sealer, name, data).partition(b"\n")[2]
+        stored += bool(store.put(gid, data))
+    return stored
+
+
+def _push(repo: Path) -> tuple[bool, str]:
+    """Push the local commit; (False, why) when the remote moved meanwhile, SyncError when
+    it refused for another reason (a hook, permissions)."""
+    done = git.run(
+        repo,
+        "push",
+        "-q",
+        "--porcelain",
+        "origin",
+        f"HEAD:refs/heads/{BRANCH}",
+        network=True,
+        check=False,
+    )
+    if done.returncode == 0:
+        return True, ""
+    said = f"{done.stdout.decode(errors='replace')}\n{done.stderr}"
+    if "non-fast-forward" in said or "fetch first" in said:
+        return False, "the remote moved"
+    last = " | ".join(line for line in done.stderr.splitlines()[-3:] if line.strip())
+    raise SyncError(
+        f"the remote refused the push ({last or 'no reason given'}); nothing changed here, the next sync pushes again"
+    )
+
+
+# --- the sync --------------------------------------------------------------------------------
+
+
+def sync_run(*, remote: str = "", dry_run: bool = False, wait_s: float = 120.0) -> SyncReport:
+    """One sync (see the module docstring for its steps). SyncError when it cannot be done."""
+    remote = remote or remote_configured()
+    if not remote:
+        raise SyncError("sync is not set up: `cmem sync --remote URL` (a git remote you control)")
+    started = time.perf_counter()
+    git_before = git.spent[0]
+    with sync_lock(wait_s=wait_s):
+        state = state_load()
+        if state.remote and state.remote != remote:
+            state = SyncState(remote=remote)  # another remote: everything travels again
+        sealer = _sealer()
+        repo = repo_dir()
+        try:
+            _prepare(repo, remote)
+            return _attempts(
+                repo, remote, state, sealer, dry_run=dry_run, started=started, git_before=git_before
+            )
+        except git.GitError as exc:
+            raise SyncError(str(exc)) from None
+
+
+def _attempts(
+    repo: Path,
+    remote: str,
+    state: SyncState,
+    sealer: crypto.Sealer | None,
+    *,
+    dry_run: bool,
+    started: float,
+    git_before: float,
+) -> SyncReport:
+    imported_upto = state.commit
+    incoming_total = 0
+    accounts: list[str] = []
+    for attempt in range(1, PUSH_ATTEMPTS + 1):
+        head = _fetch(repo, remote)
+        _manifest_check(repo, sealer, remote)
+        names = _changed_files(repo, imported_upto, head)
+        incoming = _read_incoming(repo, names, sealer)
+        incoming_total += len(incoming.documents)
+        if incoming.documents and not dry_run:
+            try:
+                report = markdown.import_files(incoming.documents, source=f"sync {remote}")
+            except markdown.MarkdownImportError as exc:
+                raise SyncError(
+                    f"a file in the remote cannot be imported, nothing was: {exc}"
+                ) from None
+            accounts.append(report.describe())
+        if not dry_run:
+            _blobs_in(repo, sealer)
+        imported_upto = head
+        _pause("imported")
+        # Taken before the export: a row changed while it runs goes out next time.
+        watermark = datetime.now(UTC) - WATERMARK_OVERLAP
+        outgoing = _export(repo, state.watermark_time(), sealer, dry_run=dry_run)
+        if dry_run:
+            return _report(
+                remote,
+                True,
+                incoming_total,
+                "",
+                outgoing,
+                head,
+                False,
+                attempt,
+                started,
+                git_before,
+            )
+        if not (repo / MANIFEST).exists():
+            _manifest_write(repo, sealer)
+        git.run(repo, "add", "-A")
+        if git.run(repo, "diff", "--cached", "--quiet", check=False).returncode == 0:
+            _state_done(state, remote, head, watermark)
+            return _report(
+                remote,
+                False,
+                incoming_total,
+                "; ".join(accounts),
+                outgoing,
+                head,
+                False,
+                attempt,
+                started,
+                git_before,
+            )
+        git.run(
+            repo,
+            "commit",
+            "-q",
+            "--no-verify",
+            "-m",
+            f"cmem sync from {socket.gethostname()}: {outgoing.files} file(s)",
+        )
+        _pause("committed")
+        pushed, _why = _push(repo)
+        if pushed:
+            commit = git.text(repo, "rev-parse", "HEAD")
+            _pause("pushed")
+            _state_done(state, remote, commit, watermark)
+            return _report(
+                remote,
+                False,
+                incoming_total,
+                "; ".join(accounts),
+                outgoing,
+                commit,
+                True,
+                attempt,
+                started,
+                git_before,
+            )
+    raise SyncError(
+        f"the remote kept moving: {PUSH_ATTEMPTS} pushes were overtaken; run `cmem sync` again"
+    )
+
+
+def _state_done(state: SyncState, remote: str, commit: str, watermark: datetime) -> None:
+    state_save(
+        state.moved(
+            remote=remote,
+            commit=commit,
+            watermark=watermark.isoformat(),
+            last_sync=datetime.now(UTC).isoformat(),
+        )
+    )
+
+
+def _report(
+    remote: str,
+    dry_run: bool,
+    incoming: int,
+    imported: str,
+    outgoing: Outgoing,
+    commit: str,
+    pushed: bool,
+    attempts: int,
+    started: float,
+    git_before: float,
+) -> SyncReport:
+    return SyncReport(
+        remote=remote,
+        dry_run=dry_run,
+        incoming=incoming,
+        imported=imported,
+        outgoing=outgoing,
+        commit=commit,
+        pushed=pushed,
+        attempts=attempts,
+        seconds=time.perf_counter() - started,
+        git_seconds=git.spent[0] - git_before,
+    )
+
+
+def sync_status() -> Iterator[str]:
+    """What `cmem sync --status` and the doctor say: the remote, the last sync, encryption."""
+    remote = remote_configured()
+    if not remote:
+        yield "sync: not set up (`cmem sync --remote URL`)"
+        return
+    state = state_load()
+    yield f"sync: remote {remote}"
+    yield f"last sync: {state.last_sync or 'never'}" + (
+        f" (remote at {state.commit[:12]})" if state.commit else ""
+    )
+    yield f"automatic: {config.get('CLAUDE_MEM_SYNC_AUTO')}"
+    yield f"deliverables' files: {'yes' if config.get_bool('CLAUDE_MEM_SYNC_DELIVERABLES') else 'no (metadata only)'}"
+    if encrypted():
+        yield f"encrypted: yes (key {crypto.key_path()}" + (
+            ", present)" if crypto.key_text() else ", MISSING)"
+        )
+    else:
+        yield "encrypted: no"
+        yield UNENCRYPTED_WARNING
