@@ -65,9 +65,9 @@ def key_path() -> os.PathLike[str]:
 def key_text() -> str:
     """The key in use: CLAUDE_MEM_SYNC_KEY (a container's environment), else the key file;
     "" when this machine has none."""
-    env = os.environ.get(KEY_ENV, "").strip()
-    if env:
-        return env
+    given = config.get(KEY_ENV).strip()
+    if given:
+        return given
     try:
         return (sync_dir() / "key").read_text().strip()
     except FileNotFoundError:

@@ -115,7 +115,8 @@ def remote_configured() -> str:
 
 
 def encrypted() -> bool:
-    return config.get_bool("CLAUDE_MEM_SYNC_ENCRYPT")
+    # A key given in the environment (a container) means the remote is sealed.
+    return config.get_bool("CLAUDE_MEM_SYNC_ENCRYPT") or bool(config.get(crypto.KEY_ENV).strip())
 
 
 def _sealer() -> crypto.Sealer | None:
