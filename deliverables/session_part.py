@@ -22,6 +22,7 @@ from deliverables.models import Deliverable
 from deliverables.services import deliverables_capture
 from memory.agents.base import HookEvent
 from memory.extensions import SessionPart
+from memory.global_ids import is_gid
 from memory.importers.json_io import time_export, time_import
 from memory.models import Prompt, Session
 from memory.team import scope
@@ -66,6 +67,7 @@ def deliverables_export(sessions: list[Session]) -> dict[int, list[dict[str, Any
         by[d.session_id].append(
             {
                 **{f: getattr(d, f) for f in _EXPORT_FIELDS},
+                "gid": d.gid,
                 "prompt_number": d.prompt.number if d.prompt else None,
                 "created": time_export(d.created),
             }
@@ -76,14 +78,21 @@ def deliverables_export(sessions: list[Session]) -> dict[int, list[dict[str, Any
 def deliverables_import(
     session: Session, rows: list[dict[str, Any]], prompts: dict[int, Prompt]
 ) -> Iterator[bool]:
-    """Idempotent by (session, original path, sha256); yields whether each row was new."""
+    """Idempotent by global id and by (session, original path, sha256); yields whether
+    each row was new. A row keeps the global id it was exported with (one it lacks, or
+    that is malformed, gets a fresh one)."""
     for data in rows:
-        if Deliverable.objects.filter(
-            session=session, original_path=data["original_path"], sha256=data["sha256"]
-        ).exists():
+        gid = data.get("gid")
+        if (is_gid(gid) and Deliverable.objects.filter(gid=gid).exists()) or (
+            Deliverable.objects.filter(
+                session=session, original_path=data["original_path"], sha256=data["sha256"]
+            ).exists()
+        ):
             yield False
             continue
         fields = {f: data[f] for f in _EXPORT_FIELDS if f in data and data[f] is not None}
+        if is_gid(gid):
+            fields["gid"] = gid
         number = data.get("prompt_number")
         Deliverable.objects.create(
             session=session,

@@ -206,6 +206,9 @@ ACTION_LABELS = {
     "propose_pin": "proposed pinning it",
     "propose_unpin": "proposed unpinning it",
     "propose_scope_all": "proposed it for all projects",
+    # A Markdown import or sync (memory/travel/merge.py).
+    "sync-update": "took a later version from an import",
+    "sync-conflict": "kept this version over an earlier one from an import (shown as after)",
 }
 FIELD_LABELS = {
     "superseded_by_id": "superseded by",

@@ -90,7 +90,9 @@ def observation_mark(
         changed = {k: v for k, v in before.items() if getattr(row, k) != v}
         if not changed:
             return row  # already so: nothing to record
-        row.save(update_fields=[_column(k) for k in changed])
+        # Every change moves `edited`: sync and the Markdown import merge by it.
+        history.stamp_edited(row)
+        row.save(update_fields=[*(_column(k) for k in changed), "edited"])
         history.revision_record(
             row, action=action, actor=actor, before=changed, reason=reason, batch=batch
         )
@@ -250,7 +252,8 @@ def revision_undo(revision_id: object, *, actor: str) -> Observation:
             and not Observation.objects.filter(pk=restorable["superseded_by_id"]).exists()
         ):
             row.superseded_by_id = None
-        row.save(update_fields=[_column(k) for k in restorable])
+        history.stamp_edited(row)  # an undo is a change too (sync merges by `edited`)
+        row.save(update_fields=[*(_column(k) for k in restorable), "edited"])
         revision.undone = timezone.now()
         revision.save(update_fields=["undone"])
         history.revision_record(

@@ -92,7 +92,8 @@ def _scope_all(obs_id: int, *, reason: str) -> Observation:
     # A person decided it: from now on neither the agent nor consolidation may change it.
     row.person_edited = True
     changed = {k: v for k, v in before.items() if getattr(row, k) != v}
-    row.save(update_fields=list(changed))
+    history.stamp_edited(row)  # sync and the Markdown import merge by `edited`
+    row.save(update_fields=[*changed, "edited"])
     history.revision_record(
         row, action="scope_all", actor=Actor.USER, before=changed, reason=reason
     )

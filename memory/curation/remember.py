@@ -121,7 +121,8 @@ def remember(request: RememberRequest) -> RememberResult:
             previous.status = Observation.Status.SUPERSEDED
             previous.superseded_by = row
             previous.status_reason = f"replaced by #{row.pk} (topic {topic})"
-            previous.save(update_fields=["status", "superseded_by", "status_reason"])
+            history.stamp_edited(previous)  # sync and the Markdown import merge by `edited`
+            previous.save(update_fields=["status", "superseded_by", "status_reason", "edited"])
             history.revision_record(
                 previous,
                 action="supersede",

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from memory import global_ids
-from memory.travel import markdown
+from memory.travel import markdown, merge
 from memory.travel.sync import crypto, engine
 from memory.travel.sync.engine import SyncError, sync_configure, sync_run
 from memory.travel.sync.state import state_load
@@ -75,7 +75,7 @@ class FakeMemory:
                 _, front, body = data.decode().split("---\n", 2)
                 meta = dict(line.split(": ", 1) for line in front.strip().splitlines())
             except ValueError:
-                raise markdown.MarkdownImportError(f"{name}: no front matter") from None
+                raise merge.MarkdownImportError(f"{name}: no front matter") from None
             parsed.append((name, meta, data.decode()))
         self.imports += 1
         for name, meta, text in parsed:  # all or nothing: every file parsed first
@@ -115,7 +115,7 @@ def on(machine: str, memory: FakeMemory, tmp_path: Path) -> Iterator[None]:
         data.mkdir(mode=0o700, exist_ok=True)
         mp.setenv("CLAUDE_MEM_DATA_DIR", str(data))
         mp.setattr(markdown, "documents", memory.documents)
-        mp.setattr(markdown, "import_files", memory.import_files)
+        mp.setattr(merge, "import_files", memory.import_files)
         mp.setattr(engine, "_blobs_in", lambda repo, sealer: 0)
         yield
 

@@ -16,6 +16,7 @@ from rich.progress import (
 )
 
 from memory.importers.report import ImportReport
+from memory.travel.frontmatter import MarkdownImportError
 
 # `cmem import <source> …`: each source is a module with `HELP`, `add_arguments(parser)` and
 # `import_from(*, options, report, progress) -> ImportReport`, where `progress(total)` returns
@@ -25,11 +26,12 @@ IMPORTERS = {
     "claude-mem": "memory.importers.claude_mem",
     "codex": "memory.importers.codex",
     "json": "memory.importers.json_io",
+    "markdown": "memory.travel.merge",
 }
 
 
 class Command(BaseCommand):
-    help = "Import history: Claude Code transcripts, a claude-mem database, or a cmem JSON export."
+    help = "Import history: Claude Code transcripts, a claude-mem database, a cmem JSON export or a Markdown tree."
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         sources = parser.add_subparsers(dest="source", required=True, metavar="SOURCE")
@@ -59,6 +61,9 @@ class Command(BaseCommand):
 
             try:
                 module.import_from(options=options, report=report, progress=progress)
+            except MarkdownImportError as exc:
+                # A bad file in a tree: refused whole, nothing written (exit 2, as for usage).
+                raise CommandError(str(exc), returncode=2) from exc
             except (OSError, ValueError) as exc:
                 raise CommandError(str(exc)) from exc
         self.stdout.write(f"cmem import {options['source']}: done")

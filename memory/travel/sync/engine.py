@@ -28,7 +28,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path, PurePosixPath
 
 from memory import config, extensions
-from memory.travel import markdown
+from memory.travel import markdown, merge
 from memory.travel.sync import crypto, git
 from memory.travel.sync.state import (
     SyncState,
@@ -527,8 +527,8 @@ def _attempts(
         incoming_total += len(incoming.documents)
         if incoming.documents and not dry_run:
             try:
-                report = markdown.import_files(incoming.documents, source=f"sync {remote}")
-            except markdown.MarkdownImportError as exc:
+                report = merge.import_files(incoming.documents, source=f"sync {remote}")
+            except merge.MarkdownImportError as exc:
                 raise SyncError(
                     f"a file in the remote cannot be imported, nothing was: {exc}"
                 ) from None
