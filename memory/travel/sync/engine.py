@@ -89,13 +89,13 @@ class SyncReport:
 
     def describe(self) -> str:
         out = self.outgoing
-        verb = "would send" if self.dry_run else "sent"
-        came = "would come in" if self.dry_run else "came in"
+        would = "would be " if self.dry_run else ""
         lines = [
-            f"in: {self.incoming} file(s) changed in the remote {came}"
+            f"in: {self.incoming} file(s) changed in the remote, {would}imported"
             + (f" ({self.imported})" if self.imported else ""),
-            f"out: {verb} {out.new} new, {out.changed} changed, {out.tombstones} tombstone(s)"
-            + (f", {out.blobs} deliverable file(s)" if out.blobs else ""),
+            f"out: {out.new} new, {out.changed} changed, {out.tombstones} tombstone(s)"
+            + (f", {out.blobs} deliverable file(s)" if out.blobs else "")
+            + (" would be pushed" if self.dry_run else ""),
         ]
         if not self.dry_run:
             lines.append(
@@ -382,9 +382,16 @@ def _export(
             stale = []
         target = repo / path
         exists = target.exists()
-        if exists and not stale:
-            current = target.read_bytes()
-            if (_opens_to(sealer, path, current) if sealer else current) == data:
+        there = repo / (path if exists or not stale else stale[0])
+        if there.exists():
+            current = there.read_bytes()
+            current = _opens_to(sealer, path, current) if sealer else current
+            if current == data and not stale:
+                continue
+            # The remote's file already holds this version (the row came from it): two
+            # machines may render the same version differently (links to rows only one of
+            # them has), and re-sending it would bounce between them forever.
+            if doc.version and doc.version.encode() in current:
                 continue
         if doc.kind == "tombstone":
             counts["tombstones"] += 1
