@@ -327,3 +327,18 @@ def test_a_push_overtaken_by_another_machine_is_retried_on_the_newer_head(
     with on("b", b, tmp_path):
         sync_run()
     assert b.body(a_gid) == "a slow"
+
+
+def test_many_moved_files_leave_no_old_copy_behind(
+    remote: str, machines: dict[str, FakeMemory], tmp_path: Path
+) -> None:
+    a = machines["a"]
+    gids = [a.add(f"first{n} title") for n in range(engine.GREP_MAX_GIDS + 6)]
+    with on("a", a, tmp_path):
+        sync_configure(remote=remote, encrypt=False)
+        sync_run()
+        for n, gid in enumerate(gids):  # new titles, so new paths: found by a full scan
+            a.add(f"second{n} title", gid=gid)
+        assert sync_run().outgoing.changed == len(gids)
+    names = _tree(remote)
+    assert len(names) == len(gids) + 1 and all("second" in n for n in names if n.endswith(".md"))
