@@ -342,3 +342,22 @@ def test_many_moved_files_leave_no_old_copy_behind(
         assert sync_run().outgoing.changed == len(gids)
     names = _tree(remote)
     assert len(names) == len(gids) + 1 and all("second" in n for n in names if n.endswith(".md"))
+
+
+def test_a_dry_run_counts_both_ways_and_changes_nothing(
+    remote: str, machines: dict[str, FakeMemory], tmp_path: Path
+) -> None:
+    a, b = machines["a"], machines["b"]
+    a.add("from a")
+    with on("a", a, tmp_path):
+        sync_configure(remote=remote, encrypt=False)
+        sync_run()
+    gone = b.add("to forget")
+    b.add("from b")
+    b.forget(gone)
+    with on("b", b, tmp_path):
+        plan = sync_run(remote=remote, dry_run=True)
+        assert (plan.incoming, plan.outgoing.new, plan.outgoing.tombstones) == (1, 1, 1)
+        assert "would be pushed" in plan.describe()
+        assert state_load().commit == "" and engine.remote_configured() == ""
+    assert b.imports == 0 and _commits(remote) == 1
