@@ -92,7 +92,9 @@ def run_verb(verb: Verb, argv: list[str]) -> int:
         command.execute(**options)
     except CommandError as exc:
         _say(f"cmem {verb.name}: {exc}")
-        return exc.returncode if exc.returncode not in (0, USAGE) else FAILURE
+        # 2 only when the command says so (input refused whole, as `cmem import markdown`
+        # does for a bad file); Django's default is 1.
+        return exc.returncode if exc.returncode != 0 else FAILURE
     except KeyboardInterrupt:
         return 130
     return 0

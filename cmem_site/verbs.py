@@ -75,8 +75,8 @@ VERBS: tuple[Verb, ...] = (
 BY_NAME = {verb.name: verb for verb in VERBS}
 
 EXIT_CODES = (
-    "exit codes: 0 ok, 1 failure, 2 usage error; `cmem status` exits 3 when the worker is not "
-    "running; `cmem hook` always exits 0 (an agent takes 2 for 'block')."
+    "exit codes: 0 ok, 1 failure, 2 usage error or input refused whole (`cmem import markdown`); "
+    "`cmem status` exits 3 when the worker is not running; `cmem hook` always exits 0 (an agent takes 2 for 'block')."
 )
 
 

@@ -2,8 +2,9 @@
 
 `cmem export --format markdown DIR` writes one file per memory (observation, summary,
 session with its prompts, deliverable record, correction, tombstone) with YAML front
-matter (markdown.py renders, frontmatter.py reads and checks); `cmem import markdown DIR`
-merges a tree back by global id (merge.py), all or nothing. Sync builds on the same
+matter: markdown.py renders the rows, bodies.py writes and reads the text under the front
+matter, frontmatter.py the block itself; `cmem import markdown DIR` reads a tree
+(reading.py) and merges it back by global id (merge.py), all or nothing. Sync builds on the same
 `documents()` / `import_files()` pair.
 """
 

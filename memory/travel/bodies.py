@@ -52,8 +52,13 @@ def _own_part(body: str) -> str:
     return body
 
 
+def _safe(text: str) -> str:
+    """Text with the marker line defused: a memory quoting it must not cut its own body."""
+    return text.replace(LINKS_MARKER, LINKS_MARKER.replace("%% cmem:", "%% cmem (quoted):"))
+
+
 def _section(heading: str, text: str) -> str:
-    return f"## {heading}\n\n{text}\n\n" if text else ""
+    return f"## {heading}\n\n{_safe(text)}\n\n" if text else ""
 
 
 # --- observations -----------------------------------------------------------------------
@@ -64,14 +69,15 @@ def observation_body(fields: dict[str, Any]) -> str:
     out = [f"# {one_line(fields['title'])}\n\n"]
     subtitle = fields["subtitle"].strip()
     if subtitle:
-        out.append("".join(f"> {line}\n" if line else ">\n" for line in subtitle.split("\n")))
+        lines = _safe(subtitle).split("\n")
+        out.append("".join(f"> {line}\n" if line else ">\n" for line in lines))
         out.append("\n")
     facts = [f.strip() for f in fields["facts"] if f.strip()]
     if facts:
         out.append("## Facts\n\n")
         for fact in facts:
             first, *rest = fact.split("\n")
-            out.append(f"- {first}\n" + "".join(f"  {line}\n" for line in rest))
+            out.append(f"- {_safe(first)}\n" + "".join(f"  {_safe(line)}\n" for line in rest))
         out.append("\n")
     out.append(_section("Narrative", fields["narrative"].strip()))
     return "".join(out)
@@ -154,7 +160,7 @@ def session_body(title: str, prompts: list[tuple[int, str, str]]) -> str:
         for number, when, text in prompts:
             out.append(f"### Prompt {number} · {when}\n\n")
             if text.strip():
-                out.append(f"{text.strip()}\n\n")
+                out.append(f"{_safe(text.strip())}\n\n")
     return "".join(out)
 
 

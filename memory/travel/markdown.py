@@ -43,7 +43,7 @@ from memory.models import (
 from memory.privacy.redaction import Sanitizer
 from memory.team import scope
 from memory.travel import bodies
-from memory.travel.frontmatter import dump, join, time_text
+from memory.travel.frontmatter import check_name, dump, join, time_text
 
 _NO_PROJECT = "no-project"
 # Windows refuses these as a file's base name, whatever the extension.
@@ -119,18 +119,21 @@ class _Rows:
         self.project = project
         self.observations = [
             o
-            for o in self._below(Observation.objects.order_by("created", "pk"))
+            for o in self.below(Observation.objects.order_by("created", "pk"))
             if o.session_id in self.sessions
         ]
         by_pk = {o.pk: o for o in self.observations}
         self.files: dict[int, list[ObservationFile]] = defaultdict(list)
-        for f in self._below(ObservationFile.objects.all(), "observation__session").order_by(
+        for f in self.below(ObservationFile.objects.all(), "observation__session").order_by(
             "path", "role", "pk"
         ):
             if f.observation_id in by_pk:
                 self.files[f.observation_id].append(f)
         self.by_pk = by_pk
         self.gid_of = {o.pk: o.gid for o in self.observations}
+        # A successor outside the selection (another project) is still named by its gid.
+        elsewhere = {o.superseded_by_id for o in self.observations} - set(by_pk) - {None}
+        self.gid_of |= dict(Observation.objects.filter(pk__in=elsewhere).values_list("pk", "gid"))
         self.supersedes: dict[int, list[Observation]] = defaultdict(list)
         for o in self.observations:
             if o.superseded_by_id in by_pk:
@@ -138,15 +141,17 @@ class _Rows:
         self.stem_of = {o.gid: self.observation_stem(o) for o in self.observations}
         self.title_of = {o.gid: o.title for o in self.observations}
         self.by_session: dict[int, list[Observation]] = defaultdict(list)
+        self.place: dict[int, int] = {}  # an observation's index in its session's list
         for o in self.observations:
+            self.place[o.pk] = len(self.by_session[o.session_id])
             self.by_session[o.session_id].append(o)
         self.prompts: dict[int, list[Prompt]] = defaultdict(list)
-        for p in self._below(Prompt.objects.order_by("number")):
+        for p in self.below(Prompt.objects.order_by("number")):
             if p.session_id in self.sessions:
                 self.prompts[p.session_id].append(p)
         self.summaries = [
             s
-            for s in self._below(Summary.objects.order_by("created", "pk"))
+            for s in self.below(Summary.objects.order_by("created", "pk"))
             if s.session_id in self.sessions
         ]
         self.session_summaries: dict[int, list[Summary]] = defaultdict(list)
@@ -162,7 +167,7 @@ class _Rows:
             for pk, items in part.export(rows).items():
                 self.deliverables.extend((self.sessions[pk], item) for item in items)
 
-    def _below(self, rows: QuerySet[Any], path: str = "session") -> QuerySet[Any]:
+    def below(self, rows: QuerySet[Any], path: str = "session") -> QuerySet[Any]:
         rows = scope.owned(rows, f"{path}__owner")
         return rows.filter(**{f"{path}__project": self.project}) if self.project else rows
 
@@ -234,13 +239,13 @@ def _observation_doc(rows: _Rows, o: Observation) -> Document:
         "narrative": rows.text(o.narrative),
     }
     siblings = rows.by_session[o.session_id]
-    at = siblings.index(o)
+    at = rows.place[o.pk]
     links = [f"Session: {bodies.link(rows.session_stem(session), _session_title(session))}"]
     if at > 0:
         links.append(f"Before it in the session: {_obs_link(rows, siblings[at - 1].gid)}")
     if at + 1 < len(siblings):
         links.append(f"After it in the session: {_obs_link(rows, siblings[at + 1].gid)}")
-    if superseded_by:
+    if superseded_by and superseded_by in rows.stem_of:
         links.append(f"Superseded by: {_obs_link(rows, superseded_by)}")
     links += [f"Supersedes: {_obs_link(rows, g)}" for g in supersedes]
     links += [
@@ -469,15 +474,15 @@ def _documents(
         if fresh(doc):
             yield doc
     if not for_sync:
-        revisions = (
-            ObservationRevision.objects.filter(observation_id__in=list(rows.by_pk))
-            .select_related("user")
-            .order_by("created", "pk")
+        revisions = rows.below(
+            ObservationRevision.objects.select_related("user").order_by("created", "pk"),
+            "observation__session",
         )
         if changed_since:
             revisions = revisions.filter(created__gt=changed_since)
         for r in revisions:
-            yield _correction_doc(rows, r)
+            if r.observation_id in rows.by_pk:
+                yield _correction_doc(rows, r)
     stones = scope.owned(Tombstone.objects.order_by("created", "gid"), "owner")
     if project:
         stones = stones.filter(project=project)
@@ -500,13 +505,18 @@ def write_tree(root: Path, docs: Iterable[Document]) -> int:
     root.mkdir(mode=0o700, parents=True, exist_ok=True)
     base = root.resolve()
     written = 0
+    checked: set[Path] = set()
     for doc in docs:
+        # A document may come from another machine (sync): its path is checked like a name.
+        check_name(doc.path)
         target = base / doc.path
         data = doc.text.encode()
-        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        # A folder in the tree that is a symlink out of it is never written through.
-        if base not in target.parent.resolve().parents and target.parent.resolve() != base:
-            raise ValueError(f"{doc.path}: its folder leads out of {root}")
+        if target.parent not in checked:
+            target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            # A folder in the tree that is a symlink out of it is never written through.
+            if not target.parent.resolve().is_relative_to(base):
+                raise ValueError(f"{doc.path}: its folder leads out of {root}")
+            checked.add(target.parent)
         if target.is_file() and not target.is_symlink() and target.read_bytes() == data:
             continue
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")

@@ -20,8 +20,6 @@ untrusted: private parts are stripped and secrets redacted exactly as at capture
 
 from __future__ import annotations
 
-import os
-import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -48,18 +46,9 @@ from memory.models import (
 from memory.privacy.redaction import Sanitizer
 from memory.team import scope
 from memory.travel import bodies
-from memory.travel.frontmatter import (
-    DERIVED_KINDS,
-    KINDS,
-    MAX_FILE_BYTES,
-    Fields,
-    MarkdownImportError,
-    check_name,
-    decode,
-    split,
-    time_text,
-)
+from memory.travel.frontmatter import MarkdownImportError, time_text
 from memory.travel.markdown import DELIVERABLE_FIELDS
+from memory.travel.reading import ParsedFile, clean_text, parse_file, tree_files
 
 Actor = ObservationRevision.Actor
 # The observation fields a file carries and a merge compares (superseded_by as a gid).
@@ -67,7 +56,6 @@ _STATE = (
     "title", "subtitle", "facts", "narrative", "type", "status", "status_reason",
     "superseded_by", "pinned", "demoted", "certainty", "origin", "person_edited", "topic", "scope",
 )  # fmt: skip
-_TITLE_MAX = 300
 _FORGETTABLE: dict[str, type[Observation] | type[Summary]] = {
     "observation": Observation,
     "summary": Summary,
@@ -102,144 +90,14 @@ class MergeReport:
         return f"{self.files} files: {shown}"
 
 
-@dataclass
-class _File:
-    name: str
-    kind: str
-    gid: str
-    project: str
-    author: str
-    values: dict[str, Any]
-
-
-# --- reading ----------------------------------------------------------------------------
-
-
-def _session_ref(f: Fields) -> dict[str, Any]:
-    return {
-        "gid": f.gid(),
-        "platform": f.text("platform", required=True, limit=32),
-        "id": f.text("id", required=True, limit=200),
-        "started": f.time("started"),
-    }
-
-
-def _parse(name: str, raw: bytes, sanitizer: Sanitizer) -> _File | None:
-    """One file, checked field by field; None for what an import does not read."""
-    check_name(name)
-    front, body = split(name, decode(name, raw))
-    f = Fields(name, front)
-    kind = f.text("kind", required=True, limit=20)
-    if kind in DERIVED_KINDS:
-        return None
-    if kind not in KINDS:
-        raise f.fail(f"unknown kind {kind!r} (one of {', '.join(KINDS)})")
-    gid = f.gid()
-    project = f.text("project", required=kind not in ("tombstone", "correction"), limit=200)
-    author = f.text("author", limit=150)
-    clean = sanitizer.text
-    values: dict[str, Any] = {}
-    if kind == "observation":
-        try:
-            text = bodies.observation_read(body)
-        except ValueError as exc:
-            raise f.fail(str(exc)) from None
-        text = _clean_text(text, clean)
-        if not text["title"]:
-            raise f.fail("the title is empty (once private parts are removed)")
-        if len(text["title"]) > _TITLE_MAX:
-            raise f.fail(f"the title is longer than {_TITLE_MAX} characters")
-        values = {
-            **text,
-            "session": _session_ref(f.mapping("session")),
-            "type": f.choice("type", tuple(Observation.Type.values), "discovery"),
-            "created": f.time("created"),
-            "edited": f.time("edited", required=False),
-            "status": f.choice("status", tuple(Observation.Status.values), "current"),
-            "status_reason": clean(f.text("status_reason")),
-            "superseded_by": f.gid("superseded_by", required=False),
-            "pinned": f.flag("pinned"),
-            "demoted": f.flag("demoted"),
-            "certainty": f.choice("certainty", tuple(Observation.Certainty.values), ""),
-            "origin": f.choice("origin", tuple(Observation.Origin.values), "observer"),
-            "person_edited": f.flag("person_edited"),
-            "topic": clean(f.text("topic", limit=200)),
-            "scope": f.choice("scope", tuple(Observation.Scope.values), "project"),
-            "concepts": [clean(c) for c in f.strings("concepts", limit=200)],
-            "prompt": f.number("prompt"),
-            "tool": f.text("tool", limit=200),
-            "hash": f.text("hash", limit=32),
-            "files": [
-                (
-                    r.text("path", required=True, limit=4096),
-                    r.choice("role", tuple(ObservationFile.Role.values), "read"),
-                    r.text("hash", limit=64),
-                )
-                for r in f.records("files")
-            ],
-        }
-    elif kind == "summary":
-        values = {
-            **{k: clean(v) for k, v in bodies.summary_read(body).items()},
-            "session": _session_ref(f.mapping("session")),
-            "created": f.time("created"),
-            "prompt": f.number("prompt"),
-        }
-    elif kind == "session":
-        prompts = []
-        for number, when, said in bodies.session_read(body):
-            moment = Fields(name, {"created": when}).time("created")
-            prompts.append((number, moment, clean(said)))
-        values = {
-            "platform": f.text("platform", required=True, limit=32),
-            "id": f.text("id", required=True, limit=200),
-            "started": f.time("started"),
-            "ended": f.time("ended", required=False),
-            "status": f.choice("status", tuple(Session.Status.values), "completed"),
-            "project_root": f.text("project_root", limit=4096),
-            "cwd": f.text("cwd", limit=4096),
-            "model": f.text("model", limit=120),
-            "prompts": prompts,
-        }
-    elif kind == "deliverable":
-        values = {
-            "session": _session_ref(f.mapping("session")),
-            "created": f.time("created"),
-            "prompt_number": f.number("prompt"),
-            "original_path": f.text("original_path", required=True, limit=4096),
-            "stored_path": f.text("stored_path", limit=4096),
-            "size": f.number("size") or 0,
-            "sha256": f.text("sha256", required=True, limit=64),
-            "content_type": f.text("content_type", limit=200),
-            "attached": f.flag("attached"),
-            "title": clean(f.text("title", limit=200)),
-            "note": clean(f.text("note")),
-        }
-    elif kind == "tombstone":
-        values = {"forgets": f.choice("forgets", tuple(_FORGETTABLE), "observation")}
-    return _File(name, kind, gid, project, author, values)
-
-
-def _clean_text(text: dict[str, Any], clean: Any) -> dict[str, Any]:
-    return {
-        "title": bodies.one_line(clean(text["title"])),
-        "subtitle": clean(text["subtitle"]).strip(),
-        "facts": [t for t in (clean(x).strip() for x in text["facts"]) if t],
-        "narrative": clean(text["narrative"]).strip(),
-    }
-
-
 def _normal_text(fields: dict[str, Any]) -> dict[str, Any]:
     """The text as a file carries it (one round through the body format), for comparing a
     row with a file: what the format cannot hold (a newline in a title) is no difference."""
     return bodies.observation_read(bodies.observation_body(fields))
 
 
-# --- writing ----------------------------------------------------------------------------
-
-
 class _Merge:
-    def __init__(self, files: list[_File], source: str, report: MergeReport) -> None:
+    def __init__(self, files: list[ParsedFile], source: str, report: MergeReport) -> None:
         self.files, self.source, self.report = files, source, report
         self.viewer = scope.current_viewer()
         self.username = ""
@@ -249,10 +107,10 @@ class _Merge:
         self.now = timezone.now()
         self.sessions: dict[str, Session] = {}
 
-    def check_owner(self, file: _File, owner_id: int | None) -> None:
+    def check_owner(self, file: ParsedFile, owner_id: int | None, *, what: str = "") -> None:
         """Team mode: an import never writes into, or over, another user's rows."""
         if self.viewer is not None and owner_id != self.viewer.user_id:
-            raise MarkdownImportError(f"{file.name}: {file.gid} belongs to another user")
+            raise MarkdownImportError(f"{file.name}: {what or file.gid} belongs to another user")
 
     def run(self) -> None:
         for file in self.files:
@@ -260,19 +118,17 @@ class _Merge:
                 raise MarkdownImportError(
                     f"{file.name}: written by {file.author!r}, not by {self.username!r} who imports it"
                 )
-        gids = [f.gid for f in self.files]
-        stones = set(_chunked(Tombstone.objects, "gid", gids))
-        forget = {f.gid for f in self.files if f.kind == "tombstone"}
+        # Forgotten here before, or in this very import: never brought back.
+        gone = set(_chunked(Tombstone.objects, "gid", [f.gid for f in self.files]))
+        gone |= {f.gid for f in self.files if f.kind == "tombstone"}
         live = []
         for file in self.files:
-            if file.kind == "correction" or (
-                file.kind != "tombstone" and file.gid in stones | forget
-            ):
+            if file.kind == "correction" or (file.kind != "tombstone" and file.gid in gone):
                 self.report.skipped += 1
             else:
                 live.append(file)
         self.sessions_resolve(live)
-        by_kind: dict[str, list[_File]] = {}
+        by_kind: dict[str, list[ParsedFile]] = {}
         for file in live:
             by_kind.setdefault(file.kind, []).append(file)
         self.observations(by_kind.get("observation", []))
@@ -282,10 +138,10 @@ class _Merge:
 
     # sessions ---------------------------------------------------------------------------
 
-    def sessions_resolve(self, files: list[_File]) -> None:
+    def sessions_resolve(self, files: list[ParsedFile]) -> None:
         """Every session the files name: by gid, else by (platform, the agent's id), else
         created from the session file or the first row naming it."""
-        wanted: dict[str, tuple[_File, dict[str, Any]]] = {}
+        wanted: dict[str, tuple[ParsedFile, dict[str, Any]]] = {}
         for file in files:
             if file.kind == "session":
                 wanted[file.gid] = (file, {"gid": file.gid, **file.values})
@@ -300,7 +156,7 @@ class _Merge:
                     platform=ref["platform"], session_id=ref["id"]
                 ).first()
             if session is not None:
-                self.check_owner(file, session.owner_id)
+                self.check_owner(file, session.owner_id, what=f"its session {gid}")
             else:
                 session = Session.objects.create(
                     gid=gid,
@@ -323,8 +179,18 @@ class _Merge:
             if file.kind == "session":
                 self.prompts(file)
 
-    def prompts(self, file: _File) -> None:
+    def prompts(self, file: ParsedFile) -> None:
         session = self.sessions[file.gid]
+        # A session first made from a row's short reference learns the rest from its file.
+        blank = [
+            k
+            for k in ("project_root", "cwd", "model", "ended")
+            if not getattr(session, k) and file.values[k]
+        ]
+        for name in blank:
+            setattr(session, name, file.values[name])
+        if blank:
+            session.save(update_fields=blank)
         have = set(session.prompts.values_list("number", flat=True))
         new = [
             Prompt(session=session, number=number, text=text, created=created)
@@ -345,7 +211,7 @@ class _Merge:
 
     # observations -----------------------------------------------------------------------
 
-    def observations(self, files: list[_File]) -> None:
+    def observations(self, files: list[ParsedFile]) -> None:
         known = {
             o.gid: o
             for o in _chunked(
@@ -355,12 +221,12 @@ class _Merge:
                 rows=True,
             )
         }
-        hashes = set(
-            Observation.objects.filter(session__in={s.pk for s in self.sessions.values()})
-            .exclude(content_hash="")
-            .values_list("session_id", "content_hash")
-        )
-        new: list[tuple[Observation, _File]] = []
+        session_pks = sorted({s.pk for s in self.sessions.values()})
+        hashes: set[tuple[int, str]] = set()
+        for start in range(0, len(session_pks), 5000):  # SQLite caps a query's parameters
+            rows = Observation.objects.filter(session__in=session_pks[start : start + 5000])
+            hashes.update(rows.exclude(content_hash="").values_list("session_id", "content_hash"))
+        new: list[tuple[Observation, ParsedFile]] = []
         for file in files:
             row = known.get(file.gid)
             if row is not None:
@@ -402,7 +268,7 @@ class _Merge:
                 linked.append(row)
         Observation.objects.bulk_update(linked, ["superseded_by"], batch_size=500)
 
-    def observation_new(self, file: _File) -> Observation:
+    def observation_new(self, file: ParsedFile) -> Observation:
         v = file.values
         session = self.sessions[v["session"]["gid"]]
         row = Observation(
@@ -424,7 +290,7 @@ class _Merge:
         self.report.projects.add(file.project)
         return row
 
-    def observation_merge(self, file: _File, row: Observation) -> None:
+    def observation_merge(self, file: ParsedFile, row: Observation) -> None:
         v = file.values
         mine = _state_of(row)
         theirs = {k: v[k] for k in _STATE}
@@ -445,6 +311,10 @@ class _Merge:
             self.apply(row, differs, action="sync-update", edited=v["edited"], person=False,
                        reason=f"a later version from {self.source} ({file.name}, edited {time_text(version)})")  # fmt: skip
             self.report.updated += 1
+        elif set(differs) == {"person_edited"}:
+            # Only who last touched it differs (the file predates a correction made here
+            # from that very file): nothing of the content was lost.
+            self.report.unchanged += 1
         else:
             after = _json_ready(differs)
             seen = row.revisions.filter(action="sync-conflict", after=after).exists()
@@ -502,7 +372,7 @@ class _Merge:
 
     # summaries, deliverables, tombstones ------------------------------------------------
 
-    def summaries(self, files: list[_File]) -> None:
+    def summaries(self, files: list[ParsedFile]) -> None:
         names = [name for name, _ in bodies.SUMMARY_SECTIONS]
         known = {
             s.gid: s
@@ -541,7 +411,7 @@ class _Merge:
             self.report.updated += 1
         insert_rows(Summary, new)
 
-    def deliverables(self, files: list[_File]) -> None:
+    def deliverables(self, files: list[ParsedFile]) -> None:
         # The deliverables app stores them through the session part it registered.
         parts = [p for p in extensions.session_parts() if p.name == "deliverables"]
         for file in files:
@@ -560,7 +430,7 @@ class _Merge:
             else:
                 self.report.unchanged += 1
 
-    def tombstones(self, files: list[_File]) -> None:
+    def tombstones(self, files: list[ParsedFile]) -> None:
         for file in files:
             model = _FORGETTABLE[file.values["forgets"]]
             doomed: Observation | Summary | None = (
@@ -593,7 +463,7 @@ def _state_of(row: Observation) -> dict[str, Any]:
     )
     sanitizer = Sanitizer(cap=0)
     state.update(
-        _normal_text(_clean_text({k: state[k] for k in history.TEXT_FIELDS}, sanitizer.text))
+        _normal_text(clean_text({k: state[k] for k in history.TEXT_FIELDS}, sanitizer.text))
     )
     state["facts"] = list(state["facts"])
     return state
@@ -624,12 +494,12 @@ def import_files(files: Iterable[tuple[str, bytes]], *, source: str) -> MergeRep
     checked first, then all are written in one transaction. MarkdownImportError (naming
     the file) when any one is bad; then nothing was written."""
     sanitizer = Sanitizer(cap=0)
-    parsed: list[_File] = []
+    parsed: list[ParsedFile] = []
     report = MergeReport()
     seen: dict[str, str] = {}
     for name, raw in files:
         report.files += 1
-        item = _parse(name, raw, sanitizer)
+        item = parse_file(name, raw, sanitizer)
         if item is None:
             report.skipped += 1
             continue
@@ -642,45 +512,6 @@ def import_files(files: Iterable[tuple[str, bytes]], *, source: str) -> MergeRep
         for project in sorted(report.projects):
             transaction.on_commit(lambda project=project: ContextCache.invalidate(project=project))  # type: ignore[misc]
     return report
-
-
-def tree_files(root: Path) -> list[tuple[str, bytes]]:
-    """The Markdown files under `root` as (relative name, bytes), read safely: hidden
-    folders (.obsidian, .git) skipped, no symlink followed, sizes checked before reading."""
-    if not root.is_dir():
-        raise MarkdownImportError(f"{root}: not a folder")
-    out = []
-    for folder, dirs, names in os.walk(root, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for d in dirs:
-            if (Path(folder) / d).is_symlink():
-                rel = (Path(folder) / d).relative_to(root).as_posix()
-                raise MarkdownImportError(f"{rel}: a symlink; an import never follows one")
-        for name in sorted(names):
-            if name.startswith(".") or not name.endswith(".md"):
-                continue
-            path = Path(folder) / name
-            rel = path.relative_to(root).as_posix()
-            out.append((rel, _read(path, rel)))
-    return out
-
-
-def _read(path: Path, rel: str) -> bytes:
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError as exc:
-        if path.is_symlink():
-            raise MarkdownImportError(f"{rel}: a symlink; an import never follows one") from None
-        raise MarkdownImportError(f"{rel}: cannot be read ({exc.strerror})") from None
-    with os.fdopen(fd, "rb") as fh:
-        info = os.fstat(fh.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise MarkdownImportError(f"{rel}: not a regular file")
-        if info.st_size > MAX_FILE_BYTES:
-            raise MarkdownImportError(
-                f"{rel}: {info.st_size} bytes, more than a memory file may hold ({MAX_FILE_BYTES})"
-            )
-        return fh.read(MAX_FILE_BYTES + 1)
 
 
 def import_markdown(root: Path) -> MergeReport:
