@@ -4,6 +4,7 @@ test_sync.py drive real `cmem` processes). HOME is an empty folder: no git ident
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memory import global_ids
+from memory import extensions, global_ids
 from memory.travel import markdown, merge
 from memory.travel.sync import crypto, engine
 from memory.travel.sync.engine import SyncError, sync_configure, sync_run
@@ -361,3 +362,56 @@ def test_a_dry_run_counts_both_ways_and_changes_nothing(
         assert "would be pushed" in plan.describe()
         assert state_load().commit == "" and engine.remote_configured() == ""
     assert b.imports == 0 and _commits(remote) == 1
+
+
+def test_deliverables_bytes_travel_only_when_allowed_and_small_enough(
+    remote: str,
+    machines: dict[str, FakeMemory],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    a, b = machines["a"], machines["b"]
+    small, big = b"small file", b"x" * 100
+    files = {"small": small, "big": big}
+    landed: dict[str, bytes] = {}
+    for name in files:
+        gid = global_ids.new_gid()
+        version = _now()
+        a.rows[gid] = markdown.Document(
+            gid,
+            "deliverable",
+            "secretproj",
+            f"secretproj/2026-12/file-{name}-{gid}.md",
+            _text(gid, "deliverable", version, name),
+            version,
+        )
+    by_gid = {gid: files[doc.text.split("---\n")[2].strip()] for gid, doc in a.rows.items()}
+    src = tmp_path / "src"
+    src.mkdir()
+
+    def file_of(gid: str) -> tuple[Path, str, int]:
+        path = src / gid
+        path.write_bytes(by_gid[gid])
+        return path, hashlib.sha256(by_gid[gid]).hexdigest(), len(by_gid[gid])
+
+    store = extensions.FileStore(
+        kind="deliverable",
+        file_of=file_of,
+        missing=lambda: [(g, hashlib.sha256(d).hexdigest()) for g, d in by_gid.items()],
+        put=lambda gid, data: bool(landed.setdefault(gid, data)),
+    )
+    monkeypatch.setattr(extensions, "_file_stores", {"deliverable": store})
+    monkeypatch.setenv("CLAUDE_MEM_SYNC_DELIVERABLES", "true")
+    monkeypatch.setenv("CLAUDE_MEM_SYNC_DELIVERABLES_MAX_BYTES", "50")
+    with on("a", a, tmp_path):
+        sync_configure(remote=remote, encrypt=True)
+        assert sync_run().outgoing.blobs == 1  # the big one stays here
+        key = crypto.key_text()
+    with on("b", b, tmp_path), pytest.MonkeyPatch.context() as mp:
+        mp.setattr(engine, "_blobs_in", _real_blobs_in)
+        sync_configure(remote=remote, encrypt=False, key=key)
+        sync_run()
+    assert list(landed.values()) == [small]
+
+
+_real_blobs_in = engine._blobs_in

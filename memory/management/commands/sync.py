@@ -33,6 +33,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--dry-run", action="store_true", help="Say what would move; change nothing."
         )
+        parser.add_argument(
+            "--all",
+            action="store_true",
+            dest="everything",
+            help="Offer every row, not only those changed since the last sync.",
+        )
         parser.add_argument("--status", action="store_true", help="The remote and last sync.")
         parser.add_argument(
             "--export-key", action="store_true", help="Print the key for the next machine."
@@ -55,7 +61,11 @@ class Command(BaseCommand):
                     self.stdout.write(said)
             elif key or options["encrypt"]:
                 raise CommandError("--key, --key-file and --encrypt go with --remote URL")
-            report = sync_run(remote=options["remote"], dry_run=options["dry_run"])
+            report = sync_run(
+                remote=options["remote"],
+                dry_run=options["dry_run"],
+                everything=options["everything"],
+            )
         except (SyncError, SyncBusy) as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(report.describe())

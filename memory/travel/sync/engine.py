@@ -502,8 +502,12 @@ def _push(repo: Path) -> tuple[bool, str]:
 # --- the sync --------------------------------------------------------------------------------
 
 
-def sync_run(*, remote: str = "", dry_run: bool = False, wait_s: float = 120.0) -> SyncReport:
-    """One sync (see the module docstring for its steps). SyncError when it cannot be done."""
+def sync_run(
+    *, remote: str = "", dry_run: bool = False, everything: bool = False, wait_s: float = 120.0
+) -> SyncReport:
+    """One sync (see the module docstring for its steps). SyncError when it cannot be done.
+    `everything`: offer every row, not only those changed since the last sync (history
+    imported with its old times after sync was set up); files already there cost nothing."""
     remote = remote or remote_configured()
     if not remote:
         raise SyncError("sync is not set up: `cmem sync --remote URL` (a git remote you control)")
@@ -513,6 +517,8 @@ def sync_run(*, remote: str = "", dry_run: bool = False, wait_s: float = 120.0) 
         state = state_load()
         if state.remote and state.remote != remote:
             state = SyncState(remote=remote)  # another remote: everything travels again
+        if everything:
+            state = state.moved(watermark="")
         sealer = _sealer()
         repo = repo_dir()
         try:
