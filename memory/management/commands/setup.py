@@ -65,7 +65,7 @@ class Command(BaseCommand):
             key = key_file.read_text().strip() if key_file else ""
             for said in sync_configure(remote=remote, encrypt=False, key=key):
                 self.stdout.write(said)
-            report = sync_run(remote=remote)
+            report = sync_run()  # the remote just configured
         except (OSError, SyncError) as exc:
             raise CommandError(f"--from-remote: {exc}") from None
         # Every project's index is rendered again from what came in.

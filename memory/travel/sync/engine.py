@@ -35,6 +35,7 @@ from memory.travel.sync.state import (
     repo_dir,
     state_load,
     state_save,
+    sync_dir,
     sync_lock,
 )
 
@@ -137,9 +138,16 @@ def _sealer() -> crypto.Sealer | None:
         raise SyncError(f"the sync key: {exc}") from None
 
 
+def remote_normalized(remote: str) -> str:
+    """A local path made absolute: git runs in the clone's folder, not where the user typed it."""
+    if "://" not in remote and Path(remote).expanduser().exists():
+        return str(Path(remote).expanduser().resolve())
+    return remote
+
+
 def remote_check(url: str) -> None:
     """SyncError unless `url` answers as a git repository (nothing is changed either way)."""
-    done = git.run(Path.cwd(), "ls-remote", "--heads", url, network=True, check=False)
+    done = git.run(sync_dir(), "ls-remote", "--heads", url, network=True, check=False)
     if done.returncode != 0:
         last = done.stderr.splitlines()[-1] if done.stderr else f"git exit {done.returncode}"
         raise SyncError(f"{url} is not a git repository this machine can reach ({last})")
@@ -152,6 +160,7 @@ def sync_configure(*, remote: str, encrypt: bool, key: str = "") -> list[str]:
     2. with --key: keep that key; with --encrypt and no key yet: make one;
     3. save the settings; a remote that changed starts over (everything is exported again).
     """
+    remote = remote_normalized(remote)
     remote_check(remote)
     said: list[str] = []
     if key:
@@ -508,7 +517,7 @@ def sync_run(
     """One sync (see the module docstring for its steps). SyncError when it cannot be done.
     `everything`: offer every row, not only those changed since the last sync (history
     imported with its old times after sync was set up); files already there cost nothing."""
-    remote = remote or remote_configured()
+    remote = remote_normalized(remote) if remote else remote_configured()
     if not remote:
         raise SyncError("sync is not set up: `cmem sync --remote URL` (a git remote you control)")
     started = time.perf_counter()
