@@ -16,7 +16,7 @@ import pytest
 
 from memory import extensions, global_ids
 from memory.travel import markdown, merge
-from memory.travel.sync import crypto, engine
+from memory.travel.sync import crypto, engine, layout
 from memory.travel.sync.engine import SyncError, sync_configure, sync_run
 from memory.travel.sync.state import state_load
 
@@ -117,7 +117,7 @@ def on(machine: str, memory: FakeMemory, tmp_path: Path) -> Iterator[None]:
         mp.setenv("CLAUDE_MEM_DATA_DIR", str(data))
         mp.setattr(markdown, "documents", memory.documents)
         mp.setattr(merge, "import_files", memory.import_files)
-        mp.setattr(engine, "_blobs_in", lambda repo, sealer: 0)
+        mp.setattr(layout, "blobs_in", lambda repo, sealer: 0)
         yield
 
 
@@ -334,7 +334,7 @@ def test_many_moved_files_leave_no_old_copy_behind(
     remote: str, machines: dict[str, FakeMemory], tmp_path: Path
 ) -> None:
     a = machines["a"]
-    gids = [a.add(f"first{n} title") for n in range(engine.GREP_MAX_GIDS + 6)]
+    gids = [a.add(f"first{n} title") for n in range(layout.GREP_MAX_GIDS + 6)]
     with on("a", a, tmp_path):
         sync_configure(remote=remote, encrypt=False)
         sync_run()
@@ -408,10 +408,10 @@ def test_deliverables_bytes_travel_only_when_allowed_and_small_enough(
         assert sync_run().outgoing.blobs == 1  # the big one stays here
         key = crypto.key_text()
     with on("b", b, tmp_path), pytest.MonkeyPatch.context() as mp:
-        mp.setattr(engine, "_blobs_in", _real_blobs_in)
+        mp.setattr(layout, "blobs_in", _real_blobs_in)
         sync_configure(remote=remote, encrypt=False, key=key)
         sync_run()
     assert list(landed.values()) == [small]
 
 
-_real_blobs_in = engine._blobs_in
+_real_blobs_in = layout.blobs_in

@@ -23,6 +23,10 @@ from memory import config
 STATE_NAME = "state.json"
 
 
+class SyncError(RuntimeError):
+    """A sync that could not be done; nothing was pushed and the state is unchanged."""
+
+
 class SyncBusy(RuntimeError):
     """Another sync holds the lock."""
 
