@@ -3,6 +3,7 @@
 The rooms, one way down:
 - engine.py: one sync (fetch, import what changed there, export what changed here, commit
   on top of the fetched head, push, save the state) and its dry run;
+- layout.py: the remote's files in the clone's work tree, read in and written out;
 - git.py: every git call, with an explicit environment and a timeout;
 - state.py: the sync folder (<data dir>/sync), its lock and its state file;
 - crypto.py: the optional encryption (a key kept outside the remote, opaque file names);
