@@ -242,7 +242,8 @@ def _push(repo: Path) -> tuple[bool, str]:
         return False, "the remote moved"
     last = " | ".join(line for line in done.stderr.splitlines()[-3:] if line.strip())
     raise SyncError(
-        f"the remote refused the push ({last or 'no reason given'}); nothing changed here, the next sync pushes again"
+        f"the remote refused the push ({last or 'no reason given'}); nothing was pushed and the"
+        " sync's state is unchanged: the next sync sends the same changes"
     )
 
 
