@@ -99,6 +99,8 @@ def split(name: str, text: str) -> tuple[dict[str, Any], str]:
         raise MarkdownImportError(f"{name}: the front matter is not closed (no second ---)")
     try:
         front = yaml.load(text[len(_FENCE) : end + 1], Loader=_Loader)
+    except RecursionError:  # nesting the parser accepted but the constructor cannot hold
+        raise MarkdownImportError(f"{name}: the front matter is nested too deeply") from None
     except yaml.YAMLError as exc:
         problem = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise MarkdownImportError(

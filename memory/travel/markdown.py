@@ -138,8 +138,11 @@ class _Rows:
         for o in self.observations:
             if o.superseded_by_id in by_pk:
                 self.supersedes[o.superseded_by_id].append(o)
-        self.stem_of = {o.gid: self.observation_stem(o) for o in self.observations}
-        self.title_of = {o.gid: o.title for o in self.observations}
+        # Names and link labels come from the text too: through redaction when syncing.
+        self.title_of = {o.gid: self.text(o.title) for o in self.observations}
+        self.stem_of = {
+            o.gid: f"{slug(self.title_of[o.gid]) or 'memory'}-{o.gid}" for o in self.observations
+        }
         self.by_session: dict[int, list[Observation]] = defaultdict(list)
         self.place: dict[int, int] = {}  # an observation's index in its session's list
         for o in self.observations:
@@ -173,9 +176,6 @@ class _Rows:
 
     def text(self, value: str) -> str:
         return self.sanitizer.text(value) if self.sanitizer else value
-
-    def observation_stem(self, o: Observation) -> str:
-        return f"{slug(o.title) or 'memory'}-{o.gid}"
 
     def session_stem(self, s: Session) -> str:
         return f"session-{time_text(s.started)[:10]}-{s.gid}"  # type: ignore[index]
@@ -288,7 +288,7 @@ def _session_doc(rows: _Rows, s: Session) -> Document:
     )
     links = [f"Memory: {_obs_link(rows, o.gid)}" for o in rows.by_session.get(s.pk, [])]
     links += [
-        f"Summary: {bodies.link(_summary_stem(x), x.request or 'summary')}"
+        f"Summary: {bodies.link(_summary_stem(rows, x), rows.text(x.request) or 'summary')}"
         for x in rows.session_summaries.get(s.pk, [])
     ]
     times = [s.started, *(t for t in (s.ended,) if t), *(p.created for p in prompts)]
@@ -299,8 +299,8 @@ def _session_doc(rows: _Rows, s: Session) -> Document:
     )
 
 
-def _summary_stem(x: Summary) -> str:
-    return f"summary-{slug(x.request, limit=40) or 'session'}-{x.gid}"
+def _summary_stem(rows: _Rows, x: Summary) -> str:
+    return f"summary-{slug(rows.text(x.request), limit=40) or 'session'}-{x.gid}"
 
 
 def _summary_doc(rows: _Rows, x: Summary) -> Document:
@@ -317,7 +317,7 @@ def _summary_doc(rows: _Rows, x: Summary) -> Document:
     fields = {name: rows.text(getattr(x, name)) for name, _ in bodies.SUMMARY_SECTIONS}
     links = [f"Session: {bodies.link(rows.session_stem(session), _session_title(session))}"]
     body = bodies.with_links(bodies.summary_body(fields), links)
-    path = f"{project_slug(x.project)}/{_month(x.created)}/{_summary_stem(x)}.md"
+    path = f"{project_slug(x.project)}/{_month(x.created)}/{_summary_stem(rows, x)}.md"
     return Document(
         x.gid, "summary", x.project, path, join(front, body), time_text(x.created) or ""
     )
@@ -462,13 +462,12 @@ def _documents(
         if fresh(doc):
             yield doc
     for o in rows.observations:
-        doc = _observation_doc(rows, o)
-        if fresh(doc):
-            yield doc
+        # Checked before rendering: a sync asking what changed renders only that.
+        if not since or (time_text(version_of(o)) or "") > since:
+            yield _observation_doc(rows, o)
     for x in rows.summaries:
-        doc = _summary_doc(rows, x)
-        if fresh(doc):
-            yield doc
+        if not since or (time_text(x.created) or "") > since:
+            yield _summary_doc(rows, x)
     for session, item in rows.deliverables:
         doc = _deliverable_doc(rows, session, item)
         if fresh(doc):
@@ -532,7 +531,34 @@ def write_tree(root: Path, docs: Iterable[Document]) -> int:
 
 
 def export_markdown(root: Path, *, project: str = "") -> int:
-    """`cmem export --format markdown DIR`: every document and the per-file notes."""
-    return write_tree(
-        root, _documents(project=project, changed_since=None, for_sync=False, notes=True)
-    )
+    """`cmem export --format markdown DIR`: every document and the per-file notes; files
+    an earlier export wrote that no row gives any more (a retitled memory's old name, a
+    forgotten one) are removed, so a folder exported into again holds each gid once."""
+    docs = list(_documents(project=project, changed_since=None, for_sync=False, notes=True))
+    written = write_tree(root, docs)
+    _stale_remove(root.resolve(), {d.path for d in docs}, project_slug(project) if project else "")
+    return written
+
+
+# What cmem names a file it writes: ends in a global id, or lies in a folder it owns.
+_OWN_NAME = re.compile(r"-[0-9A-HJKMNP-TV-Z]{26}\.md$")
+_OWN_FOLDERS = ("files", "forgotten")
+
+
+def _stale_remove(base: Path, keep: set[str], project_folder: str) -> int:
+    """Remove the files of the tree cmem wrote and this export did not (never a file of a
+    person's own, never through a symlink, never in a hidden folder such as .obsidian)."""
+    removed = 0
+    start = base / project_folder if project_folder else base
+    for folder, dirs, names in os.walk(start, followlinks=False):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        here = Path(folder)
+        for name in names:
+            path = here / name
+            rel = path.relative_to(base).as_posix()
+            if rel in keep or not name.endswith(".md") or path.is_symlink():
+                continue
+            if _OWN_NAME.search(name) or here.name in _OWN_FOLDERS:
+                path.unlink()
+                removed += 1
+    return removed

@@ -63,9 +63,16 @@ def _session_ref(f: Fields) -> dict[str, Any]:
 
 
 def parse_file(name: str, raw: bytes, sanitizer: Sanitizer) -> ParsedFile | None:
-    """One file, checked field by field; None for what an import does not read."""
+    """One file, checked field by field; None for what an import does not read: derived
+    notes, and a person's own notes in the same vault (no front matter, or front matter
+    with neither a `gid` nor a `kind`)."""
     check_name(name)
-    front, body = split(name, decode(name, raw))
+    text = decode(name, raw)
+    if not text.startswith("---\n"):
+        return None
+    front, body = split(name, text)
+    if "gid" not in front and "kind" not in front:
+        return None
     f = Fields(name, front)
     kind = f.text("kind", required=True, limit=20)
     if kind in DERIVED_KINDS:
@@ -79,16 +86,15 @@ def parse_file(name: str, raw: bytes, sanitizer: Sanitizer) -> ParsedFile | None
     values: dict[str, Any] = {}
     if kind == "observation":
         try:
-            text = bodies.observation_read(body)
+            said = clean_text(bodies.observation_read(body), clean)
         except ValueError as exc:
             raise f.fail(str(exc)) from None
-        text = clean_text(text, clean)
-        if not text["title"]:
+        if not said["title"]:
             raise f.fail("the title is empty (once private parts are removed)")
-        if len(text["title"]) > _TITLE_MAX:
+        if len(said["title"]) > _TITLE_MAX:
             raise f.fail(f"the title is longer than {_TITLE_MAX} characters")
         values = {
-            **text,
+            **said,
             "session": _session_ref(f.mapping("session")),
             "type": f.choice("type", _TYPES, "discovery"),
             "created": f.time("created"),
@@ -125,9 +131,9 @@ def parse_file(name: str, raw: bytes, sanitizer: Sanitizer) -> ParsedFile | None
         }
     elif kind == "session":
         prompts = []
-        for number, when, said in bodies.session_read(body):
+        for number, when, prompt in bodies.session_read(body):
             moment = Fields(name, {"created": when}).time("created")
-            prompts.append((number, moment, clean(said)))
+            prompts.append((number, moment, clean(prompt)))
         values = {
             "platform": f.text("platform", required=True, limit=32),
             "id": f.text("id", required=True, limit=200),

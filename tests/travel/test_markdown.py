@@ -185,10 +185,12 @@ def test_a_correction_counts_as_a_change_and_is_exported_but_not_replayed(tmp_pa
 def test_sync_documents_leave_out_excluded_projects_and_redact(tmp_path: Path) -> None:
     row = _one_row(project="secret-project")
     row.narrative = "key sk-ant-" + "a" * 40
+    row.title = "pasted sk-ant-" + "c" * 40
     row.save()
     assert any(d.project == "secret-project" for d in documents(for_sync=True))
     synced = next(d for d in documents(for_sync=True) if d.kind == "observation")
     assert "sk-ant-aaaa" not in synced.text and "REDACTED" in synced.text
+    assert "cccc" not in synced.path and "cccc" not in synced.text
     ExcludedProject.objects.create(glob="secret-project")
     projects.excluded_globs_invalidate()
     assert not [d for d in documents(for_sync=True) if d.project == "secret-project"]
@@ -251,8 +253,13 @@ OTHER_GID = "01JABCDEFGHJKMNPQRSTVWXYZ1"
     [
         ("shop/broken.md", b"---\ngid: [unclosed\n---\n\n# x\n", "not valid YAML"),
         ("shop/open.md", b"---\ngid: x\n# never closed\n", "not closed"),
-        ("shop/none.md", b"# just a note\n", "no front matter"),
         ("shop/list.md", b"---\n- a\n- b\n---\n\n# x\n", "not a set of fields"),
+        (
+            "shop/tag.md",
+            b"---\nkind: !!python/object/apply:os.system [id]\n---\n",
+            "not valid YAML",
+        ),
+        ("shop/deep.md", b"---\nkind: " + b"[" * 5000 + b"]" * 5000 + b"\n---\n", "not valid YAML"),
         ("shop/badgid.md", b"---\nkind: observation\ngid: ../../etc/passwd\n---\n\n# x\n", "'gid'"),
         ("shop/kind.md", f"---\nkind: virus\ngid: {GOOD_GID}\n---\n".encode(), "unknown kind"),
         (
@@ -415,3 +422,48 @@ def test_cmem_import_markdown_exits_2_naming_the_file(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert "shop/bad.md" in done.stderr and "global id" in done.stderr
+
+
+def test_exporting_into_the_same_folder_again_keeps_each_gid_once(tmp_path: Path) -> None:
+    row = _one_row()
+    gone = Observation.objects.create(session=row.session, project="shop", title="to forget")
+    (tmp_path / ".obsidian").mkdir()
+    (tmp_path / ".obsidian" / "x-01JABCDEFGHJKMNPQRSTVWXYZ0.md").write_text("obsidian's")
+    (tmp_path / "shop").mkdir()
+    (tmp_path / "shop" / "my own note.md").write_text("a person's note")
+    export_markdown(tmp_path)
+    old_name = _file_of(tmp_path, row).name
+    observation_edit(row.pk, changes={"title": "A new title"}, actor="user")
+    observations_forget(request=ForgetRequest(ids=(gone.pk,), dry_run=False))
+    export_markdown(tmp_path)
+    names = {p.name for p in tmp_path.rglob("*.md")}
+    assert old_name not in names and _file_of(tmp_path, row).name.startswith("a-new-title-")
+    assert not list(tmp_path.rglob(f"to-forget-{gone.gid}.md"))
+    assert "my own note.md" in names and "x-01JABCDEFGHJKMNPQRSTVWXYZ0.md" in names
+    # No gid twice (the tombstone included); a person's own notes are left alone.
+    (tmp_path / "shop" / "tagged.md").write_text("---\ntags: [x]\n---\n\n# mine\n")
+    report = import_markdown(tmp_path)
+    assert report.unchanged > 0 and report.created == 0, report.describe()
+
+
+def test_a_summary_edited_by_hand_takes_the_text_and_a_new_prompt_is_added(tmp_path: Path) -> None:
+    row = _one_row()
+    summary = Summary.objects.create(
+        session=row.session, project="shop", request="fix it", learned="tax"
+    )
+    export_markdown(tmp_path)
+    (path,) = tmp_path.rglob(f"summary-*-{summary.gid}.md")
+    path.write_text(
+        path.read_text().replace("## Learned\n\ntax\n", "## Learned\n\ntax, then discount\n")
+    )
+    (session_file,) = tmp_path.rglob(f"session-*-{row.session.gid}.md")
+    text = session_file.read_text()
+    when = time_text(timezone.now())
+    session_file.write_text(
+        text.replace("%% cmem:", f"### Prompt 2 · {when}\n\nand the refunds\n\n%% cmem:")
+    )
+    report = import_markdown(tmp_path)
+    assert report.updated == 2, report.describe()
+    summary.refresh_from_db()
+    assert summary.learned == "tax, then discount"
+    assert Prompt.objects.get(session=row.session, number=2).text == "and the refunds"

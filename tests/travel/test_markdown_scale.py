@@ -144,9 +144,17 @@ def test_ten_thousand_observations_round_trip(tmp_path: Path) -> None:
     a = _tree(first)
     assert a == _tree(second)
     size = sum(len(v) for v in a.values())
+    notes = sum(len(v) for k, v in a.items() if "/files/" in k)
+    own = sum(
+        len(v)
+        for k, v in a.items()
+        if k.rsplit("/", 1)[-1].split("-")[0] not in ("session", "summary")
+    )
+    own -= notes  # observation files alone
     print(
         f"\n{count} observations: {files} files, {size / 1e6:.1f} MB"
-        f" ({size / count * 1000 / 1e6:.2f} MB per 1,000 observations, all files);"
+        f" ({size / count * 1000 / 1e6:.2f} MB per 1,000 observations, all files;"
+        f" observation files {own / count * 1000 / 1e6:.2f} MB, per-file notes {notes / count * 1000 / 1e6:.2f} MB);"
         f" export {exported[0]:.1f} s ({exported[1]:.1f} s CPU),"
         f" import into an empty memory {imported[0]:.1f} s ({imported[1]:.1f} s CPU)"
     )
