@@ -16,7 +16,7 @@ import pytest
 
 from memory import extensions, global_ids
 from memory.travel import markdown, merge
-from memory.travel.sync import crypto, engine, layout
+from memory.travel.sync import crypto, engine, git, layout
 from memory.travel.sync.engine import SyncError, sync_configure, sync_run
 from memory.travel.sync.state import state_load
 
@@ -415,3 +415,15 @@ def test_deliverables_bytes_travel_only_when_allowed_and_small_enough(
 
 
 _real_blobs_in = layout.blobs_in
+
+
+def test_git_runs_with_its_own_identity_and_never_at_another_repository(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GIT_DIR", "/elsewhere/.git")
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "someone")
+    monkeypatch.setenv("GIT_SSL_CAINFO", "/etc/ca.pem")
+    env = git.git_env()
+    assert "GIT_DIR" not in env and env["GIT_SSL_CAINFO"] == "/etc/ca.pem"
+    assert (env["GIT_AUTHOR_NAME"], env["GIT_COMMITTER_EMAIL"]) == ("cmem", "cmem@localhost")
+    assert env["GIT_TERMINAL_PROMPT"] == "0"

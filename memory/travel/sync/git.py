@@ -53,8 +53,28 @@ class Result:
     returncode: int
 
 
+# Variables that would point git at another repository or config than the clone's (set
+# when cmem runs inside a git hook, say), or make it ask for a password in a window.
+_DROPPED = frozenset(
+    {
+        "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE", "GIT_PREFIX",
+        "GIT_CONFIG", "GIT_ASKPASS",
+    }
+)  # fmt: skip
+
+
 def git_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    """The user's environment (ssh agent, CA bundle: what reaching the remote may need)
+    minus what would redirect git, plus sync's identity and no prompts."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in _DROPPED
+        and not k.startswith("GIT_CONFIG_")
+        and not k.startswith("GIT_AUTHOR_")
+        and not k.startswith("GIT_COMMITTER_")
+    }
     env.update(IDENTITY)
     env["GIT_TERMINAL_PROMPT"] = "0"
     env["GIT_CONFIG_NOSYSTEM"] = "1"
