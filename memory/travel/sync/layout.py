@@ -195,6 +195,10 @@ def export(
                 json.dumps({"gid": doc.gid, "path": doc.path}).encode() + b"\n" + doc.text.encode()
             )
             stale = []
+        if doc.kind == "deliverable":
+            # Before the unchanged-file checks: bytes allowed after the metadata went out
+            # (CLAUDE_MEM_SYNC_DELIVERABLES turned on later) still travel with `--all`.
+            counts["blobs"] += _blob_out(repo, doc.gid, sealer, dry_run=dry_run)
         target = repo / path
         exists = target.exists()
         there = repo / (path if exists or not stale else stale[0])
@@ -212,8 +216,6 @@ def export(
             counts["tombstones"] += 1
         else:
             counts["changed" if exists or stale else "new"] += 1
-        if doc.kind == "deliverable":
-            counts["blobs"] += _blob_out(repo, doc.gid, sealer, dry_run=dry_run)
         if dry_run:
             continue
         for old in stale:
