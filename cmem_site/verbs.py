@@ -54,6 +54,7 @@ VERBS: tuple[Verb, ...] = (
     Verb("demo", "memory", "Load a demo history (project acme-shop) to look around.", ("cmem demo",)),
     Verb("embeddings", "memory", "Embed rows that lack a vector of the configured model (backfill), or show coverage (status).", ("cmem embeddings status", "cmem embeddings backfill")),
     Verb("consolidate", "memory", "Fold duplicates, supersede reversed decisions, demote unused memories (undoable).", ("cmem consolidate --dry-run", "cmem consolidate --project shop --mode rules")),
+    Verb("sync", "memory", "Sync memory with your other machines through a git remote you control (--encrypt seals it).", ("cmem sync --remote git@host:me/memory.git --encrypt", "cmem sync", "cmem sync --dry-run", "cmem sync --status")),
     Verb("prune", "memory", "Empty old raw payloads (observations stay), then VACUUM.", ("cmem prune --dry-run", "cmem prune --days 14")),
     # corrections
     Verb("remember", "corrections", "Remember a decision, preference or conclusion no file shows (--topic replaces the topic's memory).", ('cmem remember "Prices are stored in cents" "Floats broke refunds." --kind decision --topic money', "cmem remember 'Prefer ruff over black' --kind preference --all-projects")),

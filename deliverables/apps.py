@@ -20,9 +20,11 @@ class DeliverablesConfig(AppConfig):
             on_turn_finished,
             tool_recorded_wanted,
         )
+        from deliverables.sync_files import FILE_STORE
         from memory import extensions
 
         extensions.session_part_register(SESSION_PART)
         extensions.turn_finished_connect(on_turn_finished)
         extensions.tool_recorded_connect(on_tool_recorded, wants=tool_recorded_wanted)
+        extensions.file_store_register(FILE_STORE)
         mcp_tools_register()

@@ -13,4 +13,9 @@ class MemoryConfig(AppConfig):
         # Registers every huey task (compression, spool draining, the nightly retention
         # job) in the web process and the consumer alike; in ready(), as the tasks import
         # models, which load only once the app registry is ready.
-        from memory import tasks  # noqa: F401
+        from memory import extensions, tasks  # noqa: F401
+        from memory.travel.sync.tasks import on_session_ended
+
+        # The automatic sync at SessionEnd (capture sends, sync listens: capture never
+        # imports sync).
+        extensions.session_ended_connect(on_session_ended)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
@@ -136,3 +137,56 @@ def session_part_count(name: str, *, project: str | None = None) -> int:
     """The rows of one part (0 when no app registered it)."""
     part = _parts.get(name)
     return part.count(project) if part else 0
+
+
+@dataclass(frozen=True)
+class FileStore:
+    """The bytes behind rows another app keeps (deliverables' files), for `cmem sync`:
+    memory carries the rows' metadata as Markdown and, when allowed, these bytes beside it."""
+
+    # The Markdown document kind whose rows have bytes ("deliverable").
+    kind: str
+    # A row's stored file by global id: (path, sha256, size), None when the row or its file is gone.
+    file_of: Callable[[str], tuple[Path, str, int] | None]
+    # (gid, sha256) of the rows whose file is not on this machine (synced metadata only).
+    missing: Callable[[], list[tuple[str, str]]]
+    # Store a row's bytes (checked against its sha256); True when written.
+    put: Callable[[str, bytes], bool]
+
+
+_file_stores: dict[str, FileStore] = {}
+
+
+def file_store_register(store: FileStore) -> None:
+    """Called from an app's `AppConfig.ready()`; registering a kind again replaces it."""
+    _file_stores[store.kind] = store
+
+
+def file_store(kind: str) -> FileStore | None:
+    return _file_stores.get(kind)
+
+
+SessionEnded = Callable[..., object]  # called as receiver(session_pk=...)
+_session_ended: list[SessionEnded] = []
+
+
+def session_ended_connect(receiver: SessionEnded) -> None:
+    """Called from an `AppConfig.ready()` (memory's own: the automatic sync at SessionEnd);
+    connecting the same receiver twice is a no-op."""
+    if receiver not in _session_ended:
+        _session_ended.append(receiver)
+
+
+def session_ended_disconnect(receiver: SessionEnded) -> None:
+    if receiver in _session_ended:
+        _session_ended.remove(receiver)
+
+
+def session_ended_send(*, session_pk: int) -> None:
+    """A session ended (SessionEnd, after its commit). A receiver that raises is logged and
+    never fails the hook: what they start (a sync) is background work."""
+    for receiver in list(_session_ended):
+        try:
+            receiver(session_pk=session_pk)
+        except Exception:
+            log.exception("session_ended receiver %r failed for session %s", receiver, session_pk)

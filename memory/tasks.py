@@ -9,7 +9,8 @@ tasks. Each task takes ids and calls one service of its room:
 - memory/retrieval/embeddings/tasks.py: embed what lacks a vector;
 - memory/hooks/tasks.py: drain the spool the hook client wrote while the worker was down;
 - memory/housekeeping/tasks.py: the nightly retention job;
-- memory/curation/tasks.py: the consolidation pass, every CLAUDE_MEM_CONSOLIDATE_EVERY_HOURS.
+- memory/curation/tasks.py: the consolidation pass, every CLAUDE_MEM_CONSOLIDATE_EVERY_HOURS;
+- memory/travel/sync/tasks.py: the automatic `cmem sync` (a schedule, SessionEnd), off by default.
 
 The tasks keep the names huey first registered them under (memory/runtime/task_names.py):
 a message queued before an upgrade still finds its task after it.
@@ -30,6 +31,7 @@ from memory.hooks.tasks import (
 )
 from memory.housekeeping.tasks import retention_task
 from memory.retrieval.embeddings.tasks import embeddings_sweep_task
+from memory.travel.sync.tasks import sync_scheduled_task, sync_task
 
 __all__ = [
     "consolidation_task",
@@ -41,4 +43,6 @@ __all__ = [
     "spool_ingest_at_start",
     "spool_ingest_periodic_task",
     "spool_ingest_task",
+    "sync_scheduled_task",
+    "sync_task",
 ]

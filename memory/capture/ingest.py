@@ -29,7 +29,7 @@ from memory.briefing import failure_recall, prompt_recall
 from memory.briefing.file_views import absolute_path, file_facts, file_view_record_from_tool
 from memory.capture.transcript_model import model_name_clean, transcript_model
 from memory.compression.tasks import session_events_process_task
-from memory.extensions import tool_recorded_send, turn_finished_send
+from memory.extensions import session_ended_send, tool_recorded_send, turn_finished_send
 from memory.ledger import (
     ledger_insert,
     ledger_record_memory_tool,
@@ -496,6 +496,9 @@ def session_end(*, event: HookEvent) -> HookResult:
         session = _session_get(platform=event.platform, session_id=event.session_id)
         if session is not None:
             _session_model_note(session=session, event=event)
+            # After the commit and off the hook's path: a receiver only enqueues (sync).
+            pk = session.pk
+            transaction.on_commit(lambda: session_ended_send(session_pk=pk))
     return HookResult()
 
 

@@ -104,6 +104,7 @@ DELIVERABLES = "Files it makes for you"
 PRIVACY = "Privacy and what is kept"
 WORKER = "The worker and hooks"
 TEAM = "Team mode"
+SYNC = "Sync between machines"
 OTHER = "Other"
 INTERNAL = "Internal switches"
 SECTIONS: tuple[tuple[str, str], ...] = (
@@ -121,6 +122,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     (PRIVACY, "What is never recorded, what is redacted, and how long history stays."),
     (WORKER, "The local server, its logs, and how long a hook may wait for it."),
     (TEAM, "Sharing one memory server with teammates."),
+    (SYNC, "`cmem sync`: the same memory on several machines through a git remote you control."),
     (OTHER, "Everything else."),
 )
 INTERNAL_HELP = (
@@ -852,6 +854,96 @@ REGISTRY: tuple[Setting, ...] = (
         hidden=True,
     ),
     Setting(
+        "CLAUDE_MEM_SYNC_REMOTE",
+        "",
+        kind="str",
+        label="Sync remote",
+        section=SYNC,
+        help=(
+            "The git remote `cmem sync` pushes to and pulls from (any URL git accepts); set by "
+            "the first `cmem sync --remote URL`. Empty = sync is not set up."
+        ),
+        locked=True,
+    ),
+    Setting(
+        "CLAUDE_MEM_SYNC_AUTO",
+        "off",
+        kind="choice",
+        choices=("off", "session-end", "schedule"),
+        label="Sync automatically",
+        section=SYNC,
+        help=(
+            "off (only `cmem sync`), session-end (a background sync when a session ends) or "
+            "schedule (every CLAUDE_MEM_SYNC_INTERVAL_MINUTES)."
+        ),
+    ),
+    Setting(
+        "CLAUDE_MEM_SYNC_INTERVAL_MINUTES",
+        "60",
+        kind="int",
+        bounds=(5, 10_080),
+        label="Sync every (minutes)",
+        section=SYNC,
+        help="Minutes between scheduled syncs (CLAUDE_MEM_SYNC_AUTO=schedule).",
+    ),
+    Setting(
+        "CLAUDE_MEM_SYNC_ENCRYPT",
+        "false",
+        kind="bool",
+        label="Encrypt what is synced",
+        section=SYNC,
+        help=(
+            "Seal every file pushed with the key in <data dir>/sync/key (set by `cmem sync "
+            "--remote URL --encrypt`); the remote then holds opaque names only."
+        ),
+        locked=True,
+    ),
+    Setting(
+        "CLAUDE_MEM_SYNC_KEY",
+        "",
+        kind="str",
+        label="Sync key",
+        section=SYNC,
+        help=(
+            "The encryption key, for a machine that cannot keep the key file (a container's "
+            "environment); empty = <data dir>/sync/key."
+        ),
+        secret=True,
+        locked=True,
+    ),
+    Setting(
+        "CLAUDE_MEM_SYNC_DELIVERABLES",
+        "false",
+        kind="bool",
+        label="Sync deliverables' files",
+        section=SYNC,
+        help=(
+            "Also push the bytes of deliverables (their metadata always travels), up to "
+            "CLAUDE_MEM_SYNC_DELIVERABLES_MAX_BYTES each."
+        ),
+    ),
+    Setting(
+        "CLAUDE_MEM_SYNC_DELIVERABLES_MAX_BYTES",
+        "5000000",
+        kind="int",
+        bounds=(0, 1_000_000_000),
+        label="Largest deliverable synced (bytes)",
+        section=SYNC,
+        help="Deliverables larger than this travel as metadata only.",
+    ),
+    Setting(
+        "CLAUDE_MEM_SYNC_FROM_REMOTE",
+        "",
+        kind="str",
+        label="Pull memory at setup from",
+        section=SYNC,
+        help=(
+            "`cmem setup` imports the memory synced to this remote before the first session (an"
+            " ephemeral machine or container sets it in its environment)."
+        ),
+        locked=True,
+    ),
+    Setting(
         "CLAUDE_MEM_HOOK_TIMEOUT_MS",
         "2000",
         kind="int",
@@ -979,6 +1071,13 @@ INTERNAL_SWITCHES: tuple[Setting, ...] = (
         "",
         "str",
         "Any value: the cmem CLI prints the traceback of an unexpected error instead of one line.",
+    ),
+    _internal(
+        "CMEM_SYNC_PAUSE",
+        "",
+        "str",
+        "A stage of `cmem sync` (imported, committed, pushed) at which it stops for a minute:"
+        " the tests kill it there to prove a killed sync loses and duplicates nothing.",
     ),
     _internal(
         "CLAUDE_MEM_INTERNAL",

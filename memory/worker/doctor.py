@@ -28,6 +28,9 @@ from memory.housekeeping.retention import database_growth, retention_days
 from memory.retrieval import embeddings
 from memory.retrieval.embeddings import vector_index
 from memory.runtime import credentials
+from memory.travel.sync import crypto
+from memory.travel.sync import engine as sync
+from memory.travel.sync.state import state_load
 from memory.worker import state as worker
 
 
@@ -382,6 +385,31 @@ def _access_checks() -> list[Check]:
     return out
 
 
+def _sync_checks() -> list[Check]:
+    """`cmem sync`, when set up: whether its remote is sealed (a git remote keeps all)."""
+    remote = sync.remote_configured()
+    if not remote:
+        return []
+    last = state_load().last_sync or "never"
+    if not sync.encrypted():
+        return [
+            Check(
+                "warn",
+                f"sync to {remote} is not encrypted (last sync: {last}). {sync.UNENCRYPTED_WARNING}",
+                "`cmem sync --remote URL --encrypt` with a new, empty remote",
+            )
+        ]
+    if not crypto.key_text():
+        return [
+            Check(
+                "fail",
+                f"sync to {remote} is encrypted but the key is missing ({crypto.key_path()})",
+                "`cmem sync --remote URL --key-file FILE` with the key of a synced machine",
+            )
+        ]
+    return [Check("ok", f"sync: {remote}, encrypted, last sync {last}")]
+
+
 def _agent_checks() -> list[Check]:
     """Gemini CLI, Copilot CLI, OpenCode: rows only for those cmem is installed in."""
     return agents_doctor_checks()
@@ -401,6 +429,7 @@ def doctor_checks(*, settings_path: Path | None = None) -> list[Check]:
         _spool_checks,
         _provider_checks,
         _search_checks,
+        _sync_checks,
         _agent_checks,
     ):
         checks.extend(group())

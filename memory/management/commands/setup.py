@@ -8,6 +8,7 @@ from typing import Any
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from memory import config
 from memory.agents.install import claude_code as installer
 from memory.agents.install import codex as codex_install
 from memory.agents.install import routes
@@ -16,7 +17,9 @@ from memory.management.install_arguments import (
     add_claude_settings_argument,
     add_codex_home_argument,
 )
+from memory.models import ContextCache
 from memory.runtime.credentials import owner_login_url
+from memory.travel.sync.engine import SyncError, sync_configure, sync_run
 from memory.worker import lifecycle
 from memory.worker import state as worker
 
@@ -51,9 +54,31 @@ class Command(BaseCommand):
         add_codex_home_argument(parser)
         parser.add_argument("--no-start", action="store_true", help="Do not start the worker.")
         parser.add_argument("--timeout", type=float, default=60.0, help="Seconds to wait for it.")
+        parser.add_argument(
+            "--from-remote",
+            default="",
+            metavar="URL",
+            help="Import the memory synced to this git remote first (`cmem sync`'s remote).",
+        )
+        parser.add_argument(
+            "--sync-key-file", type=Path, help="The key of that remote, when it is encrypted."
+        )
 
     def step(self, text: str) -> None:
         self.stdout.write(f"\n== {text}")
+
+    def from_remote(self, remote: str, key_file: Path | None) -> None:
+        """Before the worker starts: the synced memory, so the first SessionStart has it."""
+        try:
+            key = key_file.read_text().strip() if key_file else ""
+            for said in sync_configure(remote=remote, encrypt=False, key=key):
+                self.stdout.write(said)
+            report = sync_run()  # the remote just configured
+        except (OSError, SyncError) as exc:
+            raise CommandError(f"--from-remote: {exc}") from None
+        # Every project's index is rendered again from what came in.
+        ContextCache.objects.all().delete()
+        self.stdout.write(report.describe())
 
     def handle(self, *args: Any, **options: Any) -> None:
         settings = options["claude_settings"] or installer.claude_settings_path()
@@ -61,6 +86,10 @@ class Command(BaseCommand):
         self.step("database")
         call_command("migrate", interactive=False, verbosity=0)
         call_command("ensure_admin", stdout=self.stdout)
+        remote = options["from_remote"] or config.get("CLAUDE_MEM_SYNC_FROM_REMOTE").strip()
+        if remote:
+            self.step("memory from the remote")
+            self.from_remote(remote, options["sync_key_file"])
         url = f"{worker.worker_address().url}/"
         if not options["no_start"]:
             self.step("worker")
