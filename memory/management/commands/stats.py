@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand
 
 from memory.briefing.savings import Savings, savings, usd
 from memory.ledger import LedgerLine
+from memory.management.arguments import add_stats_arguments
 
 SECTIONS = ("day", "project", "session")
 
@@ -19,17 +20,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
-        parser.add_argument("--project", default=None, help="Only this project.")
-        parser.add_argument("--days", type=int, default=30, help="How far back (default 30).")
-        parser.add_argument(
-            "--by", choices=[*SECTIONS, "all"], default="all", help="Which breakdown to print."
-        )
-        parser.add_argument(
-            "--sessions", type=int, default=10, help="Sessions listed, best first (default 10)."
-        )
-        parser.add_argument(
-            "--json", action="store_true", help="The same report as GET /api/ledger."
-        )
+        add_stats_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         found = savings(project=options["project"], days=max(1, options["days"]))

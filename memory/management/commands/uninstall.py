@@ -11,11 +11,7 @@ from memory.agents.install import codex as codex_install
 from memory.agents.install import mcp as mcp_install
 from memory.agents.install import routes
 from memory.agents.install.agents import AGENTS, agent_uninstall
-from memory.management.install_arguments import (
-    add_agent_arguments,
-    add_claude_settings_argument,
-    add_codex_home_argument,
-)
+from memory.management.arguments import add_uninstall_arguments
 
 
 class Command(BaseCommand):
@@ -26,20 +22,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
-        add_claude_settings_argument(parser)
-        parser.add_argument(
-            "--keep-mcp", action="store_true", help="Leave the MCP server registered."
-        )
-        parser.add_argument(
-            "--keep-plugin",
-            action="store_true",
-            help="Leave the Claude Code plugin installed (remove only the settings.json hooks).",
-        )
-        parser.add_argument(
-            "--codex", action="store_true", help="Remove the Codex CLI hooks instead."
-        )
-        add_codex_home_argument(parser)
-        add_agent_arguments(parser)
+        add_uninstall_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         agent = options["agent"]
