@@ -13,12 +13,6 @@ from argparse import ArgumentParser
 from collections.abc import Callable
 from pathlib import Path
 
-from memory.management.install_arguments import (
-    add_agent_arguments,
-    add_claude_settings_argument,
-    add_codex_home_argument,
-)
-
 # memory.retrieval.search.query.MODES, spelled here because that module imports the models
 # (tests/cli/test_fast_cli.py checks that the two agree).
 SEARCH_MODES = ("hybrid", "keyword", "semantic")
@@ -105,6 +99,13 @@ def add_stats_arguments(parser: ArgumentParser) -> None:
 
 
 def add_install_arguments(parser: ArgumentParser) -> None:
+    # install and uninstall only: the agents' table imports every installer (20-100 ms)
+    from memory.management.install_arguments import (
+        add_agent_arguments,
+        add_claude_settings_argument,
+        add_codex_home_argument,
+    )
+
     add_claude_settings_argument(parser)
     parser.add_argument(
         "--plugin-dir",
@@ -123,6 +124,13 @@ def add_install_arguments(parser: ArgumentParser) -> None:
 
 
 def add_uninstall_arguments(parser: ArgumentParser) -> None:
+    # install and uninstall only: the agents' table imports every installer (20-100 ms)
+    from memory.management.install_arguments import (
+        add_agent_arguments,
+        add_claude_settings_argument,
+        add_codex_home_argument,
+    )
+
     add_claude_settings_argument(parser)
     parser.add_argument("--keep-mcp", action="store_true", help="Leave the MCP server registered.")
     parser.add_argument(

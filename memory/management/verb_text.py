@@ -143,7 +143,7 @@ def status_tail(observer: dict[str, str], search: dict[str, Any]) -> list[str]:
 # "…: <id> executed in 0.008s". A sweep that fails or warns still shows.
 _HEARTBEAT = re.compile(
     r" INFO huey(?:\.consumer\.Scheduler)? \d+: (?:Executing |Enqueueing periodic task )?"
-    r"[\w.]+_(?:sweep|periodic)_task: [0-9a-f-]+(?: executed in [\d.]+s)?$"
+    r"[\w.]+_(?:sweep|periodic)_task: [0-9a-f-]+(?: executed in [\d.]+s)?\.?$"
 )
 
 

@@ -161,7 +161,7 @@ def test_logs_leave_out_the_heartbeat_unless_all(tmp_path: Path) -> None:
     logs = tmp_path / "data" / "logs"
     logs.mkdir(parents=True)
     beat = [
-        "2026-12-04 17:34:12,791 INFO huey.consumer.Scheduler 16389: Enqueueing periodic task memory.tasks.events_sweep_task: f727b9ef-8012",
+        "2026-12-04 17:34:12,791 INFO huey.consumer.Scheduler 16389: Enqueueing periodic task memory.tasks.events_sweep_task: f727b9ef-8012.",
         "2026-12-04 17:34:12,791 INFO huey 16389: Executing memory.tasks.events_sweep_task: f727b9ef-8012-4142",
         "2026-12-04 17:34:12,799 INFO huey 16389: memory.tasks.events_sweep_task: f727b9ef-8012-4142 executed in 0.008s",
         "2026-12-04 17:34:12,800 INFO huey 16389: memory.spool_tasks.spool_ingest_periodic_task: fb540d6e executed in 0.000s",
