@@ -37,10 +37,17 @@ def main(argv: list[str] | None = None) -> int:
         from memory.worker.server import main as serve_process
 
         return serve_process()
-    if args == ["mcp"]:
+    if args in (["mcp"], ["mcp", "--verbose"]):
         # What every agent session starts (`cmem install` writes `cmem mcp`): the MCP server
         # imports no Django, and Django's setup was half of its start (~1 s), while the
         # agent's first requests go out without the server's tools until it answers.
+        if args[1:] == [
+            "--verbose"
+        ]:  # a line per request on stderr (memory/retrieval/mcp_server.py)
+            # the MCP path only: its log level is read when its module loads
+            import os
+
+            os.environ["CMEM_MCP_LOG"] = "INFO"
         from deliverables.mcp_tools import mcp_tools_register
         from memory.retrieval.mcp_server import main as mcp_serve
 

@@ -42,7 +42,18 @@ pinning and all-projects memories are the user's (yours become proposals to them
 START_TIMEOUT_S = 20.0
 REQUEST_TIMEOUT_S = 15.0
 
-mcp = FastMCP("cmem", instructions=WORKFLOW)
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def log_level() -> Any:
+    """WARNING unless asked (`cmem mcp --verbose`, or CMEM_MCP_LOG=INFO in the agent's MCP
+    config): FastMCP logs a line per request at INFO on the agent's stderr, which agents
+    show or keep in their own logs, for nothing a user needs."""
+    asked = os.environ.get("CMEM_MCP_LOG", "").strip().upper()
+    return asked if asked in LOG_LEVELS else "WARNING"
+
+
+mcp = FastMCP("cmem", instructions=WORKFLOW, log_level=log_level())
 # FastMCP takes no version; without this the handshake reports the `mcp` library's own.
 mcp._mcp_server.version = config.VERSION
 # Every tool is declared with structured_output=False: FastMCP otherwise wraps a `str` return

@@ -191,3 +191,40 @@ def test_hook_help_lists_every_platform_and_its_examples_work(worker: LiveWorker
         executable="/bin/bash",
     )  # fmt: skip
     assert done.returncode == 0 and done.stderr == "", done.stderr
+
+
+def _mcp_session(env: dict[str, str], *flags: str) -> tuple[list[str], str]:
+    """initialize, initialized, tools/list through `cmem mcp`: (stdout lines, stderr)."""
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "test", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]  # fmt: skip
+    import json  # only the MCP helper writes JSON-RPC
+
+    proc = subprocess.Popen(
+        [CMEM, "mcp", *flags], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    answers = []
+    for message in messages:
+        proc.stdin.write(json.dumps(message) + "\n")
+        proc.stdin.flush()
+        if "id" in message:
+            answers.append(proc.stdout.readline())
+    proc.stdin.close()  # the server ends at the end of its input
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    proc.wait(timeout=60)
+    return answers, err
+
+
+def test_the_mcp_server_is_quiet_unless_asked(worker: LiveWorker) -> None:
+    answers, err = _mcp_session(worker.env)
+    assert '"serverInfo"' in answers[0] and '"tools"' in answers[1]
+    assert err == ""
+    _, loud = _mcp_session(worker.env, "--verbose")
+    assert "ListToolsRequest" in loud
