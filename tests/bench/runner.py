@@ -40,6 +40,7 @@ BENCHMARKS = [
     "import_rate",
     "versus",
     "startup",
+    "cli",
 ]
 # Where a benchmark lives when not in tests/bench/.
 MODULES = {"hooks": "memory.management.commands.bench"}
