@@ -139,6 +139,11 @@ def add_uninstall_arguments(parser: ArgumentParser) -> None:
         help="Leave the Claude Code plugin installed (remove only the settings.json hooks).",
     )
     parser.add_argument("--codex", action="store_true", help="Remove the Codex CLI hooks instead.")
+    parser.add_argument(
+        "--keep-worker",
+        action="store_true",
+        help="Leave the worker running (by default it is stopped: nothing feeds it any more).",
+    )
     add_codex_home_argument(parser)
     add_agent_arguments(parser)
 

@@ -228,3 +228,33 @@ def test_the_mcp_server_is_quiet_unless_asked(worker: LiveWorker) -> None:
     assert err == ""
     _, loud = _mcp_session(worker.env, "--verbose")
     assert "ListToolsRequest" in loud
+
+
+def test_settings_files_keep_their_layout() -> None:
+    from memory.agents.install.claude_code import json_like
+
+    data = {"model": "opus", "hooks": {}}
+    assert json_like(data, b'{"model": "opus"}') == '{"model": "opus", "hooks": {}}'
+    assert json_like(data, b'{"model":"opus"}\n') == '{"model":"opus","hooks":{}}\n'
+    assert json_like(data, b'{\n    "model": "opus"\n}\n').startswith('{\n    "model"')
+    assert json_like(data, b'{\n\t"model": "opus"\n}').startswith('{\n\t"model"')
+    assert json_like(data, None) == '{\n  "model": "opus",\n  "hooks": {}\n}\n'
+
+
+def test_uninstall_stops_the_worker_keeps_the_file_and_says_what_is_left(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    env = {**make_worker_env(data, free_port()), "HOME": str(tmp_path)}
+    settings = tmp_path / "settings.json"
+    settings.write_text('{"model": "opus", "env": {"A": "1"}}')
+    assert _run(env, "install", "--settings-file", str(settings), "--no-mcp").returncode == 0
+    assert settings.read_text().count("\n") == 0 and '"hooks": {' in settings.read_text()
+    assert _run(env, "start").returncode == 0
+    try:
+        done = _run(env, "uninstall", "--settings-file", str(settings), "--keep-mcp")
+    finally:
+        _run(env, "stop")
+    assert done.returncode == 0, done.stderr
+    assert settings.read_text() == '{"model": "opus", "env": {"A": "1"}}'
+    assert "cmem stopped (pid" in done.stdout
+    assert "uv tool uninstall cmem" in done.stdout and f"rm -rf {data}" in done.stdout
+    assert _run(env, "status").returncode == 3
