@@ -258,3 +258,26 @@ def test_uninstall_stops_the_worker_keeps_the_file_and_says_what_is_left(tmp_pat
     assert "cmem stopped (pid" in done.stdout
     assert "uv tool uninstall cmem" in done.stdout and f"rm -rf {data}" in done.stdout
     assert _run(env, "status").returncode == 3
+
+
+@pytest.mark.django_db
+def test_import_claude_code_with_nothing_found_says_where_it_looked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory.importers import claude_code
+    from memory.importers.report import ImportReport
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    report = ImportReport()
+    claude_code.import_from(options={}, report=report, progress=lambda *a: lambda: None)
+    assert report.lines() == [
+        f"no Claude Code transcripts (*.jsonl) in {tmp_path}/.claude/projects; "
+        "give a file or folder: `cmem import claude-code PATH`"
+    ]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    report = ImportReport()
+    claude_code.import_from(
+        options={"path": empty}, report=report, progress=lambda *a: lambda: None
+    )
+    assert report.lines() == [f"no Claude Code transcripts (*.jsonl) in {empty}"]
