@@ -163,9 +163,9 @@ def timeline(o: dict[str, Any]) -> int | None:
     if got is None or got[0] not in (200, 400, 404):
         return None
     status_code, body = got
-    if status_code != 200:
+    if status_code != 200:  # 400: no anchor or not an id (a usage error); 404: not found
         _say("timeline", str(body.get("error") or body))
-        return FAILURE
+        return USAGE if status_code == 400 else FAILURE
     if o["json"]:
         _out(json.dumps(body, indent=2))
     else:

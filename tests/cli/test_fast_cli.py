@@ -71,7 +71,7 @@ def test_the_read_verbs_answer_from_the_worker_without_django(worker: LiveWorker
 
 def test_the_fast_path_prints_what_the_command_prints(worker: LiveWorker) -> None:
     verbs = (["search", "checkout"], ["search"], ["show", "1", "3"], ["timeline", "2"],
-             ["search", "refund", "--json"], ["timeline", "999"])  # fmt: skip
+             ["search", "refund", "--json"], ["timeline", "999"], ["timeline", "X9"])  # fmt: skip
     fast = [_run(worker.env, *args) for args in verbs]
     worker.stop()  # the same verbs again, from the database under Django
     try:
@@ -83,7 +83,8 @@ def test_the_fast_path_prints_what_the_command_prints(worker: LiveWorker) -> Non
             assert [h["id"] for h in eval_json(a.stdout)] == [h["id"] for h in eval_json(b.stdout)]
             continue
         assert (a.returncode, a.stdout) == (b.returncode, b.stdout), args
-    assert fast[-1].stderr.strip() == "cmem timeline: no observation with id 999"
+    assert fast[-2].stderr.strip() == "cmem timeline: no observation with id 999"
+    assert fast[-1].returncode == 2 and slow[-1].stderr == fast[-1].stderr
 
 
 def eval_json(text: str) -> list[dict[str, object]]:

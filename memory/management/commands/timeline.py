@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from memory.management.arguments import add_timeline_arguments
 from memory.management.verb_text import timeline_line
-from memory.retrieval.timeline import TimelineError, timeline_build
+from memory.retrieval.timeline import TimelineError, TimelineNotFound, timeline_build
 
 
 class Command(BaseCommand):
@@ -23,8 +23,10 @@ class Command(BaseCommand):
                 anchor=options["anchor"], query=options["query"], project=options["project"],
                 depth_before=options["depth"], depth_after=options["depth"],
             )  # fmt: skip
-        except TimelineError as exc:
+        except TimelineNotFound as exc:
             raise CommandError(str(exc)) from None
+        except TimelineError as exc:  # no anchor, or one that is not an id: a usage error
+            raise CommandError(str(exc), returncode=2) from None
         if options["json"]:
             self.stdout.write(json.dumps(timeline.as_dict(), indent=2))
             return
