@@ -1,6 +1,6 @@
 """The fast path of the CLI: the verbs that only talk to the worker, without Django.
 
-`cmem status`, `search`, `show`, `timeline` ask the running worker over its Unix socket
+`cmem status`, `search`, `show`, `timeline`, `stats` ask the running worker over its Unix socket
 (the owner's door: memory/runtime/credentials.py) and print what their management commands
 print (the text is memory/management/verb_text.py, shared); `start`, `stop`, `open` and
 `logs` never needed the database (memory/management/worker_verbs.py). Django's setup and
@@ -174,6 +174,20 @@ def timeline(o: dict[str, Any]) -> int | None:
     return 0
 
 
+def stats(o: dict[str, Any]) -> int | None:
+    params = {"days": max(1, o["days"]), "by": o["by"], "sessions": max(0, o["sessions"])}
+    if o["project"]:
+        params["project"] = o["project"]
+    got = _get("/api/ledger/report?" + urlencode(params))
+    if got is None or got[0] != 200:
+        return None
+    if o["json"]:
+        _out(json.dumps(got[1]["report"], indent=2))
+    else:
+        _out(got[1]["text"])
+    return 0
+
+
 def _worker_verb(name: str, run: Callable[..., None]) -> Callable[[dict[str, Any]], int]:
     def handler(o: dict[str, Any]) -> int:
         try:
@@ -196,6 +210,7 @@ HANDLERS: dict[str, Callable[[dict[str, Any]], int | None]] = {
     "search": search,
     "show": show,
     "timeline": timeline,
+    "stats": stats,
     "logs": _logs,
     "start": _worker_verb("start", worker_verbs.start),
     "stop": _worker_verb("stop", worker_verbs.stop),
