@@ -2,8 +2,8 @@
 
 `cmem status`, `search`, `show`, `timeline`, `stats` ask the running worker over its Unix socket
 (the owner's door: memory/runtime/credentials.py) and print what their management commands
-print (the text is memory/management/verb_text.py, shared); `start`, `stop`, `open` and
-`logs` never needed the database (memory/management/worker_verbs.py). Django's setup and
+print (the text is memory/management/verb_text.py, shared); `start`, `stop`, `restart`, `open`
+and `logs` never needed the database (memory/management/worker_verbs.py). Django's setup and
 the models were most of what each of these cost (1.5 to 3 s under load, for a
 millisecond's answer); here the process imports the standard library, memory.config and
 the worker's state files only (the `cli-fast-path` import contract in pyproject.toml).
@@ -214,6 +214,7 @@ HANDLERS: dict[str, Callable[[dict[str, Any]], int | None]] = {
     "logs": _logs,
     "start": _worker_verb("start", worker_verbs.start),
     "stop": _worker_verb("stop", worker_verbs.stop),
+    "restart": _worker_verb("restart", worker_verbs.restart),
     "open": _worker_verb("open", worker_verbs.open_),
 }
 

@@ -172,5 +172,6 @@ VERB_ARGUMENTS: dict[str, Callable[[ArgumentParser], None]] = {
     "install": add_install_arguments,
     "uninstall": add_uninstall_arguments,
     "start": add_start_arguments,
+    "restart": add_start_arguments,
     "stop": add_stop_arguments,
 }

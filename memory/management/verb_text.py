@@ -94,7 +94,7 @@ def parse_show_ids(raw: list[str]) -> list[tuple[str, int]] | str:
         if match is None or int(match.group(2)) <= 0:
             return (
                 f"{text!r} is not an id: use 12 (observation), S3 (summary) or P4 (prompt), "
-                "as `cmem search` prints them"
+                "as `cmem search` prints them (see `cmem show --help`)"
             )
         out.append((ID_KINDS[match.group(1).upper()], int(match.group(2))))
     return out

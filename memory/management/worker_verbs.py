@@ -1,4 +1,5 @@
-"""The verbs that drive the worker from outside (`start`, `stop`, `open`, `logs`), Django-free.
+"""The verbs that drive the worker from outside (`start`, `stop`, `restart`, `open`, `logs`),
+Django-free.
 
 None of them reads the database: they read the data dir's state files and signal processes
 (memory/worker/lifecycle.py). So the fast path (cmem_site/quick.py) runs them without
@@ -56,6 +57,20 @@ def stop(options: dict[str, Any], out: Write) -> None:
         out(f"cmem stopped (pid {result.pid}).")
     else:
         out("cmem is not running.")
+
+
+def restart(options: dict[str, Any], out: Write) -> None:
+    try:
+        stopped = lifecycle.worker_stop()
+        result = lifecycle.worker_start(timeout=options["timeout"])
+    except worker.WorkerError as exc:
+        raise VerbError(str(exc)) from None
+    for note in stopped.notes + result.notes:
+        out(f"cmem: {note}")
+    state = result.state
+    version = (state.health or {}).get("version", "?")
+    verb = "restarted" if stopped.was_running else "started"
+    out(f"cmem {version} {verb}: {state.address.url}/ (pid {state.pid})")
 
 
 def open_(options: dict[str, Any], out: Write) -> None:

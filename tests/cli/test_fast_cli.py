@@ -119,7 +119,8 @@ def test_search_says_what_it_listed(worker: LiveWorker) -> None:
 
 def test_usage_errors_exit_2_before_django(tmp_path: Path) -> None:
     env = make_worker_env(tmp_path / "data", free_port())
-    for args in (["install", "--agent", "nosuch"], ["search", "--mode", "x"], ["stop", "--nope"]):
+    for args in (["install", "--agent", "nosuch"], ["search", "--mode", "x"], ["stop", "--nope"],
+                 ["restart", "--timeout", "soon"], ["show", "X1"]):  # fmt: skip
         done = _run(env, *args, importtime=True)
         assert done.returncode == 2, args
         errors = [line for line in done.stderr.splitlines() if not line.startswith("import time:")]
