@@ -351,13 +351,33 @@ def timeline(
         "Cheaper than re-reading the files they describe."
     ),
 )
-def get_observations(ids: list[int]) -> str:
+def get_observations(ids: list[int | str]) -> str:
     if not ids:
         raise ToolError("give at least one observation id (from search or timeline)")
-    data = worker.request("GET", "/api/observations", params={"ids": ",".join(str(i) for i in ids)})
-    parts = [render_observation(obs) for obs in data["observations"]]
-    if data.get("missing"):
-        parts.append(f"(no observation with id {', '.join(map(str, data['missing']))})")
+    # search and timeline print #12, #S3 and #P4: each is taken as printed. S3 is a session
+    # summary and P4 a prompt, not observation 3 or 4: they are named, never read as those.
+    wanted, others = [], []
+    for raw in ids:
+        text = str(raw).strip().lstrip("#")
+        if text.isdigit():
+            wanted.append(int(text))
+        elif text[:1].upper() in ("S", "P") and text[1:].isdigit():
+            others.append(text[:1].upper() + text[1:])
+        else:
+            raise ToolError(f"{raw!r} is not an id: 12 (observation), S3 (summary) or P4 (prompt)")
+    parts = []
+    if wanted:
+        params = {"ids": ",".join(str(i) for i in wanted)}
+        data = worker.request("GET", "/api/observations", params=params)
+        parts = [render_observation(obs) for obs in data["observations"]]
+        if data.get("missing"):
+            parts.append(f"(no observation with id {', '.join(map(str, data['missing']))})")
+    for ref in others:
+        kind = "session summary" if ref[0] == "S" else "user prompt"
+        parts.append(
+            f"#{ref} is a {kind}, not an observation: its text is in search's snippet; "
+            f'timeline(anchor="{ref}") shows what happened around it.'
+        )
     return "\n\n".join(parts)
 
 

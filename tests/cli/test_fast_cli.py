@@ -285,3 +285,23 @@ def test_import_claude_code_with_nothing_found_says_where_it_looked(
         options={"path": empty}, report=report, progress=lambda *a: lambda: None
     )
     assert report.lines() == [f"no Claude Code transcripts (*.jsonl) in {empty}"]
+
+
+def test_get_observations_takes_the_ids_search_prints(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp.server.fastmcp.exceptions import ToolError
+
+    from memory.retrieval import mcp_server
+
+    asked: list[dict[str, str]] = []
+
+    def request(method: str, path: str, params: dict[str, str]) -> dict[str, object]:
+        asked.append(params)
+        return {"observations": [], "missing": [12]}
+
+    monkeypatch.setattr(mcp_server.worker, "request", request)
+    text = mcp_server.get_observations(["#12", "S3", "#P4"])
+    assert asked == [{"ids": "12"}]  # S3 and P4 are never read as observations 3 and 4
+    assert "(no observation with id 12)" in text
+    assert "#S3 is a session summary" in text and 'timeline(anchor="P4")' in text
+    with pytest.raises(ToolError, match="not an id"):
+        mcp_server.get_observations(["X1"])
