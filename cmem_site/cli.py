@@ -37,10 +37,17 @@ def main(argv: list[str] | None = None) -> int:
         from memory.worker.server import main as serve_process
 
         return serve_process()
-    if args == ["mcp"]:
+    if args in (["mcp"], ["mcp", "--verbose"]):
         # What every agent session starts (`cmem install` writes `cmem mcp`): the MCP server
         # imports no Django, and Django's setup was half of its start (~1 s), while the
         # agent's first requests go out without the server's tools until it answers.
+        if args[1:] == ["--verbose"]:
+            # the MCP path only: a line per request on stderr; the server's module reads the
+            # level when it loads (memory/retrieval/mcp_server.py)
+            import os
+
+            os.environ["CMEM_MCP_LOG"] = "INFO"
+        # MCP path: the server and its tools, imported only for `cmem mcp`
         from deliverables.mcp_tools import mcp_tools_register
         from memory.retrieval.mcp_server import main as mcp_serve
 

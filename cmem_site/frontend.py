@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from cmem_site.verbs import BY_NAME, EXIT_CODES, Verb, help_text
+from memory.management.arguments import VERB_ARGUMENTS
 
 USAGE = 2
 FAILURE = 1
@@ -78,16 +79,41 @@ def _extra_arguments(verb: Verb, parser: argparse.ArgumentParser) -> None:
 
 
 def run_verb(verb: Verb, argv: list[str]) -> int:
+    """Parse, then answer: from the fast path (cmem_site/quick.py) when it can, else by the
+    verb's management command under Django.
+
+    A verb whose options need no Django (memory/management/arguments.py) is parsed before
+    Django is imported, so a usage error costs what Python's start costs; `--help` takes
+    the command's own help text, so it goes the Django way."""
+    add = VERB_ARGUMENTS.get(verb.name)
+    if add is not None and not {"-h", "--help"} & set(argv):
+        parser = verb_parser(verb, verb.summary)
+        add(parser)
+        _extra_arguments(verb, parser)
+        options = vars(parser.parse_args(argv))
+        # CLI start: the fast path's modules only for a verb that has one
+        from cmem_site import quick
+
+        code = quick.run(verb.name, options)
+        return code if code is not None else run_command(verb, options)
+    return run_command(verb, argv)
+
+
+def run_command(verb: Verb, argv: list[str] | dict[str, Any]) -> int:
+    """The verb's management command under Django, on `argv` or on options parsed already."""
     # CLI start: Django's management machinery only for a verb that runs
     from django.core.management import load_command_class
     from django.core.management.base import CommandError
 
     _django_setup()
     command = load_command_class("memory", verb.command_name)
-    parser = verb_parser(verb, str(command.help or ""))
-    command.add_arguments(parser)  # type: ignore[arg-type]  # argparse is all they use
-    _extra_arguments(verb, parser)
-    options = {**DJANGO_DEFAULTS, **vars(parser.parse_args(argv))}
+    if isinstance(argv, dict):
+        options = {**DJANGO_DEFAULTS, **argv}
+    else:
+        parser = verb_parser(verb, str(command.help or ""))
+        command.add_arguments(parser)  # type: ignore[arg-type]  # argparse is all they use
+        _extra_arguments(verb, parser)
+        options = {**DJANGO_DEFAULTS, **vars(parser.parse_args(argv))}
     try:
         command.execute(**options)
     except CommandError as exc:
@@ -111,6 +137,30 @@ def run_manage(argv: list[str]) -> int:
     return 0
 
 
+def data_dir_blocked(verb: Verb, argv: list[str], data_dir: Path) -> int | None:
+    """The exit code when the data dir is a file (every verb would fail on it with
+    FileExistsError, Django's setup first); None when it is a folder or not made yet.
+    `cmem doctor` reports it as its finding, in its own format."""
+    if not data_dir.exists() or data_dir.is_dir() or {"-h", "--help"} & set(argv):
+        return None
+    what = f"the data dir {data_dir} is a file, not a folder"
+    fix = "move that file away (cmem makes the folder), or point CLAUDE_MEM_DATA_DIR at a folder"
+    if verb.name == "doctor":
+        sys.stdout.write(f"FAIL  {what}\n      fix: {fix}\n")
+        _say("cmem doctor: 1 problem(s) found")
+    else:
+        _say(f"cmem {verb.name}: {what}; {fix}")
+    return FAILURE
+
+
+def _pipe_closed() -> int:
+    """The reader went away (`cmem status | head -1`): stop quietly, as `cat` would, and keep
+    the interpreter's last flush from saying so on stderr."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 0
+
+
 def run(argv: list[str]) -> int:
     # CLI start: importing this module stays free of config (timed by `-X importtime`)
     from memory import config
@@ -127,8 +177,15 @@ def run(argv: list[str]) -> int:
     if verb is None:
         _say(f"cmem: {name!r} is not a cmem command (see `cmem --help`)")
         return USAGE
+    blocked = data_dir_blocked(verb, rest, config.data_dir())
+    if blocked is not None:
+        return blocked
     try:
-        return run_verb(verb, rest)
+        code = run_verb(verb, rest)
+        sys.stdout.flush()  # here, so that a closed pipe is caught below, not at exit
+        return code
+    except BrokenPipeError:
+        return _pipe_closed()
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else FAILURE)
     except Exception as exc:

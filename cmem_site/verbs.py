@@ -41,8 +41,8 @@ VERBS: tuple[Verb, ...] = (
     # agents
     Verb("install", "agents", "Install cmem's hooks and MCP server for Claude Code (or --codex, --gemini, --copilot, --opencode, --qwen, --kilo, --droid).", ("cmem install", "cmem install --codex", "cmem install --gemini", "cmem install --settings-file ./.claude/settings.json")),
     Verb("uninstall", "agents", "Remove cmem's hooks (and only them), its MCP server and its Claude Code plugin.", ("cmem uninstall", "cmem uninstall --keep-plugin", "cmem uninstall --codex")),
-    Verb("hook", "agents", "What agents run on each event (reads the event on stdin; always exits 0).", ("echo '{}' | cmem hook claude-code session-start",)),
-    Verb("mcp", "agents", "Run cmem's MCP server on stdio (the agent starts it).", ("cmem mcp",)),
+    Verb("hook", "agents", "What agents run on each event (reads the event on stdin; always exits 0).", ("echo '{\"session_id\": \"s1\", \"cwd\": \"/tmp\"}' | cmem hook claude-code context",)),
+    Verb("mcp", "agents", "Run cmem's MCP server on stdio (the agent starts it; quiet unless --verbose).", ("cmem mcp", "cmem mcp --verbose")),
     # memory
     Verb("search", "memory", "Search observations, summaries and prompts; best match first.", ("cmem search login bug", 'cmem search "rate limit" --project shop --json', "cmem search 'why do refunds disagree' --mode semantic")),
     Verb("show", "memory", "Print observations in full, by id (--tool-uses: with the raw tool input and output).", ("cmem show 12 15", "cmem show 12 --tool-uses")),

@@ -17,9 +17,11 @@ from ninja import Router, Schema, Status
 from memory import config
 from memory.agents.base import HookInputError
 from memory.api import JSON_CONTENT_TYPE
+from memory.compression.providers import observer_sources
 from memory.hooks.dispatch import hook_handle
 from memory.hooks.tasks import spool_kick
 from memory.importers.json_io import memory_export
+from memory.retrieval.embeddings import store as embeddings_store
 from memory.runtime.foreground import foreground
 from memory.services import stats_compute
 
@@ -43,6 +45,10 @@ class StatsOut(Schema):
     summaries: int
     deliverables: int
     pending: int
+    # Only with ?status=1 (what `cmem status` asks the running worker): rows with no vector
+    # yet, and the observer as the worker's own settings and environment choose it.
+    waiting_for_vector: int | None = None
+    observer: dict[str, str] | None = None
 
 
 class ErrorOut(Schema):
@@ -82,9 +88,15 @@ def health(request: HttpRequest) -> HttpResponse:
     return HttpResponse(body, content_type=JSON_CONTENT_TYPE)
 
 
-@router.get("/stats", response=StatsOut)
-def stats(request: HttpRequest, project: str | None = None) -> dict[str, Any]:
-    return dict(stats_compute(project=project))
+@router.get("/stats", response=StatsOut, exclude_none=True)
+def stats(request: HttpRequest, project: str | None = None, status: bool = False) -> dict[str, Any]:
+    """Counts of what memory holds; `status=1` adds what `cmem status` prints beside them (the
+    rows still waiting for a vector, the observer), so the CLI needs no database of its own."""
+    out = dict(stats_compute(project=project))
+    if status:
+        out["waiting_for_vector"] = embeddings_store.waiting()
+        out["observer"] = observer_sources()
+    return out
 
 
 @router.get("/export", response=dict[str, Any])

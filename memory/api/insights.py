@@ -4,7 +4,7 @@ observations as the read gate ranks them, and the token ledger. Thin handlers.""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Schema, Status
@@ -13,6 +13,8 @@ from pydantic import BaseModel, Field
 from memory.api import json_answer
 from memory.briefing.context import context_text, utf16_len
 from memory.briefing.gate import file_observations_ranked
+from memory.briefing.savings import savings
+from memory.briefing.savings_text import stats_json, stats_lines
 from memory.ledger import ledger_report
 from memory.models import estimate_tokens
 from memory.runtime.foreground import foreground
@@ -174,3 +176,25 @@ def ledger(
     """Net token savings per day, project and session: avoided reads minus what cmem showed
     and what the observer spent."""
     return ledger_report(project=project or None, days=days).as_dict()
+
+
+class StatsReportOut(Schema):
+    text: str
+    report: dict[str, Any]
+
+
+@router.get("/ledger/report", response={200: StatsReportOut})
+def ledger_report_text(
+    request: HttpRequest,
+    project: str | None = None,
+    days: int = Query(30, ge=1, le=3650),  # type: ignore[type-arg]
+    by: Literal["day", "project", "session", "all"] = "all",
+    sessions: int = Query(10, ge=0, le=1000),  # type: ignore[type-arg]
+) -> dict[str, Any]:
+    """`cmem stats` as the CLI prints it: the savings in money and tokens as `text`, and the
+    object `cmem stats --json` prints as `report` (the fast CLI asks here)."""
+    found = savings(project=project or None, days=days)
+    return {
+        "text": "\n".join(stats_lines(found, by=by, sessions=sessions)),
+        "report": stats_json(found),
+    }

@@ -24,10 +24,14 @@ What an agent runs on each event: reads the event's JSON on stdin, records it, a
 what the agent should see (context, a refused read). Always exits 0 and never blocks the
 agent: a wrong platform or event is one line on stderr. `cmem install` writes these commands.
 
-platforms: claude-code, codex
+platforms: claude-code, codex, gemini, copilot, opencode
+events (every platform): context (session start), session-init (a prompt), observation
+  (after a tool), file-context (before a read), summarize (end of a turn), session-end;
+  codex also: subagent-context, compaction
 
 examples:
-  echo '{"session_id": "s1", "cwd": "/tmp"}' | cmem hook claude-code session-start
+  echo '{"session_id": "s1", "cwd": "/tmp", "source": "startup"}' | cmem hook claude-code context
+  echo '{"session_id": "s1", "cwd": "/tmp", "prompt": "fix the login bug"}' | cmem hook claude-code session-init
 """
 
 

@@ -353,6 +353,13 @@ def add_arguments(parser: Any) -> None:
 def import_from(*, options: dict[str, Any], report: ImportReport, progress: Any) -> ImportReport:
     path, only = import_options(options)
     files = transcript_files(path)
+    if not files:
+        # Nothing to import is an answer only with where it was looked for.
+        where = path or default_root()
+        report.notes.append(
+            f"no Claude Code transcripts (*.jsonl) in {where}"
+            + ("" if path else "; give a file or folder: `cmem import claude-code PATH`")
+        )
     tick = progress(len(files), "transcripts")
     return transcripts_import(
         files=files,

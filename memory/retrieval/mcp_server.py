@@ -42,7 +42,18 @@ pinning and all-projects memories are the user's (yours become proposals to them
 START_TIMEOUT_S = 20.0
 REQUEST_TIMEOUT_S = 15.0
 
-mcp = FastMCP("cmem", instructions=WORKFLOW)
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def log_level() -> Any:
+    """WARNING unless asked (`cmem mcp --verbose`, or CMEM_MCP_LOG=INFO in the agent's MCP
+    config): FastMCP logs a line per request at INFO on the agent's stderr, which agents
+    show or keep in their own logs, for nothing a user needs."""
+    asked = os.environ.get("CMEM_MCP_LOG", "").strip().upper()
+    return asked if asked in LOG_LEVELS else "WARNING"
+
+
+mcp = FastMCP("cmem", instructions=WORKFLOW, log_level=log_level())
 # FastMCP takes no version; without this the handshake reports the `mcp` library's own.
 mcp._mcp_server.version = config.VERSION
 # Every tool is declared with structured_output=False: FastMCP otherwise wraps a `str` return
@@ -344,13 +355,33 @@ def timeline(
         "Cheaper than re-reading the files they describe."
     ),
 )
-def get_observations(ids: list[int]) -> str:
+def get_observations(ids: list[int | str]) -> str:
     if not ids:
         raise ToolError("give at least one observation id (from search or timeline)")
-    data = worker.request("GET", "/api/observations", params={"ids": ",".join(str(i) for i in ids)})
-    parts = [render_observation(obs) for obs in data["observations"]]
-    if data.get("missing"):
-        parts.append(f"(no observation with id {', '.join(map(str, data['missing']))})")
+    # search and timeline print #12, #S3 and #P4: each is taken as printed. S3 is a session
+    # summary and P4 a prompt, not observation 3 or 4: they are named, never read as those.
+    wanted, others = [], []
+    for raw in ids:
+        text = str(raw).strip().lstrip("#")
+        if text.isdigit():
+            wanted.append(int(text))
+        elif text[:1].upper() in ("S", "P") and text[1:].isdigit():
+            others.append(text[:1].upper() + text[1:])
+        else:
+            raise ToolError(f"{raw!r} is not an id: 12 (observation), S3 (summary) or P4 (prompt)")
+    parts = []
+    if wanted:
+        params = {"ids": ",".join(str(i) for i in wanted)}
+        data = worker.request("GET", "/api/observations", params=params)
+        parts = [render_observation(obs) for obs in data["observations"]]
+        if data.get("missing"):
+            parts.append(f"(no observation with id {', '.join(map(str, data['missing']))})")
+    for ref in others:
+        kind = "session summary" if ref[0] == "S" else "user prompt"
+        parts.append(
+            f"#{ref} is a {kind}, not an observation: its text is in search's snippet; "
+            f'timeline(anchor="{ref}") shows what happened around it.'
+        )
     return "\n\n".join(parts)
 
 

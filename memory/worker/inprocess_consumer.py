@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 from django.conf import settings
@@ -34,8 +35,20 @@ HEALTH_CHECK_EVERY_S = 10.0
 QUIET_HOOK = "cmem-after-requests"
 
 
+# Tasks between dequeue and execution (in the hook below): `stop` waits for them too.
+_starting = 0
+_starting_lock = threading.Lock()
+
+
 def _after_requests(task: Any) -> None:
-    quiet_wait()
+    global _starting
+    with _starting_lock:
+        _starting += 1
+    try:
+        quiet_wait()
+    finally:
+        with _starting_lock:
+            _starting -= 1
 
 
 class InProcessConsumer:
@@ -70,6 +83,12 @@ class InProcessConsumer:
             except Exception:  # the check itself must never take the server down
                 log.exception("consumer health check failed")
 
+    def _busy(self) -> bool:
+        """A task is running or about to (huey's own in-flight set, which
+        notify_interrupted_tasks reads too, and the tasks waiting in our pre-execute hook)."""
+        alive = any(thread.is_alive() for _, thread in self.consumer.worker_threads)
+        return alive and bool(_starting or self.huey._tasks_in_flight)
+
     def stop(self, timeout: float = 8.0) -> None:
         """Let running tasks finish (up to `timeout`), then record the interrupted ones.
         Nothing to do when it never started (the server stopped while binding)."""
@@ -78,9 +97,13 @@ class InProcessConsumer:
         self._stop.set()
         self.consumer.stop_flag.set()
         self.huey.unregister_pre_execute(QUIET_HOOK)
-        for _, thread in self.consumer.worker_threads:
-            thread.join(timeout)
-        self.consumer.scheduler.join(1.0)
+        # Wait for running tasks, not for idle threads: an idle huey worker sleeps in
+        # time.sleep for up to its max_delay (10 s) before it looks at the stop flag, and
+        # joining it made every `cmem stop` wait that long. The threads are daemons, so an
+        # idle one is simply left behind as the process exits.
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self._busy():
+            time.sleep(0.02)
         try:
             self.huey.notify_interrupted_tasks()
         except Exception:  # best effort at exit: the start-up sweep recovers the rest

@@ -41,6 +41,7 @@ BENCHMARKS = [
     "versus",
     "startup",
     "sync",
+    "cli",
 ]
 # Where a benchmark lives when not in tests/bench/.
 MODULES = {"hooks": "memory.management.commands.bench"}

@@ -260,10 +260,30 @@ def settings_write(path: Path, data: dict[str, Any], original: bytes | None) -> 
             n += 1
         backup.write_bytes(original)
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
-    config.write_atomic(
-        path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode(), mode=mode
-    )
+    config.write_atomic(path, json_like(data, original).encode(), mode=mode)
     return backup
+
+
+def json_like(data: dict[str, Any], original: bytes | None) -> str:
+    """`data` as JSON in the layout of the file it replaces: a one-line file stays one line
+    (with its separators), an indented one keeps its indent (spaces or a tab), and the final
+    newline is kept or left out as it was. A new file: two spaces. Only what cmem added or
+    removed then shows in a diff of the user's file."""
+    text = (original or b"").decode("utf-8-sig", errors="replace")
+    body = text.strip()
+    ending = "\n" if not text or text.endswith("\n") else ""
+    if body and "\n" not in body:
+        spaced = '": ' in body or ", " in body or body in ("{}", "")
+        separators = (", ", ": ") if spaced else (",", ":")
+        return json.dumps(data, ensure_ascii=False, separators=separators) + ending
+    indent: str | int = 2
+    for line in body.splitlines()[1:]:
+        stripped = line.lstrip(" \t")
+        if stripped and len(stripped) < len(line):
+            lead = line[: len(line) - len(stripped)]
+            indent = "\t" if lead.startswith("\t") else len(lead)
+            break
+    return json.dumps(data, indent=indent, ensure_ascii=False) + ending
 
 
 def hooks_add(

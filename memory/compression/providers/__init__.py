@@ -93,3 +93,15 @@ def provider_choice() -> Choice:
         if ready:
             return Choice(name, f"auto: {why}", AUTO)
     return Choice(OFFLINE, NOTHING_CONFIGURED, AUTO)
+
+
+def observer_sources() -> dict[str, str]:
+    """The observer's provider and where its key and base URL come from, as settings.json and
+    this process's environment give them (secrets are never printed, only their source)."""
+    choice = provider_choice()
+    sources = (
+        {"key": "none", "base_url": "none"}
+        if choice.name == OFFLINE
+        else module(choice.name).sources(choice.name)
+    )
+    return {"provider": choice.name, "why": choice.why, **sources}

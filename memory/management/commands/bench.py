@@ -127,7 +127,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
-        parser.add_argument("name", choices=["hooks", "truth", "scale"])
+        parser.add_argument("name", choices=["hooks", "truth", "scale", "cli"])
         parser.add_argument("--quick", action="store_true", help="Fewer runs, for a smoke run.")
         parser.add_argument("--runs", type=int, default=None, help="Runs of each hook.")
         parser.add_argument(
@@ -147,8 +147,8 @@ class Command(BaseCommand):
         parser.add_argument("--keep", default=None, help="scale: keep seeded stores in this dir.")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if options["name"] == "scale":
-            checkout_bench("scale", options)
+        if options["name"] in {"scale", "cli"}:
+            checkout_bench(options["name"], options)
             return
         self.stdout.write(f"== bench {options['name']} ==")
         if options["name"] == "truth" and options["inner"]:

@@ -12,11 +12,7 @@ from memory.agents.install import codex as codex_install
 from memory.agents.install import mcp as mcp_install
 from memory.agents.install import routes
 from memory.agents.install.agents import AGENTS, agent_install
-from memory.management.install_arguments import (
-    add_agent_arguments,
-    add_claude_settings_argument,
-    add_codex_home_argument,
-)
+from memory.management.arguments import add_install_arguments
 
 
 class Command(BaseCommand):
@@ -25,21 +21,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
-        add_claude_settings_argument(parser)
-        parser.add_argument(
-            "--plugin-dir",
-            type=Path,
-            default=None,
-            help="Also write a Claude Code plugin folder here.",
-        )
-        parser.add_argument("--no-mcp", action="store_true", help="Do not register the MCP server.")
-        parser.add_argument(
-            "--codex",
-            action="store_true",
-            help="Install the Codex CLI hooks ($CODEX_HOME/hooks.json) and trust them, instead.",
-        )
-        add_codex_home_argument(parser)
-        add_agent_arguments(parser)
+        add_install_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         agent = options["agent"]

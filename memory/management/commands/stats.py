@@ -6,10 +6,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from memory.briefing.savings import Savings, savings, signed_usd, usd
-from memory.ledger import LedgerLine
-
-SECTIONS = ("day", "project", "session")
+from memory.briefing.savings import savings
+from memory.briefing.savings_text import stats_json, stats_lines
+from memory.management.arguments import add_stats_arguments
 
 
 class Command(BaseCommand):
@@ -19,86 +18,12 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
-        parser.add_argument("--project", default=None, help="Only this project.")
-        parser.add_argument("--days", type=int, default=30, help="How far back (default 30).")
-        parser.add_argument(
-            "--by", choices=[*SECTIONS, "all"], default="all", help="Which breakdown to print."
-        )
-        parser.add_argument(
-            "--sessions", type=int, default=10, help="Sessions listed, best first (default 10)."
-        )
-        parser.add_argument(
-            "--json", action="store_true", help="The same report as GET /api/ledger."
-        )
+        add_stats_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         found = savings(project=options["project"], days=max(1, options["days"]))
-        report = found.report
         if options["json"]:
-            data = {
-                **report.as_dict(),
-                "billing": found.billing,
-                "net_usd": round(found.net_usd, 6),
-            }
-            self.stdout.write(json.dumps(data, indent=2))
+            self.stdout.write(json.dumps(stats_json(found), indent=2))
             return
-        self.write_report(found, by=options["by"], sessions=options["sessions"])
-
-    def write_report(self, found: Savings, *, by: str, sessions: int) -> None:
-        report = found.report
-        scope = f"project {report.project}" if report.project else "all projects"
-        total = report.total
-        if not found.measured:
-            self.stdout.write(
-                f"cmem ledger, {scope}, last {report.days} days: nothing measured yet. "
-                "Savings appear once a coding session runs with cmem's hooks installed "
-                "(cmem install); cmem demo shows them with sample data."
-            )
-            return
-        self.stdout.write(
-            f"cmem ledger, {scope}, last {report.days} days: net {found.net_text} "
-            f"({found.money_label}): {found.net_line}"
-        )
-        for tile in found.tiles:
-            self.stdout.write(
-                f"  {tile.title}: {usd(tile.usd)}, {tile.tokens:,} tokens. {tile.help}"
-            )
-        self.stdout.write(f"  {found.billing_line}")
-        # No token net: it would mix the main model's tokens with the observer's cheaper
-        # ones and could disagree in sign with the money net above.
-        self.stdout.write(
-            f"tokens: {found.tokens_line}. "
-            f"{total.denials} reads refused, {total.retries} retried, {total.injections} indexes "
-            f"injected, {total.memory_tools} memory-tool answers"
-        )
-        if report.observer:
-            self.stdout.write(
-                "\nobserver usage (provider, model: batches, input / cached / output tokens, cost)"
-            )
-            for u in report.observer:
-                self.stdout.write(
-                    f"  {u.provider}, {u.model}: {u.batches} batches, {u.input:,} / {u.cached:,} / "
-                    f"{u.output:,} tokens, ${u.cost_usd:.4f}"
-                )
-        wanted = SECTIONS if by == "all" else (by,)
-        if "day" in wanted:
-            self.write_table("per day", report.by_day)
-        if "project" in wanted:
-            self.write_table("per project", report.by_project)
-        if "session" in wanted:
-            self.write_table("per session (best first)", report.by_session[: max(0, sessions)])
-
-    def write_table(self, title: str, lines: list[LedgerLine]) -> None:
-        self.stdout.write(f"\n{title}")
-        if not lines:
-            self.stdout.write("  (nothing recorded)")
-            return
-        width = max(len(line.label or line.key) for line in lines)
-        # The net is money only (positive: saved), like the headline; tokens are parts.
-        header = f"  {'':<{width}}  {'net $':>9}  {'avoided':>10}  {'shown':>9}  {'observer':>10}  {'refused':>7}  {'retried':>7}"
-        self.stdout.write(header)
-        for line in lines:
-            self.stdout.write(
-                f"  {line.label or line.key:<{width}}  {signed_usd(line.usd_net):>9}  {line.avoided:>10,}  {line.shown:>9,}  "
-                f"{line.spent:>10,}  {line.denials:>7}  {line.retries:>7}"
-            )
+        for line in stats_lines(found, by=options["by"], sessions=options["sessions"]):
+            self.stdout.write(line)

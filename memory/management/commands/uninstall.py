@@ -11,11 +11,8 @@ from memory.agents.install import codex as codex_install
 from memory.agents.install import mcp as mcp_install
 from memory.agents.install import routes
 from memory.agents.install.agents import AGENTS, agent_uninstall
-from memory.management.install_arguments import (
-    add_agent_arguments,
-    add_claude_settings_argument,
-    add_codex_home_argument,
-)
+from memory.management import worker_verbs
+from memory.management.arguments import add_uninstall_arguments
 
 
 class Command(BaseCommand):
@@ -26,20 +23,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
-        add_claude_settings_argument(parser)
-        parser.add_argument(
-            "--keep-mcp", action="store_true", help="Leave the MCP server registered."
-        )
-        parser.add_argument(
-            "--keep-plugin",
-            action="store_true",
-            help="Leave the Claude Code plugin installed (remove only the settings.json hooks).",
-        )
-        parser.add_argument(
-            "--codex", action="store_true", help="Remove the Codex CLI hooks instead."
-        )
-        add_codex_home_argument(parser)
-        add_agent_arguments(parser)
+        add_uninstall_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         agent = options["agent"]
@@ -52,7 +36,7 @@ class Command(BaseCommand):
                 raise CommandError(str(exc)) from None
             for line in lines:
                 self.stdout.write(line)
-            self.stdout.write(f"your memory stays in {installer.config.data_dir()}")
+            self._finish(options)
             return
         if options["codex"] or agent == "codex":
             path = codex_install.hooks_path(options["codex_home"] or codex_install.codex_home())
@@ -61,7 +45,7 @@ class Command(BaseCommand):
             except installer.InstallError as exc:
                 raise CommandError(str(exc)) from None
             self._say_removed("cmem Codex hooks", report)
-            self.stdout.write(f"your memory stays in {installer.config.data_dir()}")
+            self._finish(options)
             return
         path = options["claude_settings"] or installer.claude_settings_path()
         # Both routes, so that neither leaves hooks behind (an earlier `cmem install` under
@@ -76,7 +60,25 @@ class Command(BaseCommand):
             if note:
                 self.stdout.write(note)
         self._plugin(path, keep=options["keep_plugin"])
-        self.stdout.write(f"your memory stays in {installer.config.data_dir()}")
+        self._finish(options)
+
+    def _finish(self, options: dict[str, Any]) -> None:
+        """Stop the worker (nothing feeds it now; the next hook of another agent starts it
+        again), then say what is left and how to remove it too."""
+        if not options["keep_worker"]:
+            try:
+                worker_verbs.stop({"timeout": 20.0}, self.stdout.write)
+            except worker_verbs.VerbError as exc:
+                self.stderr.write(f"cmem: the worker was not stopped: {exc}")
+        data = installer.config.data_dir()
+        self.stdout.write(f"your memory stays in {data}. To remove cmem entirely:")
+        self.stdout.write(
+            "  1. uninstall the program the way it was installed: `uv tool uninstall cmem` "
+            "(or `pipx uninstall cmem`, or `pip uninstall cmem` in its environment)"
+        )
+        self.stdout.write(
+            f"  2. delete the memory: `rm -rf {data}` (`cmem export backup.json` first keeps a copy)"
+        )
 
     def _plugin(self, path: Path, *, keep: bool) -> None:
         """The plugin route: removed (or how to), and the recorded route follows what is left."""
