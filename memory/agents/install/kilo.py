@@ -10,21 +10,13 @@ with both gets one plugin in each and each session is captured once.
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 from pathlib import Path
-from typing import Any
 
-from memory import config
-from memory.agents.install import claude_code as installer
 from memory.agents.install import opencode
-from memory.agents.install.check import Check
 
 name = "kilo"
 label = "Kilo Code CLI"
-PLUGIN_FILE = opencode.PLUGIN_FILE
-MCP_SERVER = opencode.MCP_SERVER
 _SPAWN = '["hook", "opencode", event]'
 _SYSTEM_GUARD = "if (!input.sessionID || parents.has(input.sessionID)) return;"
 # Kilo builds its title generator's system prompt through the same hook, under the session
@@ -39,14 +31,6 @@ _KILO_SYSTEM_GUARD = (
 def kilo_home() -> Path:
     xdg = os.environ.get("XDG_CONFIG_HOME")
     return (Path(xdg).expanduser() if xdg else Path.home() / ".config") / "kilo"
-
-
-def plugin_path(home: Path | None = None) -> Path:
-    return (home or kilo_home()) / "plugin" / PLUGIN_FILE
-
-
-def config_path(home: Path | None = None) -> Path:
-    return (home or kilo_home()) / "kilo.json"
 
 
 def plugin_source(*, command: str) -> str:
@@ -66,102 +50,15 @@ def plugin_source(*, command: str) -> str:
     )
 
 
-def detected() -> bool:
-    return bool(shutil.which("kilo")) or kilo_home().is_dir()
-
-
-def _mcp_set(path: Path, entry: dict[str, Any] | None) -> str:
-    if not path.exists() and path.with_suffix(".jsonc").exists():
-        return f"MCP server not registered: {path.with_suffix('.jsonc')} is JSONC; add mcp.cmem by hand"
-    state, backup = installer.server_entry_set(
-        path, key="mcp", name=MCP_SERVER, entry=entry, new_file={}
-    )
-    if state == "absent":
-        return ""
-    if state == "removed":
-        return f"MCP server {MCP_SERVER!r} removed from {path} (backup: {backup})"
-    if state == "unchanged":
-        return f"MCP server {MCP_SERVER!r} already registered in {path}"
-    note = f" (backup: {backup})" if backup else ""
-    return f"MCP server {MCP_SERVER!r} registered in {path}{note}"
-
-
-def install(*, command: str, home: Path | None = None, mcp: bool = True) -> list[str]:
-    path = plugin_path(home)
-    source = plugin_source(command=command).encode()
-    lines = []
-    if path.exists() and path.read_bytes() == source:
-        lines.append(f"cmem Kilo plugin already installed in {path}")
-    else:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        backup = None
-        if path.exists():
-            backup = path.with_name(f".{path.name}.bak")
-            backup.write_bytes(path.read_bytes())
-        config.write_atomic(path, source, mode=0o644)
-        lines.append(
-            f"cmem Kilo plugin installed in {path}" + (f" (backup: {backup})" if backup else "")
-        )
-    if mcp:
-        lines.append(
-            _mcp_set(
-                config_path(home), {"type": "local", "command": [command, "mcp"], "enabled": True}
-            )
-        )
-    return lines
-
-
-def uninstall(*, home: Path | None = None, keep_mcp: bool = False) -> list[str]:
-    path = plugin_path(home)
-    lines = [
-        installer.file_remove_with_backup(path, "cmem Kilo plugin") or f"no cmem plugin in {path}"
-    ]
-    if not keep_mcp:
-        note = _mcp_set(config_path(home), None)
-        if note:
-            lines.append(note)
-    return lines
-
-
-def doctor_checks(*, home: Path | None = None) -> list[Any]:
-    path = plugin_path(home)
-    if not path.exists():
-        return []
-    text = path.read_text(encoding="utf-8", errors="replace")
-    try:
-        command = json.loads(text.split("const CMEM = ", 1)[1].split(";", 1)[0])
-    except (IndexError, ValueError):
-        return [
-            Check("fail", f"{path} is not cmem's plugin as written", "run `cmem install --kilo`")
-        ]
-    checks = [Check("ok", f"cmem Kilo plugin in {path}")]
-    if command != "cmem" and not os.access(command, os.X_OK):
-        checks.append(
-            Check(
-                "fail",
-                f"the Kilo plugin runs {command}, which is not executable",
-                "run `cmem install --kilo` again",
-            )
-        )
-    elif command == "cmem" and not shutil.which("cmem"):
-        checks.append(
-            Check(
-                "fail",
-                "the Kilo plugin runs `cmem`, which is not on the PATH",
-                "run `cmem install --kilo` from the installation you use",
-            )
-        )
-    try:
-        data, _ = installer.settings_read(config_path(home))
-    except installer.InstallError as exc:
-        data = {}
-        checks.append(Check("warn", str(exc)))
-    if MCP_SERVER not in (data.get("mcp") or {}):
-        checks.append(
-            Check(
-                "warn",
-                f"cmem's MCP server is not in {config_path(home)}",
-                "run `cmem install --kilo`",
-            )
-        )
-    return checks
+AGENT = opencode.PluginFolder(
+    platform=name,
+    label="Kilo",
+    binary="kilo",
+    home=kilo_home,
+    config_file="kilo.json",
+    source=lambda command: plugin_source(command=command),
+)
+detected = AGENT.detected
+install = AGENT.install
+uninstall = AGENT.uninstall
+doctor_checks = AGENT.doctor_checks

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,14 +45,6 @@ def opencode_home() -> Path:
     return (Path(xdg).expanduser() if xdg else Path.home() / ".config") / "opencode"
 
 
-def plugin_path(home: Path | None = None) -> Path:
-    return (home or opencode_home()) / "plugin" / PLUGIN_FILE
-
-
-def config_path(home: Path | None = None) -> Path:
-    return (home or opencode_home()) / "opencode.json"
-
-
 def plugin_source(*, command: str) -> str:
     template = (Path(__file__).with_name("opencode_plugin.js")).read_text(encoding="utf-8")
     return template.replace('"__CMEM_COMMAND__"', json.dumps(command)).replace(
@@ -58,109 +52,124 @@ def plugin_source(*, command: str) -> str:
     )
 
 
-def detected() -> bool:
-    return bool(shutil.which("opencode")) or opencode_home().is_dir()
+@dataclass(frozen=True)
+class PluginFolder:
+    """An agent that loads cmem's plugin file from a folder and keeps MCP servers under
+    `mcp` in a JSON config beside it: OpenCode, and Kilo (its fork) pointed elsewhere."""
 
+    platform: str  # `cmem install --<platform>`
+    label: str
+    binary: str
+    home: Callable[[], Path]
+    config_file: str
+    source: Callable[[str], str]  # the plugin's text for a `cmem` command
+    new_config: dict[str, Any] = field(default_factory=dict)  # a config file made from nothing
 
-def _mcp_entry(command: str) -> dict[str, Any]:
-    return {"type": "local", "command": [command, "mcp"], "enabled": True}
+    def plugin_path(self, home: Path | None = None) -> Path:
+        return (home or self.home()) / "plugin" / PLUGIN_FILE
 
+    def config_path(self, home: Path | None = None) -> Path:
+        return (home or self.home()) / self.config_file
 
-def _mcp_set(path: Path, entry: dict[str, Any] | None) -> str:
-    if not path.exists() and path.with_suffix(".jsonc").exists():
-        return f"MCP server not registered: {path.with_suffix('.jsonc')} is JSONC; add mcp.cmem by hand"
-    state, backup = installer.server_entry_set(
-        path,
-        key="mcp",
-        name=MCP_SERVER,
-        entry=entry,
-        new_file={"$schema": "https://opencode.ai/config.json"},
-    )
-    if state == "absent":
-        return ""
-    if state == "removed":
-        return f"MCP server {MCP_SERVER!r} removed from {path} (backup: {backup})"
-    if state == "unchanged":
-        return f"MCP server {MCP_SERVER!r} already registered in {path}"
-    note = f" (backup: {backup})" if backup else ""
-    return f"MCP server {MCP_SERVER!r} registered in {path}{note}"
+    def detected(self) -> bool:
+        return bool(shutil.which(self.binary)) or self.home().is_dir()
 
-
-def install(*, command: str, home: Path | None = None, mcp: bool = True) -> list[str]:
-    path = plugin_path(home)
-    source = plugin_source(command=command).encode()
-    lines = []
-    if path.exists() and path.read_bytes() == source:
-        lines.append(f"cmem OpenCode plugin already installed in {path}")
-    else:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        backup = None
-        if path.exists():
-            backup = path.with_name(f".{path.name}.bak")
-            backup.write_bytes(path.read_bytes())
-        config.write_atomic(path, source, mode=0o644)
-        lines.append(
-            f"cmem OpenCode plugin installed in {path}" + (f" (backup: {backup})" if backup else "")
+    def _mcp_set(self, path: Path, entry: dict[str, Any] | None) -> str:
+        if not path.exists() and path.with_suffix(".jsonc").exists():
+            return f"MCP server not registered: {path.with_suffix('.jsonc')} is JSONC; add mcp.cmem by hand"
+        state, backup = installer.server_entry_set(
+            path, key="mcp", name=MCP_SERVER, entry=entry, new_file=self.new_config
         )
-    if mcp:
-        lines.append(_mcp_set(config_path(home), _mcp_entry(command)))
-    return lines
+        if state == "absent":
+            return ""
+        if state == "removed":
+            return f"MCP server {MCP_SERVER!r} removed from {path} (backup: {backup})"
+        if state == "unchanged":
+            return f"MCP server {MCP_SERVER!r} already registered in {path}"
+        note = f" (backup: {backup})" if backup else ""
+        return f"MCP server {MCP_SERVER!r} registered in {path}{note}"
 
+    def install(self, *, command: str, home: Path | None = None, mcp: bool = True) -> list[str]:
+        path = self.plugin_path(home)
+        source = self.source(command).encode()
+        lines = []
+        if path.exists() and path.read_bytes() == source:
+            lines.append(f"cmem {self.label} plugin already installed in {path}")
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            backup = None
+            if path.exists():
+                backup = path.with_name(f".{path.name}.bak")
+                backup.write_bytes(path.read_bytes())
+            config.write_atomic(path, source, mode=0o644)
+            note = f" (backup: {backup})" if backup else ""
+            lines.append(f"cmem {self.label} plugin installed in {path}{note}")
+        if mcp:
+            entry = {"type": "local", "command": [command, "mcp"], "enabled": True}
+            lines.append(self._mcp_set(self.config_path(home), entry))
+        return lines
 
-def uninstall(*, home: Path | None = None, keep_mcp: bool = False) -> list[str]:
-    path = plugin_path(home)
-    lines = [
-        installer.file_remove_with_backup(path, "cmem OpenCode plugin")
-        or f"no cmem plugin in {path}"
-    ]
-    if not keep_mcp:
-        note = _mcp_set(config_path(home), None)
-        if note:
-            lines.append(note)
-    return lines
-
-
-def doctor_checks(*, home: Path | None = None) -> list[Any]:
-    path = plugin_path(home)
-    if not path.exists():
-        return []
-    text = path.read_text(encoding="utf-8", errors="replace")
-    checks = [Check("ok", f"cmem OpenCode plugin in {path}")]
-    try:
-        command = json.loads(text.split("const CMEM = ", 1)[1].split(";", 1)[0])
-    except (IndexError, ValueError):
-        return [
-            Check(
-                "fail", f"{path} is not cmem's plugin as written", "run `cmem install --opencode`"
-            )
+    def uninstall(self, *, home: Path | None = None, keep_mcp: bool = False) -> list[str]:
+        path = self.plugin_path(home)
+        lines = [
+            installer.file_remove_with_backup(path, f"cmem {self.label} plugin")
+            or f"no cmem plugin in {path}"
         ]
-    if command != "cmem" and not os.access(command, os.X_OK):
-        checks.append(
-            Check(
-                "fail",
-                f"the OpenCode plugin runs {command}, which is not executable",
-                "run `cmem install --opencode` again",
+        if not keep_mcp:
+            note = self._mcp_set(self.config_path(home), None)
+            if note:
+                lines.append(note)
+        return lines
+
+    def doctor_checks(self, *, home: Path | None = None) -> list[Any]:
+        path = self.plugin_path(home)
+        if not path.exists():
+            return []
+        again = f"run `cmem install --{self.platform}`"
+        text = path.read_text(encoding="utf-8", errors="replace")
+        try:
+            command = json.loads(text.split("const CMEM = ", 1)[1].split(";", 1)[0])
+        except (IndexError, ValueError):
+            return [Check("fail", f"{path} is not cmem's plugin as written", again)]
+        checks = [Check("ok", f"cmem {self.label} plugin in {path}")]
+        if command != "cmem" and not os.access(command, os.X_OK):
+            checks.append(
+                Check(
+                    "fail",
+                    f"the {self.label} plugin runs {command}, which is not executable",
+                    f"{again} again",
+                )
             )
-        )
-    elif command == "cmem" and not shutil.which("cmem"):
-        checks.append(
-            Check(
-                "fail",
-                "the OpenCode plugin runs `cmem`, which is not on the PATH",
-                "run `cmem install --opencode` from the installation you use",
+        elif command == "cmem" and not shutil.which("cmem"):
+            checks.append(
+                Check(
+                    "fail",
+                    f"the {self.label} plugin runs `cmem`, which is not on the PATH",
+                    f"{again} from the installation you use",
+                )
             )
-        )
-    try:
-        data, _ = installer.settings_read(config_path(home))
-    except installer.InstallError as exc:
-        data = {}
-        checks.append(Check("warn", str(exc)))
-    if MCP_SERVER not in (data.get("mcp") or {}):
-        checks.append(
-            Check(
-                "warn",
-                f"cmem's MCP server is not in {config_path(home)}",
-                "run `cmem install --opencode`",
+        try:
+            data, _ = installer.settings_read(self.config_path(home))
+        except installer.InstallError as exc:
+            data = {}
+            checks.append(Check("warn", str(exc)))
+        if MCP_SERVER not in (data.get("mcp") or {}):
+            checks.append(
+                Check("warn", f"cmem's MCP server is not in {self.config_path(home)}", again)
             )
-        )
-    return checks
+        return checks
+
+
+AGENT = PluginFolder(
+    platform=name,
+    label=label,
+    binary="opencode",
+    home=opencode_home,
+    config_file="opencode.json",
+    source=lambda command: plugin_source(command=command),
+    new_config={"$schema": "https://opencode.ai/config.json"},
+)
+detected = AGENT.detected
+install = AGENT.install
+uninstall = AGENT.uninstall
+doctor_checks = AGENT.doctor_checks
