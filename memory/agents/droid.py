@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from memory.agents.base import HookEvent, HookResult, field_str, parse_common
-from memory.agents.translate import ToolMap, mcp_names, tool_translate, tool_use_id
+from memory.agents.translate import ToolMap, claude_shaped_output, tool_translate, tool_use_id
 
 platform = "droid"
 
@@ -26,7 +26,6 @@ HOOK_EVENT_NAMES = {
 }
 EVENTS = set(HOOK_EVENT_NAMES)
 # Events whose hookSpecificOutput.additionalContext Droid reads, as Claude Code does.
-CONTEXT_EVENTS = {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse"}
 TOOLS = {
     "Execute": ToolMap("Bash"),
     "Create": ToolMap("Write"),
@@ -74,29 +73,12 @@ def parse(event: str, data: dict[str, Any]) -> HookEvent:
     )
 
 
-def _advice(text: str) -> str:
-    return mcp_names(text, prefix=MCP_PREFIX, read_tool=READ_TOOL)
-
-
 def render(event: HookEvent, result: HookResult) -> dict[str, Any]:
     """Droid's JSON output for this event (Claude Code's shape); {} when there is nothing to say."""
-    name = event.hook_event_name or HOOK_EVENT_NAMES[event.event]
-    out: dict[str, Any] = {}
-    gate = result.gate
-    if event.event == "file-context" and gate is not None and gate.decision == "deny":
-        out["hookSpecificOutput"] = {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": _advice(gate.reason),
-        }
-    else:
-        context = result.context or (gate.context if gate is not None else "")
-        # No permissionDecision on an allow: it would skip Droid's own permission check.
-        if context and name in CONTEXT_EVENTS:
-            out["hookSpecificOutput"] = {
-                "hookEventName": name,
-                "additionalContext": _advice(context),
-            }
-    if result.system_message:
-        out["systemMessage"] = result.system_message
-    return out
+    return claude_shaped_output(
+        event,
+        result,
+        name=event.hook_event_name or HOOK_EVENT_NAMES[event.event],
+        prefix=MCP_PREFIX,
+        read_tool=READ_TOOL,
+    )

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from memory.agents.base import HookEvent, HookResult, field_str, parse_common
-from memory.agents.translate import ToolMap, mcp_names, tool_translate, tool_use_id
+from memory.agents.translate import ToolMap, claude_shaped_output, tool_translate, tool_use_id
 
 platform = "qwen"
 
@@ -31,7 +31,6 @@ HOOK_EVENT_NAMES = {
 EVENTS = set(HOOK_EVENT_NAMES)
 # Events whose hookSpecificOutput.additionalContext Qwen reads (hooks/types.ts, and
 # firePreToolUseHook for PreToolUse's on an allow).
-CONTEXT_EVENTS = {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse"}
 TOOLS = {
     "read_file": ToolMap("Read", ranged=("offset", "limit", "pages")),
     "write_file": ToolMap("Write"),
@@ -100,31 +99,12 @@ def parse(event: str, data: dict[str, Any]) -> HookEvent:
     )
 
 
-def _advice(text: str) -> str:
-    return mcp_names(text, prefix=MCP_PREFIX, read_tool=READ_TOOL)
-
-
 def render(event: HookEvent, result: HookResult) -> dict[str, Any]:
-    """Qwen's JSON output for this event; {} when there is nothing to say."""
-    name = event.hook_event_name or HOOK_EVENT_NAMES[event.event]
-    out: dict[str, Any] = {}
-    gate = result.gate
-    if event.event == "file-context" and gate is not None and gate.decision == "deny":
-        # The reason goes to the model as the tool's error; the turn goes on.
-        out["hookSpecificOutput"] = {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": _advice(gate.reason),
-        }
-    else:
-        context = result.context or (gate.context if gate is not None else "")
-        # No permissionDecision on an allow: an explicit "allow" would skip Qwen's own
-        # approval of the tool.
-        if context and name in CONTEXT_EVENTS:
-            out["hookSpecificOutput"] = {
-                "hookEventName": name,
-                "additionalContext": _advice(context),
-            }
-    if result.system_message:
-        out["systemMessage"] = result.system_message
-    return out
+    """Qwen's JSON output for this event (Claude Code's shape); {} when there is nothing to say."""
+    return claude_shaped_output(
+        event,
+        result,
+        name=event.hook_event_name or HOOK_EVENT_NAMES[event.event],
+        prefix=MCP_PREFIX,
+        read_tool=READ_TOOL,
+    )

@@ -1,4 +1,4 @@
-"""What the Gemini CLI, Copilot CLI and OpenCode adapters share.
+"""What the adapters of the agents other than Claude Code and Codex share.
 
 Their tools renamed to the Claude Code vocabulary cmem's services speak (`Read` with `file_path`, `Edit`, `Write`,
 `Bash` with `command`), a stable id for tool uses the agent sends without one, and the
@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from memory.agents.base import HookEvent, HookResult
 from memory.agents.codex import patch_files
 from memory.agents.codex_shell_reads import shell_read_paths
 
@@ -80,3 +81,35 @@ def mcp_names(text: str, *, prefix: str, read_tool: str) -> str:
     return text.replace(
         "Read the file again: a second Read passes", f"Call {read_tool} again: a second read passes"
     ).replace("the Read result is the current file", f"the {read_tool} result is the current file")
+
+
+# The events whose output may carry `additionalContext` in Claude Code's hook JSON.
+CONTEXT_EVENTS = frozenset({"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse"})
+
+
+def claude_shaped_output(
+    event: HookEvent, result: HookResult, *, name: str, prefix: str, read_tool: str
+) -> dict[str, Any]:
+    """The output of an agent that reads Claude Code's hook JSON (Qwen Code, Factory Droid)
+    for event `name`; {} when there is nothing to say. A refusal is a PreToolUse deny whose
+    reason goes to the model as the tool's error (the turn goes on); other context is
+    `additionalContext`, with no permissionDecision: an explicit "allow" would skip the
+    agent's own approval of the tool. Advice names cmem's tools as the agent shows them."""
+    out: dict[str, Any] = {}
+    gate = result.gate
+    if event.event == "file-context" and gate is not None and gate.decision == "deny":
+        out["hookSpecificOutput"] = {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": mcp_names(gate.reason, prefix=prefix, read_tool=read_tool),
+        }
+    else:
+        context = result.context or (gate.context if gate is not None else "")
+        if context and name in CONTEXT_EVENTS:
+            out["hookSpecificOutput"] = {
+                "hookEventName": name,
+                "additionalContext": mcp_names(context, prefix=prefix, read_tool=read_tool),
+            }
+    if result.system_message:
+        out["systemMessage"] = result.system_message
+    return out
