@@ -986,6 +986,13 @@ INTERNAL_SWITCHES: tuple[Setting, ...] = (
     ),
     _internal("CMEM_DEBUG", "false", "bool", "Django's DEBUG, for developing cmem only."),
     _internal(
+        "CMEM_MCP_LOG",
+        "",
+        "str",
+        "The MCP server's log level on stderr (e.g. INFO: each request); empty = warnings only."
+        " `cmem mcp --verbose` sets INFO.",
+    ),
+    _internal(
         "CMEM_SERVE_NEXT_STEPS",
         "",
         "str",

@@ -255,9 +255,10 @@ def test_the_runtime_set_is_lean_and_search_says_it_is_keyword_only(installed: I
     assert "search: keyword only, search by meaning is off" in doctor.stdout
     status_text = _run(installed, "status").stdout
     assert "search   keyword only" in status_text
-    # Team mode without its extra: one sentence naming it, not Django's driver traceback.
+    # Team mode without its extra: one sentence naming it, not Django's driver traceback
+    # (`doctor` opens the database; `status` asks the running worker, without Django).
     team = subprocess.run(
-        [str(installed.cmem), "status"], cwd=installed.folder, capture_output=True, text=True,
+        [str(installed.cmem), "doctor"], cwd=installed.folder, capture_output=True, text=True,
         env={**installed.env, "CLAUDE_MEM_DATABASE_URL": "postgres://cmem@127.0.0.1:9/cmem"}, timeout=120,
     )  # fmt: skip
     assert (
