@@ -474,6 +474,24 @@ def check_ledger(world: World) -> None:
     )
 
 
+def check_ledger_report(world: World) -> None:
+    """`cmem stats` as the worker answers it (the fast CLI): the same scope as /api/ledger."""
+    reply = world.call("bob", "GET", "/api/ledger/report")
+    assert reply.status == 200 and not _leaks(world, reply.text), reply.text
+    report = reply.json()["report"]
+    assert {line["key"] for line in report["by_project"]} == {PROJECT}
+    own = world.sql(
+        "SELECT coalesce(sum(tokens_shown), 0) FROM memory_ledgerentry WHERE owner_id = %s",
+        (world.user_id("bob"),),
+    )[0][0]
+    assert report["total"]["shown"] == own > 0
+    staff = world.call("sam", "GET", "/api/ledger/report").json()["report"]
+    assert (
+        staff["total"]["shown"]
+        == world.sql("SELECT sum(tokens_shown) FROM memory_ledgerentry")[0][0]
+    )
+
+
 def check_deliverables(world: World) -> None:
     for params in ({}, {"project": PROJECT}, {"session": world.rows["alice"].session}):
         reply = world.call("bob", "GET", "/api/deliverables", params)
@@ -543,6 +561,7 @@ ATTACKS: dict[tuple[str, str], Callable[[World], None]] = {
     ("GET", "/api/observations/by-file"): check_by_file,
     ("GET", "/api/gate/modes"): check_gate_modes,
     ("GET", "/api/ledger"): check_ledger,
+    ("GET", "/api/ledger/report"): check_ledger_report,
     ("GET", "/api/deliverables"): check_deliverables,
     ("GET", "/api/deliverables/{pk}/download"): check_download,
     **CURATION_ATTACKS,
