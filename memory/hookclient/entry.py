@@ -24,7 +24,7 @@ What an agent runs on each event: reads the event's JSON on stdin, records it, a
 what the agent should see (context, a refused read). Always exits 0 and never blocks the
 agent: a wrong platform or event is one line on stderr. `cmem install` writes these commands.
 
-platforms: claude-code, codex, gemini, copilot, opencode
+platforms: claude-code, codex, gemini, copilot, opencode, qwen, kilo, droid
 events (every platform): context (session start), session-init (a prompt), observation
   (after a tool), file-context (before a read), summarize (end of a turn), session-end;
   codex also: subagent-context, compaction

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from memory.hookclient.client import PLATFORMS
 from memory.management.arguments import SEARCH_MODES
 from tests.support import LiveWorker, free_port, make_worker_env
 from tests.support.paths import CMEM
@@ -182,6 +183,8 @@ def test_logs_leave_out_the_heartbeat_unless_all(tmp_path: Path) -> None:
 def test_hook_help_lists_every_platform_and_its_examples_work(worker: LiveWorker) -> None:
     help_text = _run({}, "hook", "--help").stdout
     assert "platforms: claude-code, codex, gemini, copilot, opencode" in help_text
+    listed = help_text.split("platforms: ", 1)[1].split("\n", 1)[0].split(", ")
+    assert set(listed) == PLATFORMS  # every platform the hook client takes, none forgotten
     examples = [line.strip() for line in help_text.splitlines() if "| cmem hook" in line]
     env = {**worker.env, "PATH": f"{Path(CMEM).parent}:{worker.env['PATH']}"}
     context = subprocess.run(
