@@ -80,11 +80,29 @@ TEAM_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/cmem
 TEAM_QUEUE_URL ?= redis://127.0.0.1:6379/0
 TEAM_TESTS = $(wildcard tests/retrieval/test_search.py tests/briefing/test_gate.py tests/briefing/test_gate_adaptive.py tests/briefing/test_context.py tests/runtime/test_compiled_sql.py tests/capture/test_capture.py tests/compression/test_tasks.py tests/briefing/test_prompt_recall.py tests/briefing/test_curation_briefing.py tests/curation/test_core.py tests/test_smoke.py tests/smoke) tests/team
 
+# Two lanes at once. The agent CLIs' end-to-end tests (-m e2e: the real CLIs, mostly waiting
+# on their subprocesses and the fake model servers) then the sqlite-vec pass run beside the
+# rest of the suite then the team pass; one lane alone left a core idle for most of CI. Each
+# pytest run has its own temporary folder and run mark (tests/testenv.py), so neither
+# reaps the other's processes; the side lane's output is kept in a file and printed when
+# both lanes are done, and `make test` fails if either does.
+E2E_LANE_LOG ?= $(or $(TMPDIR),/tmp)/cmem-test-e2e-lane.log
 test: setup
-	$(PY) -m pytest --ignore=tests/team $(PYTEST_ARGS)
-	$(MAKE) --no-print-directory test-sqlite-vec
+	@rm -f $(E2E_LANE_LOG); \
+	$(MAKE) --no-print-directory test-e2e-lane > $(E2E_LANE_LOG) 2>&1 & lane=$$!; \
+	$(PY) -m pytest --ignore=tests/team -m "not e2e" $(PYTEST_ARGS); suite=$$?; \
 	CMEM_TEST_DATABASE_URL=$(TEAM_DATABASE_URL) CMEM_TEST_QUEUE_URL=$(TEAM_QUEUE_URL) \
-		$(PY) -m pytest $(TEAM_TESTS) $(PYTEST_ARGS)
+		$(PY) -m pytest $(TEAM_TESTS) $(PYTEST_ARGS); team=$$?; \
+	wait $$lane; side=$$?; \
+	echo "==== the e2e lane (agent CLIs, then sqlite-vec) ===="; cat $(E2E_LANE_LOG); \
+	echo "make test: suite exit $$suite, team exit $$team, e2e lane exit $$side"; \
+	[ $$suite -eq 0 ] && [ $$team -eq 0 ] && [ $$side -eq 0 ]
+
+# The side lane of `make test`, alone: the agent CLIs' end-to-end tests, then sqlite-vec.
+test-e2e-lane: setup
+	@$(PY) -m pytest --ignore=tests/team -m e2e $(PYTEST_ARGS); e2e=$$?; \
+	$(MAKE) --no-print-directory test-sqlite-vec; vec=$$?; \
+	[ $$e2e -eq 0 ] && [ $$vec -eq 0 ]
 
 # The loop to run while editing a service (docs/development-quick-loop.md): the services'
 # unit-level tests in-process (no worker, browser, agent CLI, wheel or PostgreSQL), stopping

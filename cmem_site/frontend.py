@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from cmem_site.verbs import BY_NAME, EXIT_CODES, Verb, help_text
-from memory.management.arguments import VERB_ARGUMENTS
+from memory.management.arguments import VERB_ARGUMENTS, VERB_HELP
 
 USAGE = 2
 FAILURE = 1
@@ -83,11 +83,10 @@ def run_verb(verb: Verb, argv: list[str]) -> int:
     verb's management command under Django.
 
     A verb whose options need no Django (memory/management/arguments.py) is parsed before
-    Django is imported, so a usage error costs what Python's start costs; `--help` takes
-    the command's own help text, so it goes the Django way."""
+    Django is imported, so a usage error or `--help` costs what Python's start costs."""
     add = VERB_ARGUMENTS.get(verb.name)
-    if add is not None and not {"-h", "--help"} & set(argv):
-        parser = verb_parser(verb, verb.summary)
+    if add is not None:
+        parser = verb_parser(verb, VERB_HELP.get(verb.name, verb.summary))
         add(parser)
         _extra_arguments(verb, parser)
         options = vars(parser.parse_args(argv))

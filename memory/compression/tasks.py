@@ -12,7 +12,6 @@ import threading
 from huey import crontab
 from huey.contrib.djhuey import db_periodic_task, db_task, on_startup
 
-from memory.compression import pipeline
 from memory.housekeeping.clock_skew import future_rows_repair
 from memory.retrieval.embeddings import store as embeddings_store
 from memory.runtime.task_names import registered_in
@@ -25,6 +24,11 @@ log = logging.getLogger(__name__)
 def session_events_process_task(session_pk: int) -> None:
     """Compress a session's pending events (observations in batches, then summaries), then
     embed what was stored: in the consumer, after the store, never on a hook's path."""
+    # In the task, not at the module's top: djhuey and the hook endpoints import this module
+    # at every start of the serving process, and the compressors (the offline one's shell
+    # and code grammars among them) are not needed until a batch runs.
+    from memory.compression import pipeline
+
     pipeline.session_events_process(session_pk=session_pk)
     try:
         embeddings_store.embed_session(session_pk)
@@ -37,6 +41,9 @@ def events_sweep(*, pending_older_than_seconds: int) -> list[int]:
     enqueue every session that has events waiting. `created <= now - 60 s` alone would
     strand events dated hours ahead: future_rows_repair stamps them with now and names
     their sessions, which are enqueued at once."""
+    # in the sweep: see session_events_process_task
+    from memory.compression import pipeline
+
     sessions = set(future_rows_repair())
     sessions.update(pipeline.events_reclaim_stale())
     sessions.update(

@@ -175,3 +175,43 @@ VERB_ARGUMENTS: dict[str, Callable[[ArgumentParser], None]] = {
     "restart": add_start_arguments,
     "stop": add_stop_arguments,
 }
+
+
+# Each verb's description (its `--help` text and its management command's `help`): here, so
+# that `cmem VERB --help` is answered before Django starts, like a usage error.
+VERB_HELP: dict[str, str] = {
+    "status": (
+        "Say whether the cmem worker runs, with pid, URL, version, uptime and pending work."
+    ),
+    "search": (
+        "Search memory (observations, summaries, prompts) and print the index, best match first."
+    ),
+    "show": (
+        "Print observations in full (title, narrative, facts, files, concepts), in the order given."
+    ),
+    "timeline": (
+        "What happened around an anchor (an observation id, S<id>, P<id>) or the best "
+        "match of --query."
+    ),
+    "logs": (
+        "Show the last lines of the worker's logs (<data dir>/logs); -f keeps following "
+        "them. The queue's once-a-minute heartbeat lines are left out unless --all."
+    ),
+    "open": ("Open the web app in a browser, logged in with a one-time link (starts the worker)."),
+    "stats": (
+        "Net token savings of cmem per day, project and session: reads the gate avoided, "
+        "minus what cmem put into context (indexes, timelines) and what the observer "
+        "spent."
+    ),
+    "install": (
+        "Write cmem's hooks into Claude Code's settings (idempotent) and register the MCP server."
+    ),
+    "uninstall": (
+        "Remove cmem from Claude Code, whichever way it was installed: its hooks (and "
+        "only them) in settings.json, its MCP server, and the cmem plugin (through "
+        "`claude plugin uninstall` when `claude` is on PATH; else it says what to run)."
+    ),
+    "start": "Start the cmem worker in the background and wait until it answers.",
+    "restart": "Stop the background cmem worker (if running) and start it again.",
+    "stop": "Stop the background cmem worker and check that nothing of it is left running.",
+}

@@ -6,21 +6,7 @@ matter: markdown.py renders the rows, bodies.py writes and reads the text under 
 matter, frontmatter.py the block itself; `cmem import markdown DIR` reads a tree
 (reading.py) and merges it back by global id (merge.py), all or nothing. Sync builds on the same
 `documents()` / `import_files()` pair.
+
+The package imports nothing itself: djhuey imports the sync tasks at every start of the
+serving process, and the Markdown form (with YAML) is only needed when a sync or an export runs.
 """
-
-from __future__ import annotations
-
-from memory.travel.frontmatter import MarkdownImportError
-from memory.travel.markdown import Document, documents, export_markdown, write_tree
-from memory.travel.merge import MergeReport, import_files, import_markdown
-
-__all__ = [
-    "Document",
-    "MarkdownImportError",
-    "MergeReport",
-    "documents",
-    "export_markdown",
-    "import_files",
-    "import_markdown",
-    "write_tree",
-]

@@ -130,6 +130,33 @@ def test_usage_errors_exit_2_before_django(tmp_path: Path) -> None:
     assert not (tmp_path / "data").exists()
 
 
+@pytest.mark.django_db
+def test_each_fast_verbs_help_is_its_commands_help_without_django(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`cmem VERB --help` is answered before Django, and says exactly what the management
+    command's own parser would: the same description, options and examples."""
+    from django.core.management import load_command_class
+
+    from cmem_site.frontend import _extra_arguments, verb_parser
+    from cmem_site.verbs import BY_NAME
+    from memory.management.arguments import VERB_ARGUMENTS
+
+    monkeypatch.setenv("COLUMNS", "100")  # the width _run gives the `cmem` processes
+    env = make_worker_env(tmp_path / "data", free_port())
+    for name in VERB_ARGUMENTS:
+        verb = BY_NAME[name]
+        command = load_command_class("memory", verb.command_name)
+        parser = verb_parser(verb, str(command.help))
+        command.add_arguments(parser)
+        _extra_arguments(verb, parser)
+        done = _run(env, name, "--help", importtime=True)
+        assert done.returncode == 0, (name, done.stderr[-500:])
+        assert "django" not in _imported(done.stderr), name
+        assert done.stdout == parser.format_help(), name
+        assert str(command.help) in " ".join(done.stdout.split()), name
+
+
 def test_search_modes_match_the_search_service() -> None:
     from memory.retrieval.search.query import MODES
 

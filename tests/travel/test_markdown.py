@@ -34,17 +34,10 @@ from memory.models import (
     Tombstone,
 )
 from memory.team.scope import viewer_scope
-from memory.travel import (
-    Document,
-    MarkdownImportError,
-    bodies,
-    documents,
-    export_markdown,
-    import_files,
-    import_markdown,
-    write_tree,
-)
-from memory.travel.frontmatter import time_text
+from memory.travel import bodies
+from memory.travel.frontmatter import MarkdownImportError, time_text
+from memory.travel.markdown import Document, documents, export_markdown, write_tree
+from memory.travel.merge import import_files, import_markdown
 from tests.support import CMEM, free_port, make_worker_env
 
 pytestmark = pytest.mark.django_db

@@ -14,7 +14,8 @@ import pytest
 
 from memory.importers.bulk import insert_rows
 from memory.models import Observation, ObservationFile, Prompt, Session, Summary, Tombstone
-from memory.travel import export_markdown, import_markdown
+from memory.travel.markdown import export_markdown
+from memory.travel.merge import import_markdown
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 

@@ -12,13 +12,11 @@ from memory.agents.install import codex as codex_install
 from memory.agents.install import mcp as mcp_install
 from memory.agents.install import routes
 from memory.agents.install.agents import AGENTS, agent_install
-from memory.management.arguments import add_install_arguments
+from memory.management.arguments import VERB_HELP, add_install_arguments
 
 
 class Command(BaseCommand):
-    help = (
-        "Write cmem's hooks into Claude Code's settings (idempotent) and register the MCP server."
-    )
+    help = VERB_HELP["install"]
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         add_install_arguments(parser)

@@ -6,17 +6,14 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from memory.management import worker_verbs
-from memory.management.arguments import add_logs_arguments
+from memory.management.arguments import VERB_HELP, add_logs_arguments
 from memory.management.verb_text import tail_lines
 
 __all__ = ["Command", "tail_lines"]  # tail_lines: where tests and older callers look for it
 
 
 class Command(BaseCommand):
-    help = (
-        "Show the last lines of the worker's logs (<data dir>/logs); -f keeps following them. "
-        "The queue's once-a-minute heartbeat lines are left out unless --all."
-    )
+    help = VERB_HELP["logs"]
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         add_logs_arguments(parser)

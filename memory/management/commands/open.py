@@ -6,11 +6,11 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from memory.management import worker_verbs
-from memory.management.arguments import add_open_arguments
+from memory.management.arguments import VERB_HELP, add_open_arguments
 
 
 class Command(BaseCommand):
-    help = "Open the web app in a browser, logged in with a one-time link (starts the worker)."
+    help = VERB_HELP["open"]
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         add_open_arguments(parser)

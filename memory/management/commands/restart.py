@@ -6,11 +6,11 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from memory.management import worker_verbs
-from memory.management.arguments import add_start_arguments
+from memory.management.arguments import VERB_HELP, add_start_arguments
 
 
 class Command(BaseCommand):
-    help = "Stop the background cmem worker (if running) and start it again."
+    help = VERB_HELP["restart"]
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         add_start_arguments(parser)

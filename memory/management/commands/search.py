@@ -7,14 +7,14 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from memory.management.arguments import add_search_arguments
+from memory.management.arguments import VERB_HELP, add_search_arguments
 from memory.management.verb_text import search_lines
 from memory.retrieval.search.query import KINDS, SearchQuery
 from memory.retrieval.search.service import effective_mode, mode_note, search
 
 
 class Command(BaseCommand):
-    help = "Search memory (observations, summaries, prompts) and print the index, best match first."
+    help = VERB_HELP["search"]
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         add_search_arguments(parser)

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memory.management.arguments import add_show_arguments
+from memory.management.arguments import VERB_HELP, add_show_arguments
 from memory.management.verb_text import (
     MARKS,
     observation_text,
@@ -20,9 +20,7 @@ from memory.retrieval.tool_uses import LIMIT_MAX, ToolUseRef, tool_uses_fetch
 
 
 class Command(BaseCommand):
-    help = (
-        "Print observations in full (title, narrative, facts, files, concepts), in the order given."
-    )
+    help = VERB_HELP["show"]
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         add_show_arguments(parser)

@@ -6,11 +6,11 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from memory.management import worker_verbs
-from memory.management.arguments import add_start_arguments
+from memory.management.arguments import VERB_HELP, add_start_arguments
 
 
 class Command(BaseCommand):
-    help = "Start the cmem worker in the background and wait until it answers."
+    help = VERB_HELP["start"]
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         add_start_arguments(parser)

@@ -8,14 +8,11 @@ from django.core.management.base import BaseCommand
 
 from memory.briefing.savings import savings
 from memory.briefing.savings_text import stats_json, stats_lines
-from memory.management.arguments import add_stats_arguments
+from memory.management.arguments import VERB_HELP, add_stats_arguments
 
 
 class Command(BaseCommand):
-    help = (
-        "Net token savings of cmem per day, project and session: reads the gate avoided, minus what "
-        "cmem put into context (indexes, timelines) and what the observer spent."
-    )
+    help = VERB_HELP["stats"]
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         add_stats_arguments(parser)

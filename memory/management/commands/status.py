@@ -9,7 +9,7 @@ from django.db import DatabaseError
 
 from memory import config
 from memory.compression.providers import observer_sources
-from memory.management.arguments import add_status_arguments
+from memory.management.arguments import VERB_HELP, add_status_arguments
 from memory.management.verb_text import (
     search_modes_here,
     status_head,
@@ -36,7 +36,7 @@ def search_modes() -> dict[str, Any]:
 
 
 class Command(BaseCommand):
-    help = "Say whether the cmem worker runs, with pid, URL, version, uptime and pending work."
+    help = VERB_HELP["status"]
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         add_status_arguments(parser)

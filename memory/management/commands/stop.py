@@ -6,11 +6,11 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from memory.management import worker_verbs
-from memory.management.arguments import add_stop_arguments
+from memory.management.arguments import VERB_HELP, add_stop_arguments
 
 
 class Command(BaseCommand):
-    help = "Stop the background cmem worker and check that nothing of it is left running."
+    help = VERB_HELP["stop"]
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         add_stop_arguments(parser)

@@ -6,13 +6,13 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memory.management.arguments import add_timeline_arguments
+from memory.management.arguments import VERB_HELP, add_timeline_arguments
 from memory.management.verb_text import timeline_line
 from memory.retrieval.timeline import TimelineError, TimelineNotFound, timeline_build
 
 
 class Command(BaseCommand):
-    help = "What happened around an anchor (an observation id, S<id>, P<id>) or the best match of --query."
+    help = VERB_HELP["timeline"]
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         add_timeline_arguments(parser)

@@ -12,15 +12,11 @@ from memory.agents.install import mcp as mcp_install
 from memory.agents.install import routes
 from memory.agents.install.agents import AGENTS, agent_uninstall
 from memory.management import worker_verbs
-from memory.management.arguments import add_uninstall_arguments
+from memory.management.arguments import VERB_HELP, add_uninstall_arguments
 
 
 class Command(BaseCommand):
-    help = (
-        "Remove cmem from Claude Code, whichever way it was installed: its hooks (and only them) "
-        "in settings.json, its MCP server, and the cmem plugin (through `claude plugin "
-        "uninstall` when `claude` is on PATH; else it says what to run)."
-    )
+    help = VERB_HELP["uninstall"]
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         add_uninstall_arguments(parser)

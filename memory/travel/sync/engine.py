@@ -31,6 +31,7 @@ from memory.travel.sync import crypto, git, layout
 from memory.travel.sync.state import (
     SyncError,
     SyncState,
+    remote_configured,
     repo_dir,
     state_load,
     state_save,
@@ -88,10 +89,6 @@ class SyncReport:
 
 
 # --- settings --------------------------------------------------------------------------------
-
-
-def remote_configured() -> str:
-    return config.get("CLAUDE_MEM_SYNC_REMOTE").strip()
 
 
 def encrypted() -> bool:

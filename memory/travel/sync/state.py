@@ -47,6 +47,11 @@ class SyncState:
         return replace(self, **changes)
 
 
+def remote_configured() -> str:
+    """The remote `cmem sync --remote` remembered (or the setting), empty when none."""
+    return config.get("CLAUDE_MEM_SYNC_REMOTE").strip()
+
+
 def sync_dir() -> Path:
     path = config.data_dir() / "sync"
     path.mkdir(mode=0o700, parents=True, exist_ok=True)

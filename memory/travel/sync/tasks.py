@@ -15,14 +15,17 @@ from huey import crontab
 from huey.contrib.djhuey import db_periodic_task, db_task
 
 from memory import config
-from memory.travel.sync.engine import SyncError, remote_configured, sync_run
-from memory.travel.sync.state import SyncBusy, state_load
+from memory.travel.sync.state import SyncBusy, SyncError, remote_configured, state_load
 
 log = logging.getLogger(__name__)
 
 
 def sync_quietly() -> str:
     """One sync whose failure is a log line; a sync already running makes this one a no-op."""
+    # Only when a sync runs: the engine brings the Markdown form, the merge and YAML, which
+    # the serving process would otherwise import at every start (djhuey imports this module).
+    from memory.travel.sync.engine import sync_run
+
     try:
         report = sync_run(wait_s=0)
     except SyncBusy:
