@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -63,6 +64,14 @@ class Cross:
     gemini: dict[str, AgentWorld]  # by project
     # The observations of handlers.py each project held when its second session started.
     before_second: dict[str, list[Observation]] = field(default_factory=dict)
+    # Wall time of each step, for the CI-time figure (printed by test_e2e_wall_time).
+    seconds: dict[str, float] = field(default_factory=dict)
+    started: float = field(default_factory=time.monotonic)
+
+    def lap(self, step: str) -> None:
+        now = time.monotonic()
+        self.seconds[step] = round(now - self.started, 1)
+        self.started = now
 
     def observations_of_target(self, project: str) -> list[Observation]:
         rows = query(
@@ -102,6 +111,7 @@ def cross(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cross]:
         "gemini", env_var="CMEM_GEMINI_BIN", name="Gemini CLI",
         package=f"@google/gemini-cli@{GEMINI_VERSION}",
     )  # fmt: skip
+    started = time.monotonic()
     root = tmp_path_factory.mktemp("cross-e2e")
     home, data = root / "home", root / "cmem-data"
     home.mkdir()
@@ -141,12 +151,9 @@ def cross(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cross]:
         CLAUDE_MEM_READ_GATE="deny",
     )
     worker = LiveWorker(data_dir=data, port=port, env=worker_env)
-    worker.start()
     try:
         env = claude_env(home=home, api_url=claude_api.url, worker=worker)
         settings = home / ".claude" / "settings.json"
-        installed = cmem_install(settings=settings, env={**worker_env, **env})
-        assert installed.returncode == 0, installed.stderr.decode()[-2000:]
         gemini_env = agent_env(
             home=home, worker=worker, binary=gemini_bin,
             env={
@@ -155,8 +162,18 @@ def cross(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cross]:
                 "GEMINI_CLI_TRUST_WORKSPACE": "true",
             },
         )  # fmt: skip
-        install_agent("gemini", env={**worker_env, **gemini_env}, cwd=root)
-        yield Cross(
+
+        def install_claude() -> None:
+            installed = cmem_install(settings=settings, env={**worker_env, **env})
+            assert installed.returncode == 0, installed.stderr.decode()[-2000:]
+
+        # The installs write only their agent's own files (and need no worker): all at once.
+        side_by_side(
+            worker.start,
+            install_claude,
+            lambda: install_agent("gemini", env={**worker_env, **gemini_env}, cwd=root),
+        )
+        cross = Cross(
             worker=worker,
             claude_api=claude_api,
             gemini_api=gemini_api,
@@ -168,7 +185,10 @@ def cross(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cross]:
                 name: AgentWorld(worker, home, project, gemini_env, gemini_bin)
                 for name, project in projects.items()
             },
+            started=started,
         )
+        cross.lap("worker up, both installed")
+        yield cross
     finally:
         worker.stop()
         claude_api.stop()
@@ -199,10 +219,12 @@ def firsts(cross: Cross) -> Cross:
         lambda: run_claude(cross, FIRST_CLAUDE, CC_ONE),
         lambda: run_gemini(cross, THEN_GEMINI, GM_ONE),
     )
+    cross.lap("first sessions")
     for project in (FIRST_CLAUDE, THEN_GEMINI):
         seen = wait_for(lambda p=project: cross.observations_of_target(p), timeout=45)
         assert seen, f"the first session's read in {project} was not compressed"
         cross.before_second[project] = seen
+    cross.lap("compressed")
     return cross
 
 
@@ -213,6 +235,7 @@ def seconds(firsts: Cross) -> Cross:
         lambda: run_gemini(firsts, FIRST_CLAUDE, GM_TWO),
         lambda: run_claude(firsts, THEN_GEMINI, CC_TWO),
     )
+    firsts.lap("second sessions")
     return firsts
 
 
@@ -293,3 +316,9 @@ def test_claude_codes_read_is_refused_with_geminis_observation(seconds: Cross) -
         assert row_of(said, observation), (observation, said[:3000])
     assert seconds.ledger_denials(THEN_GEMINI) == ["claude-code"]
     assert {o.platform for o in seconds.observations_of_target(THEN_GEMINI)} == {"gemini"}
+
+
+def test_e2e_wall_time(seconds: Cross) -> None:
+    # Recorded for the CI-time figure; a hang would show here first.
+    assert all(s < 90 for s in seconds.seconds.values()), seconds.seconds
+    print(f"cross-agent steps (s): {seconds.seconds}")
