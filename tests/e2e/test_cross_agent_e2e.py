@@ -97,8 +97,8 @@ class Cross:
 
 
 def side_by_side(*steps: Callable[[], None]) -> None:
-    """Run the steps at once (each drives one CLI in its own project) and re-raise the first
-    failure."""
+    """Run the steps at once (they touch nothing in common: one CLI per project, one install
+    per agent) and re-raise the first failure."""
     with ThreadPoolExecutor(len(steps)) as pool:
         for future in [pool.submit(step) for step in steps]:
             future.result()
