@@ -74,6 +74,38 @@ class World:
         return wait_for(self.observations_of_target, timeout=45)
 
 
+def agent_env(
+    *, home: Path, worker: LiveWorker, binary: Path, env: dict[str, str]
+) -> dict[str, str]:
+    """A clean environment for an agent CLI whose hooks reach `worker`: nothing of the
+    developer's HOME, keys or cmem settings leaks in; `env` is the agent's own."""
+    path = os.pathsep.join(
+        [str(Path(CMEM).parent), str(binary.parent), "/usr/local/bin", "/usr/bin", "/bin"]
+    )
+    return {
+        "PATH": path,
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        # Nothing leaves this machine: a CLI that tries anyway meets a closed port.
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+        "HTTP_PROXY": "http://127.0.0.1:9",
+        "NO_PROXY": "127.0.0.1,localhost",
+        "CLAUDE_MEM_DATA_DIR": str(worker.data_dir),
+        "CLAUDE_MEM_WORKER_HOST": "127.0.0.1",
+        "CLAUDE_MEM_WORKER_PORT": str(worker.port),
+        **env,
+    }
+
+
+def install_agent(agent: str, *, env: dict[str, str], cwd: Path) -> str:
+    """`cmem install --<agent>` with `env` (HOME is the scratch one); returns what it printed."""
+    installed = subprocess.run(
+        [CMEM, "install", f"--{agent}"], env=env, cwd=cwd, capture_output=True, timeout=60
+    )
+    assert installed.returncode == 0, installed.stderr.decode()[-2000:]
+    return installed.stdout.decode()
+
+
 @contextmanager
 def agent_world(
     root: Path,
@@ -97,29 +129,10 @@ def agent_world(
     worker_env = make_worker_env(data, port, HOME=str(home), CLAUDE_MEM_COMPRESSOR="offline")
     worker = LiveWorker(data_dir=data, port=port, env=worker_env)
     worker.start()
-    path = os.pathsep.join(
-        [str(Path(CMEM).parent), str(binary.parent), "/usr/local/bin", "/usr/bin", "/bin"]
-    )
-    full_env = {
-        "PATH": path,
-        "HOME": str(home),
-        "LANG": "C.UTF-8",
-        # Nothing leaves this machine: a CLI that tries anyway meets a closed port.
-        "HTTPS_PROXY": "http://127.0.0.1:9",
-        "HTTP_PROXY": "http://127.0.0.1:9",
-        "NO_PROXY": "127.0.0.1,localhost",
-        "CLAUDE_MEM_DATA_DIR": str(data),
-        "CLAUDE_MEM_WORKER_HOST": "127.0.0.1",
-        "CLAUDE_MEM_WORKER_PORT": str(port),
-        **env,
-    }
     try:
-        installed = subprocess.run(
-            [CMEM, "install", f"--{agent}"], env={**worker_env, **full_env}, cwd=project,
-            capture_output=True, timeout=60,
-        )  # fmt: skip
-        assert installed.returncode == 0, installed.stderr.decode()[-2000:]
-        yield World(worker, home, project, full_env, binary, installed.stdout.decode())
+        full_env = agent_env(home=home, worker=worker, binary=binary, env=env)
+        installed = install_agent(agent, env={**worker_env, **full_env}, cwd=project)
+        yield World(worker, home, project, full_env, binary, installed)
     finally:
         worker.stop()
         # What this agent's real CLI sent, kept for `python -m tests.bench offline`.
