@@ -7,8 +7,10 @@ and Claude Code's naming also depends on how cmem was installed:
 - Claude Code, `cmem install` (server "cmem" in ~/.claude.json): `mcp__cmem__<tool>`,
   deferred behind Claude Code's tool search, which finds it by that name;
 - Claude Code, through a plugin: `mcp__plugin_<plugin>_cmem__<tool>`;
-- Codex (`[mcp_servers.cmem]`): `mcp__cmem__<tool>` (codex-rs qualifies every MCP tool as
-  `mcp__<server>__<tool>`);
+- Codex (`[mcp_servers.cmem]` or the Codex plugin): `mcp__cmem__<tool>`. Codex 0.171.0 sends
+  the tools as the Responses namespace `mcp__cmem` (the call is `<tool>` in it), names MCP
+  tools `mcp__<server>__<tool>` in its own instructions, plugin ones included, and its
+  hooks report the call under that name (tests/codex/e2e);
 - Qwen Code (`mcpServers.cmem` in ~/.qwen/settings.json): `mcp__cmem__<tool>`, as Claude Code;
 - any other agent: the bare tool name.
 

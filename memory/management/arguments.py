@@ -117,7 +117,10 @@ def add_install_arguments(parser: ArgumentParser) -> None:
     parser.add_argument(
         "--codex",
         action="store_true",
-        help="Install the Codex CLI hooks ($CODEX_HOME/hooks.json) and trust them, instead.",
+        help=(
+            "Install the Codex CLI hooks ($CODEX_HOME/hooks.json) and trust them, and register "
+            "the MCP server in $CODEX_HOME/config.toml, instead."
+        ),
     )
     add_codex_home_argument(parser)
     add_agent_arguments(parser)
@@ -138,7 +141,9 @@ def add_uninstall_arguments(parser: ArgumentParser) -> None:
         action="store_true",
         help="Leave the Claude Code plugin installed (remove only the settings.json hooks).",
     )
-    parser.add_argument("--codex", action="store_true", help="Remove the Codex CLI hooks instead.")
+    parser.add_argument(
+        "--codex", action="store_true", help="Remove the Codex CLI hooks and MCP server instead."
+    )
     parser.add_argument(
         "--keep-worker",
         action="store_true",

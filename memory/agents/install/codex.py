@@ -29,6 +29,7 @@ from typing import Any
 
 from memory.agents.install import claude_code as installer
 from memory.agents.install.check import Check
+from memory.agents.install.codex_mcp import mcp_doctor_checks
 
 # (Codex event, matcher or None, cmem event, timeout in seconds)
 HOOKS: list[tuple[str, str | None, str, int]] = [
@@ -316,7 +317,7 @@ def codex_doctor_checks(*, home: Path | None = None) -> list[Any]:
     path = hooks_path(home)
     if not installed_commands(path):
         return []
-    checks = [Check("ok", f"cmem hooks in {path}")]
+    checks = [Check("ok", f"cmem hooks in {path}"), *mcp_doctor_checks(home)]
     binary = codex_binary()
     if binary:
         try:

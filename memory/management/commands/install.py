@@ -9,8 +9,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from memory.agents.install import claude_code as installer
 from memory.agents.install import codex as codex_install
+from memory.agents.install import codex_mcp, routes
 from memory.agents.install import mcp as mcp_install
-from memory.agents.install import routes
 from memory.agents.install.agents import AGENTS, agent_install
 from memory.management.arguments import VERB_HELP, add_install_arguments
 
@@ -37,7 +37,9 @@ class Command(BaseCommand):
                 self.stdout.write(line)
             return
         if options["codex"] or agent == "codex":
-            self._codex(options["codex_home"] or codex_install.codex_home())
+            self._codex(
+                options["codex_home"] or codex_install.codex_home(), mcp=not options["no_mcp"]
+            )
             return
         path = options["claude_settings"] or installer.claude_settings_path()
         plugin = routes.plugin_installed(path)
@@ -72,18 +74,23 @@ class Command(BaseCommand):
                 mcp_install.plugin_dir_write(directory=options["plugin_dir"], command=command)
             )
 
-    def _codex(self, home: Path) -> None:
+    def _codex(self, home: Path, *, mcp: bool) -> None:
         path = codex_install.hooks_path(home)
         command = installer.hook_command()
+        data_dir = installer.custom_data_dir()
         try:
-            report = codex_install.hooks_install(
-                path=path, command=command, data_dir=installer.custom_data_dir()
-            )
+            report = codex_install.hooks_install(path=path, command=command, data_dir=data_dir)
         except installer.InstallError as exc:
             raise CommandError(str(exc)) from None
         backup = f" (backup: {report.backup})" if report.backup else ""
         verb = "installed in" if report.changed else "already installed in"
         self.stdout.write(f"cmem Codex hooks {verb} {path}{backup}")
+        if mcp:
+            # Before trust: `codex app-server` then writes config.toml after cmem, not under it.
+            registered = codex_mcp.mcp_register(
+                home=home, command=str(installer.own_executable()), data_dir=data_dir
+            )
+            self.stdout.write(registered.line())
         binary = codex_install.codex_binary()
         if not binary:
             self.stdout.write(

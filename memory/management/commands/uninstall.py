@@ -8,8 +8,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from memory.agents.install import claude_code as installer
 from memory.agents.install import codex as codex_install
+from memory.agents.install import codex_mcp, routes
 from memory.agents.install import mcp as mcp_install
-from memory.agents.install import routes
 from memory.agents.install.agents import AGENTS, agent_uninstall
 from memory.management import worker_verbs
 from memory.management.arguments import VERB_HELP, add_uninstall_arguments
@@ -35,12 +35,16 @@ class Command(BaseCommand):
             self._finish(options)
             return
         if options["codex"] or agent == "codex":
-            path = codex_install.hooks_path(options["codex_home"] or codex_install.codex_home())
+            home = options["codex_home"] or codex_install.codex_home()
             try:
-                report = codex_install.hooks_uninstall(path=path)
+                report = codex_install.hooks_uninstall(path=codex_install.hooks_path(home))
             except installer.InstallError as exc:
                 raise CommandError(str(exc)) from None
             self._say_removed("cmem Codex hooks", report)
+            if not options["keep_mcp"]:
+                note = codex_mcp.mcp_unregister(home=home).line()
+                if note:
+                    self.stdout.write(note)
             self._finish(options)
             return
         path = options["claude_settings"] or installer.claude_settings_path()

@@ -11,7 +11,12 @@ also prove the trust was recorded. Two `codex exec` runs share one worker and on
 2. (gpt-fake, which has the multi-agent tools) the same shell read gets the file's
    timeline as context; a spawned sub-agent's first request carries the index, and after
    its own compaction its next tool use brings the index back (PostCompact's mark); a
-   forked one gets none (it holds its parent's history).
+   forked one gets none (it holds its parent's history);
+3. (gpt-fake, the shell-read gate switched to `deny` in settings.json) the same shell read is
+   refused, the refusal names `mcp__cmem__get_observations` (Codex sends cmem's tools as
+   the namespace `mcp__cmem`, registered by `cmem install --codex` in config.toml), and the
+   model's call of `get_observations` in that namespace, with an id from the refusal, gets
+   that observation's notes back from `cmem mcp`.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 PINNED_VERSION = Path(__file__).with_name("codex-version.txt").read_text().strip()
 NODE_BIN = REPO / ".e2e-node" / "node_modules" / ".bin"
 RUN1, RUN2, CHILD, FORK = "E2E-CX-ONE", "E2E-CX-TWO", "E2E-CX-CHILD", "E2E-CX-FORK"
+RUN3 = "E2E-CX-THREE"
 INDEX = "recent context"  # the SessionStart index's header line
 TARGET = "".join(
     f"def handler_{i}(request):\n    return {{'handler': {i}}}\n\n\n" for i in range(60)
@@ -84,6 +90,33 @@ def wait_for_agent() -> Step:
     return step
 
 
+def tool_output(body: dict[str, Any]) -> str:
+    """The text of the last tool result Codex sent back to the model."""
+    outputs = [i for i in body.get("input", []) if i.get("type") == "function_call_output"]
+    if not outputs:
+        return ""
+    output = outputs[-1]["output"]
+    if isinstance(output, str):
+        return output
+    return "\n".join(str(part.get("text", "")) for part in output if isinstance(part, dict))
+
+
+# A timeline row of the gate's refusal: `<id> <clock time>  <title> [unchanged]`.
+TIMELINE_ROW = re.compile(r"^(\d+) \d{1,2}:\d\d(?:[ap]m)?  .*\[unchanged\]", re.M)
+
+
+def get_refused_observation() -> Step:
+    """cmem's get_observations, as Codex offers it (namespace `mcp__cmem`), with the newest
+    id of the refusal's timeline."""
+
+    def step(body: dict[str, Any]) -> Any:
+        found = TIMELINE_ROW.search(tool_output(body))
+        ids = [found.group(1)] if found else []
+        return call("get_observations", {"ids": ids}, namespace="mcp__cmem")(body)
+
+    return step
+
+
 def _scripts() -> dict[str, list[Step]]:
     spawn = "spawn_agent"
     return {
@@ -116,6 +149,11 @@ def _scripts() -> dict[str, list[Step]]:
             say("child done"),
         ],
         FORK: [say("fork done")],
+        RUN3: [
+            call("exec_command", {"cmd": "cat handlers.py"}),
+            get_refused_observation(),
+            say("Found it in memory."),
+        ],
     }
 
 
@@ -158,8 +196,11 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     (project / "handlers.py").write_text(TARGET)
     api = FakeResponsesAPI(scripts=_scripts()).start()
     (codex_home / "config.toml").write_text(
+        # Codex sends a turn's first request without the MCP servers not up by then (optional
+        # ones get a short grace): waiting for `cmem mcp` keeps run 3's tool list certain.
         f"""model = "gpt-fake"
 model_provider = "fake"
+mcp_optional_startup_grace_ms = 10000
 check_for_update_on_startup = false
 model_auto_compact_token_limit = 20000
 [model_providers.fake]
@@ -238,6 +279,24 @@ def run2(run1: World) -> World:
     proc = run1.codex(RUN2, "read handlers.py, then ask two agents", model="gpt-fake")
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
     return run1
+
+
+@pytest.fixture(scope="module")
+def run3(run2: World) -> World:
+    # The setting as the web page writes it; the worker reads settings.json on each request.
+    settings = run2.worker.data_dir / "settings.json"
+    before = settings.read_text() if settings.exists() else None
+    values = json.loads(before) if before else {}
+    settings.write_text(json.dumps({**values, "CLAUDE_MEM_CODEX_SHELL_READ_GATE": "deny"}))
+    try:
+        proc = run2.codex(RUN3, "read handlers.py", model="gpt-fake")
+    finally:
+        if before is None:
+            settings.unlink()
+        else:
+            settings.write_text(before)
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    return run2
 
 
 def test_install_trusts_exactly_cmems_hooks(world: World) -> None:
@@ -329,3 +388,33 @@ def test_run2_compacted_subagent_gets_the_index_back_at_its_next_tool_use(run2: 
     assert sum(INDEX in t for t in developer_texts(after_compaction.body)) == 0
     # ...so the PostCompact mark made its next PostToolUse bring it back, once.
     assert sum(INDEX in t for t in developer_texts(after_tool.body)) == 1
+
+
+def test_run3_refusal_names_cmems_mcp_tool_and_codex_calls_it(run3: World) -> None:
+    sent = run3.requests(RUN3)
+    assert len(sent) == 3, [tool_output(r.body)[:300] for r in sent]
+    # `cmem install --codex` registered the server: Codex offers its tools as `mcp__cmem`.
+    namespaces = {t["name"]: t for t in sent[1].body["tools"] if t.get("type") == "namespace"}
+    assert "get_observations" in [t["name"] for t in namespaces["mcp__cmem"]["tools"]]
+    refusal = tool_output(sent[1].body)
+    assert "Read blocked" in refusal, refusal[:2000]
+    assert "mcp__cmem__get_observations([IDs])" in refusal
+    session = query(run3.worker, "SELECT id FROM memory_session ORDER BY id")[-1]["id"]
+    tools = query(
+        run3.worker,
+        "SELECT tool_name FROM memory_event WHERE kind = 'observation' AND session_id = ?",
+        (session,),
+    )
+    # The refused read never ran; the MCP call's PostToolUse names it as Codex's model does.
+    assert [t["tool_name"] for t in tools] == ["mcp__cmem__get_observations"]
+    asked = TIMELINE_ROW.search(refusal)
+    assert asked, refusal[-1500:]
+    call_item = [i for i in sent[2].body["input"] if i.get("type") == "function_call"][-1]
+    assert (call_item.get("namespace"), call_item["name"]) == ("mcp__cmem", "get_observations")
+    # What cmem's MCP server answered, as Codex sent it back to the model: that observation.
+    answer = tool_output(sent[2].body)
+    rows = query(run3.worker, "SELECT id, title, narrative FROM memory_observation")
+    shown = [r for r in rows if r["title"] and r["title"] in answer]
+    assert [r["id"] for r in shown] == [int(asked.group(1))], answer[:2000]
+    assert shown[0]["narrative"] and shown[0]["narrative"][:60] in answer, answer[:2000]
+    assert "Found it in memory." in run3.runs[RUN3].stdout.decode()
