@@ -107,6 +107,9 @@ def run(*, out: Any, options: dict[str, Any]) -> None:
         data = Path(tmp) / "data"
         data.mkdir(mode=0o700)
         env = make_worker_env(data, free_port())
+        # Bytecode caches on, as in a real install: a dev shell's PYTHONDONTWRITEBYTECODE
+        # made every start compile whatever had no cache yet, and timed the compiler.
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         _cmem(env, "start", check=True)  # migrates the new data dir
         try:
             _cmem(env, "demo", check=True)
