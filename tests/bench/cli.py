@@ -38,6 +38,7 @@ VERBS: tuple[tuple[str, ...], ...] = (
     ("timeline", "2"),
     ("logs", "-n", "20"),
     ("hook", "--help"),
+    ("search", "--help"),
     ("stats",),
     ("install", "--agent", "nosuch"),
     ("search", "--limit", "x"),
