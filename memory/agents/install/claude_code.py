@@ -251,16 +251,24 @@ def hooks_without(
 
 def settings_write(path: Path, data: dict[str, Any], original: bytes | None) -> Path | None:
     """Write `data` atomically (keeping the file's mode), backing up `original` first if any."""
+    return write_with_backup(path, json_like(data, original).encode(), original)
+
+
+def write_with_backup(path: Path, content: bytes, original: bytes | None) -> Path | None:
+    """Write an agent's config file atomically, keeping its mode (0600 when new), after
+    saving `original` (the bytes read before the change, if any) beside it as
+    `<name>.bak.<time>`; returns the backup's path."""
     backup = None
     if original is not None:
-        backup = path.with_name(f"{path.name}.bak.{datetime.now():%Y%m%d-%H%M%S}")
+        stamp = f"{datetime.now():%Y%m%d-%H%M%S}"
+        backup = path.with_name(f"{path.name}.bak.{stamp}")
         n = 1
         while backup.exists():
-            backup = path.with_name(f"{path.name}.bak.{datetime.now():%Y%m%d-%H%M%S}.{n}")
+            backup = path.with_name(f"{path.name}.bak.{stamp}.{n}")
             n += 1
         backup.write_bytes(original)
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
-    config.write_atomic(path, json_like(data, original).encode(), mode=mode)
+    config.write_atomic(path, content, mode=mode)
     return backup
 
 

@@ -18,15 +18,14 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
-from memory import config
 from memory.agents.install.check import Check
+from memory.agents.install.claude_code import write_with_backup
 
 SERVER = "cmem"
 KEY = "mcp_servers"
@@ -96,18 +95,7 @@ def _read(path: Path) -> tuple[tomlkit.TOMLDocument, bytes | None] | None:
 
 
 def _write(path: Path, doc: tomlkit.TOMLDocument, original: bytes | None) -> Path | None:
-    backup = None
-    if original is not None:
-        stamp = f"{datetime.now():%Y%m%d-%H%M%S}"
-        backup = path.with_name(f"{path.name}.bak.{stamp}")
-        n = 1
-        while backup.exists():
-            backup = path.with_name(f"{path.name}.bak.{stamp}.{n}")
-            n += 1
-        backup.write_bytes(original)
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
-    config.write_atomic(path, tomlkit.dumps(doc).encode("utf-8"), mode=mode)
-    return backup
+    return write_with_backup(path, tomlkit.dumps(doc).encode("utf-8"), original)
 
 
 def _entry_table(entry: dict[str, Any]) -> Any:

@@ -61,6 +61,25 @@ PATCH = (
 )
 
 
+def offline_config(api_url: str, *, top: str = "", tables: str = "") -> str:
+    """A config.toml that sends every request to the fake Responses API at `api_url`, waits
+    for cmem's MCP server, and phones nowhere; `top` keys and `tables` are added."""
+    return f"""model = "gpt-fake"
+model_provider = "fake"
+mcp_optional_startup_grace_ms = 10000
+check_for_update_on_startup = false
+{top}[model_providers.fake]
+name = "fake"
+base_url = "{api_url}"
+env_key = "FAKE_OPENAI_API_KEY"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+{tables}[analytics]
+enabled = false
+"""
+
+
 def codex_binary() -> Path:
     """The pinned CLI from `.e2e-node/` (installed by `.ci/run`), or CMEM_CODEX_BIN.
     CI exports CMEM_E2E_REQUIRED=1 so a missing CLI fails there; elsewhere the tests skip."""
@@ -195,26 +214,14 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     data.mkdir(mode=0o700)
     (project / "handlers.py").write_text(TARGET)
     api = FakeResponsesAPI(scripts=_scripts()).start()
+    # Codex sends a turn's first request without the MCP servers not up by then (optional
+    # ones get a short grace): waiting for `cmem mcp` keeps run 3's tool list certain.
     (codex_home / "config.toml").write_text(
-        # Codex sends a turn's first request without the MCP servers not up by then (optional
-        # ones get a short grace): waiting for `cmem mcp` keeps run 3's tool list certain.
-        f"""model = "gpt-fake"
-model_provider = "fake"
-mcp_optional_startup_grace_ms = 10000
-check_for_update_on_startup = false
-model_auto_compact_token_limit = 20000
-[model_providers.fake]
-name = "fake"
-base_url = "{api.url}"
-env_key = "FAKE_OPENAI_API_KEY"
-wire_api = "responses"
-request_max_retries = 0
-stream_max_retries = 0
-[features]
-hooks = true
-[analytics]
-enabled = false
-"""
+        offline_config(
+            api.url,
+            top="model_auto_compact_token_limit = 20000\n",
+            tables="[features]\nhooks = true\n",
+        )
     )
     port = free_port()
     worker_env = make_worker_env(data, port, HOME=str(home), CLAUDE_MEM_COMPRESSOR="offline")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.codex.e2e.fake_responses_api import FakeResponsesAPI, say
-from tests.codex.e2e.test_codex_e2e import codex_binary
+from tests.codex.e2e.test_codex_e2e import codex_binary, offline_config
 from tests.support import CMEM, REPO
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -29,22 +29,7 @@ def test_codex_takes_the_repos_plugin_and_offers_cmems_tools(tmp_path: Path) -> 
     codex_home.mkdir(parents=True)
     project.mkdir()
     api = FakeResponsesAPI(scripts={MARKER: [say("ok")]}).start()
-    (codex_home / "config.toml").write_text(
-        f"""model = "gpt-fake"
-model_provider = "fake"
-check_for_update_on_startup = false
-mcp_optional_startup_grace_ms = 10000
-[model_providers.fake]
-name = "fake"
-base_url = "{api.url}"
-env_key = "FAKE_OPENAI_API_KEY"
-wire_api = "responses"
-request_max_retries = 0
-stream_max_retries = 0
-[analytics]
-enabled = false
-"""
-    )
+    (codex_home / "config.toml").write_text(offline_config(api.url))
     env = {
         # The plugin's server is plain `cmem` on the PATH, as a user's would be.
         "PATH": os.pathsep.join([str(Path(CMEM).parent), "/usr/bin", "/bin"]),
