@@ -64,6 +64,16 @@ def _server_command() -> list[str]:
     return [sys.executable, "-m", "cmem_site.cli", "serve-process"]
 
 
+def _watch_command() -> list[str]:
+    # `cmem watch` (memory/watch/loop.py): follows the session files of the agents without
+    # hooks that CLAUDE_MEM_WATCH names; a client of the server like a hook, without Django.
+    return [sys.executable, "-m", "cmem_site.cli", "watch"]
+
+
+def _watched() -> bool:
+    return bool(config.get("CLAUDE_MEM_WATCH").strip())
+
+
 # The parts of the worker and the process that runs each; `worker.children` lists them so
 # `cmem stop`, doctor and the fault tests can find the process of each part.
 PARTS = ("server", "consumer")
@@ -152,7 +162,7 @@ class Supervisor:
         self.out: Writable = out or sys.stdout
         self.children: dict[str, subprocess.Popen[bytes]] = {}
         self.spawned_at: dict[str, float] = {}
-        self.restarts: dict[str, int] = {"server": 0}
+        self.restarts: dict[str, int] = {"server": 0, "watch": 0}
         self.stopping = False
         self.announced = False
         self._lock_file: IO[bytes] | None = None
@@ -173,7 +183,7 @@ class Supervisor:
         self._lock_file = fh
 
     def _spawn(self, name: str) -> None:
-        cmd = _server_command()
+        cmd = _watch_command() if name == "watch" else _server_command()
         env = dict(
             os.environ,
             DJANGO_SETTINGS_MODULE="cmem_site.settings",
@@ -227,6 +237,8 @@ class Supervisor:
             self._spawn("server")
             if self._wait_ready():
                 self._announce()
+            if _watched():
+                self._spawn("watch")
             self._watch()
         finally:
             self._stop_children()
@@ -250,7 +262,7 @@ class Supervisor:
         return False
 
     def _watch(self) -> None:
-        backoff = {"server": 0.5}
+        backoff = {"server": 0.5, "watch": 0.5}
         next_rotation = time.monotonic() + LOG_CHECK_EVERY
         next_probe = time.monotonic()
         while not self.stopping:

@@ -123,9 +123,10 @@ def agent_world(
     finally:
         worker.stop()
         # What this agent's real CLI sent, kept for `python -m tests.bench offline`.
-        cli = {"gemini": "gemini-cli", "copilot": "copilot-cli", "qwen": "qwen-code"}.get(
-            agent, agent
-        )
+        cli = {
+            "gemini": "gemini-cli", "copilot": "copilot-cli", "qwen": "qwen-code",
+            "continue": "continue-cli",
+        }.get(agent, agent)  # fmt: skip
         version = pinned(cli)
         e2e_record(
             data_dir=data, scratch=root, name=f"{cli}-{version}", agent=agent, version=version
