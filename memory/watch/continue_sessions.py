@@ -102,8 +102,13 @@ def session_items(doc: Any, *, path: str) -> tuple[str, list[Item]]:
     cwd = doc.get("workspaceDirectory") if isinstance(doc.get("workspaceDirectory"), str) else ""
     base = {"session_id": session_id, "cwd": cwd, "transcript_path": path}
     items: list[Item] = []
+    occurrences: dict[str, int] = {}
     for index, entry in enumerate(doc["history"]):
-        item = Item(digest=_digest(entry))
+        # The n-th item with this content: the same prompt sent twice is two items, and an
+        # item keeps its digest when a rewritten history moves it.
+        content = _digest(entry)
+        occurrences[content] = occurrences.get(content, 0) + 1
+        item = Item(digest=f"{content}.{occurrences[content]}")
         items.append(item)
         message = entry.get("message") if isinstance(entry, dict) else None
         if not isinstance(message, dict):
@@ -139,6 +144,6 @@ def session_items(doc: Any, *, path: str) -> tuple[str, list[Item]]:
         item.events.append((
             "summarize",
             {**base, "last_assistant_message": _text(message.get("content")),
-             "prompt_id": f"continue:{session_id}:{index}"},
+             "prompt_id": f"continue:{session_id}:{item.digest}"},
         ))  # fmt: skip
     return session_id, items

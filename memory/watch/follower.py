@@ -34,6 +34,8 @@ from memory.watch import continue_sessions
 STATE_VERSION = 1
 MAX_FILE_BYTES = 32 * 1024 * 1024
 MAX_EVENTS_PER_PASS = 500
+# Digests of items delivered and then rewritten away, kept per file to recognise them.
+MAX_EARLIER = 5000
 POST_TIMEOUT_S = 10.0
 # A turn's last message younger than this may still be written: the loop waits for it.
 SETTLE_S = 2.0
@@ -291,7 +293,13 @@ def _deliver(
     same = 0
     while same < min(len(old), len(items)) and old[same] == items[same].digest:
         same += 1
-    already = set(old[same:])  # a rewritten history: items delivered before, moved
+    # A rewritten history: what was delivered past the common start is remembered (bounded),
+    # so an item that moved, or comes back after a truncation, is never delivered again.
+    earlier = [d for d in record.get("earlier", []) if isinstance(d, str)]
+    if same < len(old):
+        earlier = [*earlier, *old[same:]][-MAX_EARLIER:]
+        record["earlier"] = earlier
+    already = set(earlier)
     digests = old[:same]
     finished = True
     delivered = False

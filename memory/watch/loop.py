@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
@@ -47,9 +48,9 @@ def _pass_until_done(agent: str, *, settle_s: float, err: TextIO) -> PassReport:
 
 def _worker_started(err: TextIO) -> bool:
     """Start the local worker (as a hook would) and wait until it takes events."""
-    if setting("CLAUDE_MEM_WORKER_URL").strip():
-        return False
-    hookclient.spawn_worker()
+    if setting("CLAUDE_MEM_WORKER_URL").strip() or os.environ.get("CMEM_NO_SPAWN") == "1":
+        return False  # team mode's worker is not ours to start; CMEM_NO_SPAWN: never start one
+    hookclient.spawn_worker()  # or another client is starting it: wait all the same
     deadline = time.monotonic() + START_WAIT_S
     err.write("cmem watch: the worker is not running; starting it\n")
     while time.monotonic() < deadline:
@@ -133,13 +134,8 @@ def forever(agents: list[str], *, err: TextIO, interval_s: float = INTERVAL_S) -
 def main(options: dict[str, object]) -> int:
     """`cmem watch [--agent NAME] [--once] [--interval S]`."""
     agent = options.get("agent")
-    agents = [str(agent)] if agent else watched_agents()
-    if not agents:
-        sys.stderr.write(
-            "cmem watch: no agent to watch: name one (--agent continue) or run "
-            "`cmem install --continue`\n"
-        )
-        return 2
+    # Named, else the ones CLAUDE_MEM_WATCH names, else every agent cmem can follow.
+    agents = [str(agent)] if agent else (watched_agents() or list(AGENTS))
     if options.get("once"):
         return once(agents, out=sys.stdout, err=sys.stderr)
     interval = options.get("interval")
