@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -13,6 +14,7 @@ from memory.hookclient import client as hookclient
 from memory.hookclient import setting
 from memory.watch.follower import (
     AGENTS,
+    SETTLE_S,
     PassReport,
     WatchError,
     WorkerUnavailable,
@@ -94,40 +96,49 @@ def once(agents: list[str], *, out: TextIO, err: TextIO, settle_s: float = 0.0) 
     return code
 
 
-def forever(agents: list[str], *, err: TextIO, interval_s: float = INTERVAL_S) -> int:
-    """Follow until SIGTERM/SIGINT; a worker that is down is waited for, never crashed on."""
+def forever(fixed: list[str] | None, *, err: TextIO, interval_s: float = INTERVAL_S) -> int:
+    """Follow until SIGTERM/SIGINT; a worker that is down is waited for, never crashed on.
+    `fixed` None (the worker's watcher): CLAUDE_MEM_WATCH is read again before every pass,
+    so `cmem uninstall --continue` stops the following without a restart."""
     stopping: list[bool] = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     signal.signal(signal.SIGINT, lambda *_: stopping.append(True))
-    locks = []
-    try:
-        for agent in agents:
-            lock = watch_lock(agent, wait_s=0.0)
-            lock.__enter__()
-            locks.append(lock)
-    except WatchError as exc:
-        err.write(f"cmem watch: {exc}\n")
-        for lock in locks:
-            lock.__exit__(None, None, None)
-        return 1
-    err.write(f"cmem watch: following {', '.join(agents)} every {interval_s:g} s\n")
+    held: dict[str, contextlib.AbstractContextManager[None]] = {}
+    busy: set[str] = set()
+    err.write(f"cmem watch: following {', '.join(fixed or watched_agents()) or 'nothing yet'}"
+              f" every {interval_s:g} s\n")  # fmt: skip
     err.flush()
     try:
         while not stopping:
+            if fixed is None:
+                hookclient.forget_settings()
+            agents = fixed or watched_agents()
             for agent in agents:
+                if agent not in held:
+                    lock = watch_lock(agent, wait_s=0.0)
+                    try:
+                        lock.__enter__()
+                    except WatchError as exc:
+                        if agent not in busy:
+                            err.write(f"cmem watch: {exc}; waiting for it to stop\n")
+                            busy.add(agent)
+                        continue
+                    held[agent] = lock
                 try:
-                    _pass_until_done(agent, settle_s=2.0, err=err)
+                    _pass_until_done(agent, settle_s=SETTLE_S, err=err)
                 except WorkerUnavailable:
                     pass  # the state is kept; the next pass tries again
                 except WatchError as exc:
                     err.write(f"cmem watch: {agent}: {exc}\n")
+            for agent in [a for a in held if a not in agents]:
+                held.pop(agent).__exit__(None, None, None)
             err.flush()
             deadline = time.monotonic() + interval_s
             while not stopping and time.monotonic() < deadline:
                 time.sleep(0.1)
     finally:
-        for lock in locks:
-            lock.__exit__(None, None, None)
+        for taken in held.values():
+            taken.__exit__(None, None, None)
     return 0
 
 
@@ -138,6 +149,11 @@ def main(options: dict[str, object]) -> int:
     agents = [str(agent)] if agent else (watched_agents() or list(AGENTS))
     if options.get("once"):
         return once(agents, out=sys.stdout, err=sys.stderr)
+    if not agent and watched_agents():
+        return forever(None, err=sys.stderr, interval_s=_interval(options))
+    return forever(agents, err=sys.stderr, interval_s=_interval(options))
+
+
+def _interval(options: dict[str, object]) -> float:
     interval = options.get("interval")
-    seconds = float(interval) if isinstance(interval, int | float) and interval > 0 else INTERVAL_S
-    return forever(agents, err=sys.stderr, interval_s=seconds)
+    return float(interval) if isinstance(interval, int | float) and interval > 0 else INTERVAL_S

@@ -126,11 +126,13 @@ def test_once_with_no_worker_says_so_and_marks_nothing_read(tmp_path: Path, shop
     assert not state.exists() or json.loads(state.read_text())["files"] == {}
 
 
-def test_the_worker_follows_the_sessions_when_watching_is_on(tmp_path: Path, shop: Path) -> None:
-    live = worker_for(tmp_path, CLAUDE_MEM_WATCH="continue")
+def test_the_worker_follows_the_sessions_while_watching_is_on(tmp_path: Path, shop: Path) -> None:
+    live = worker_for(tmp_path)
+    # As `cmem install --continue` leaves it: the setting in the data dir's settings.json.
+    (live.data_dir / "settings.json").write_text(json.dumps({"CLAUDE_MEM_WATCH": "continue"}))
     live.start()
+    sessions = Path(live.env["HOME"]) / ".continue" / "sessions"
     try:
-        sessions = Path(live.env["HOME"]) / ".continue" / "sessions"
         write_session(sessions, "s1", str(shop), turn(1, str(shop)))
         started = time.monotonic()
         assert wait_for(
@@ -141,6 +143,15 @@ def test_the_worker_follows_the_sessions_when_watching_is_on(tmp_path: Path, sho
         assert observed, "the watched Read was not compressed"
         session = query(live, "SELECT platform, project FROM memory_session")[0]
         assert (session["platform"], session["project"]) == ("continue", "shop")
+        # Uninstalled: the running watcher stops following, no restart needed.
+        off = subprocess.run(
+            [CMEM, "uninstall", "--continue"], env=live.env, capture_output=True, text=True,
+            timeout=90,
+        )  # fmt: skip
+        assert "watching Continue's sessions turned off" in off.stdout, off.stdout + off.stderr
+        write_session(sessions, "s2", str(shop), turn(2, str(shop)))
+        time.sleep(3 * 2.0 + 1)  # three of the watcher's passes
+        assert stored(live)["prompt"] == 1
     finally:
         live.stop()
     # The watcher went with the worker: no process of this data dir is left.
