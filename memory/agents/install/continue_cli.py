@@ -14,6 +14,7 @@ Install does two things, and uninstall undoes only those:
 
 from __future__ import annotations
 
+import json
 import shutil
 from datetime import datetime
 from pathlib import Path
@@ -165,6 +166,17 @@ def uninstall(*, home: Path | None = None, keep_mcp: bool = False) -> list[str]:
     return lines
 
 
+def _progress(sessions: Path) -> str:
+    """How many of the session files `cmem watch` has read (its state: memory/watch/follower.py)."""
+    total = len([p for p in sessions.glob("*.json") if p.name != "sessions.json"])
+    try:
+        state = json.loads((config.data_dir() / "watch" / "continue.json").read_text())
+        read = len(state.get("files") or {})
+    except (OSError, ValueError, AttributeError):
+        read = 0
+    return f"{read} of {total} session files read"
+
+
 def doctor_checks(*, home: Path | None = None) -> list[Any]:
     """Watching on, the session folder there, the MCP server registered. Nothing when cmem
     is not installed for Continue."""
@@ -173,7 +185,7 @@ def doctor_checks(*, home: Path | None = None) -> list[Any]:
     again = "run `cmem install --continue`"
     sessions = continue_home() / "sessions"
     checks = [
-        Check("ok", f"Continue CLI sessions watched ({sessions})")
+        Check("ok", f"Continue CLI sessions watched ({sessions}): {_progress(sessions)}")
         if sessions.is_dir()
         else Check(
             "warn", f"Continue CLI sessions folder {sessions} does not exist yet", "run `cn` once"

@@ -146,6 +146,11 @@ def test_a_second_pass_delivers_nothing_again(run1: World) -> None:
     again = watch_once(run1)
     assert "continue: 0 events" in again.stdout
     assert counts(run1) == before
+    doctor = subprocess.run(
+        [CMEM, "doctor"], env=run1.env, capture_output=True, text=True, timeout=120
+    )
+    assert "Continue CLI sessions watched" in doctor.stdout, doctor.stdout
+    assert "1 of 1 session files read" in doctor.stdout
 
 
 def test_session2_recalls_session1_through_cmems_mcp_tools(run2: World, api: FakeChatAPI) -> None:
