@@ -108,6 +108,7 @@ def post_event(platform: str, event: str, payload: dict[str, Any]) -> tuple[bool
     remote = setting("CLAUDE_MEM_WORKER_URL").strip()
     try:
         if remote:
+            # team mode's module only when CLAUDE_MEM_WORKER_URL is set (as the hook client)
             from memory.hookclient import remote as hookclient_remote
 
             status, answer = hookclient_remote.post(remote, platform, event, body, POST_TIMEOUT_S)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import sys
@@ -99,46 +98,30 @@ def once(agents: list[str], *, out: TextIO, err: TextIO, settle_s: float = 0.0) 
 def forever(fixed: list[str] | None, *, err: TextIO, interval_s: float = INTERVAL_S) -> int:
     """Follow until SIGTERM/SIGINT; a worker that is down is waited for, never crashed on.
     `fixed` None (the worker's watcher): CLAUDE_MEM_WATCH is read again before every pass,
-    so `cmem uninstall --continue` stops the following without a restart."""
+    so `cmem uninstall --continue` stops the following without a restart. The lock is held
+    for a pass only: a `cmem watch --once` meanwhile waits for the pass, then goes on."""
     stopping: list[bool] = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     signal.signal(signal.SIGINT, lambda *_: stopping.append(True))
-    held: dict[str, contextlib.AbstractContextManager[None]] = {}
-    busy: set[str] = set()
     err.write(f"cmem watch: following {', '.join(fixed or watched_agents()) or 'nothing yet'}"
               f" every {interval_s:g} s\n")  # fmt: skip
     err.flush()
-    try:
-        while not stopping:
-            if fixed is None:
-                hookclient.forget_settings()
-            agents = fixed or watched_agents()
-            for agent in agents:
-                if agent not in held:
-                    lock = watch_lock(agent, wait_s=0.0)
-                    try:
-                        lock.__enter__()
-                    except WatchError as exc:
-                        if agent not in busy:
-                            err.write(f"cmem watch: {exc}; waiting for it to stop\n")
-                            busy.add(agent)
-                        continue
-                    held[agent] = lock
-                try:
+    while not stopping:
+        if fixed is None:
+            hookclient.forget_settings()
+        for agent in fixed or watched_agents():
+            try:
+                with watch_lock(agent, wait_s=0.0):
                     _pass_until_done(agent, settle_s=SETTLE_S, err=err)
-                except WorkerUnavailable:
-                    pass  # the state is kept; the next pass tries again
-                except WatchError as exc:
+            except WorkerUnavailable:
+                pass  # the state is kept; the next pass tries again
+            except WatchError as exc:
+                if "another" not in str(exc):  # busy: a `--once` has it; next pass then
                     err.write(f"cmem watch: {agent}: {exc}\n")
-            for agent in [a for a in held if a not in agents]:
-                held.pop(agent).__exit__(None, None, None)
-            err.flush()
-            deadline = time.monotonic() + interval_s
-            while not stopping and time.monotonic() < deadline:
-                time.sleep(0.1)
-    finally:
-        for taken in held.values():
-            taken.__exit__(None, None, None)
+        err.flush()
+        deadline = time.monotonic() + interval_s
+        while not stopping and time.monotonic() < deadline:
+            time.sleep(0.1)
     return 0
 
 

@@ -46,6 +46,8 @@ RESTART_BACKOFF_MAX = 30.0
 # A child that stayed up this long is healthy again: its next crash restarts it at once.
 RESTART_BACKOFF_RESET_AFTER = 30.0
 LOG_CHECK_EVERY = 60.0
+# How often the supervisor looks whether CLAUDE_MEM_WATCH turned `cmem watch` on.
+WATCH_CHECK_EVERY = 3.0
 READY_POLL_S = 0.02
 # Liveness: a serving process that is alive but answers neither listener (a listener thread
 # gone, a deadlock, a stopped process) would otherwise hold its sockets for ever while every
@@ -237,8 +239,6 @@ class Supervisor:
             self._spawn("server")
             if self._wait_ready():
                 self._announce()
-            if _watched():
-                self._spawn("watch")
             self._watch()
         finally:
             self._stop_children()
@@ -265,8 +265,15 @@ class Supervisor:
         backoff = {"server": 0.5, "watch": 0.5}
         next_rotation = time.monotonic() + LOG_CHECK_EVERY
         next_probe = time.monotonic()
+        next_watch_check = time.monotonic()
         while not self.stopping:
             time.sleep(0.2)
+            # `cmem install --continue` turns watching on while the worker runs: the watcher
+            # starts within seconds (it stops following by itself when turned off).
+            if self.announced and time.monotonic() > next_watch_check:
+                next_watch_check = time.monotonic() + WATCH_CHECK_EVERY
+                if "watch" not in self.children and _watched():
+                    self._spawn("watch")
             if time.monotonic() > next_rotation:
                 self._rotate_logs()
                 next_rotation = time.monotonic() + LOG_CHECK_EVERY

@@ -126,13 +126,19 @@ def test_once_with_no_worker_says_so_and_marks_nothing_read(tmp_path: Path, shop
     assert not state.exists() or json.loads(state.read_text())["files"] == {}
 
 
-def test_the_worker_follows_the_sessions_while_watching_is_on(tmp_path: Path, shop: Path) -> None:
+def test_the_running_worker_follows_the_sessions_while_watching_is_on(
+    tmp_path: Path, shop: Path
+) -> None:
     live = worker_for(tmp_path)
-    # As `cmem install --continue` leaves it: the setting in the data dir's settings.json.
-    (live.data_dir / "settings.json").write_text(json.dumps({"CLAUDE_MEM_WATCH": "continue"}))
     live.start()
     sessions = Path(live.env["HOME"]) / ".continue" / "sessions"
     try:
+        # Installed while the worker runs: the supervisor starts the watcher by itself.
+        on = subprocess.run(
+            [CMEM, "install", "--continue"], env=live.env, capture_output=True, text=True,
+            timeout=90,
+        )  # fmt: skip
+        assert "watching Continue's sessions" in on.stdout, on.stdout + on.stderr
         write_session(sessions, "s1", str(shop), turn(1, str(shop)))
         started = time.monotonic()
         assert wait_for(

@@ -15,6 +15,7 @@ Install does two things, and uninstall undoes only those:
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from datetime import datetime
 from pathlib import Path
@@ -33,8 +34,6 @@ WATCH_KEY = "CLAUDE_MEM_WATCH"
 
 
 def continue_home() -> Path:
-    import os
-
     base = os.environ.get("CONTINUE_GLOBAL_DIR")
     return Path(base).expanduser() if base else Path.home() / ".continue"
 
@@ -112,8 +111,7 @@ def install(*, command: str, home: Path | None = None, mcp: bool = True) -> list
         config.save({WATCH_KEY: ",".join([*watched, name])})
         lines.append(
             f"watching Continue's sessions ({continue_home() / 'sessions'}) turned on: {WATCH_KEY}"
-            f" in {config.settings_path()}; the worker follows them from its next start"
-            " (`cmem restart`), or run `cmem watch --once`"
+            f" in {config.settings_path()}; the running worker follows them within seconds"
         )
     if not mcp:
         return lines

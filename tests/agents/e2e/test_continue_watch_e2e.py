@@ -68,7 +68,13 @@ def world(root: Path, api: FakeChatAPI) -> Iterator[World]:
         package=f"@continuedev/cli@{PINNED_VERSION}",
     )  # fmt: skip
     files = {".continue/config.yaml": user_config(api)}
-    with agent_world(root, agent="continue", binary=binary, env={}, files=files) as world:
+    # The worker's own watcher is off here (CLAUDE_MEM_WATCH empty in its environment wins
+    # over the settings file): `cmem watch --once` delivers, so the counts are its own.
+    # tests/watch/test_watch_worker.py proves the worker's watcher.
+    with agent_world(
+        root, agent="continue", binary=binary, env={}, files=files,
+        worker_extra={"CLAUDE_MEM_WATCH": ""},
+    ) as world:  # fmt: skip
         yield world
 
 
