@@ -225,7 +225,14 @@ def follow_pass(
     state = load_state(source.agent)
     files: dict[str, Any] = state["files"]
     report = PassReport()
-    for path in source.files():
+    present = source.files()
+    gone = set(files) - {p.name for p in present}
+    if gone:  # sessions deleted: their offsets would only make every state write longer
+        for name in gone:
+            del files[name]
+        save_state(source.agent, state)
+    since = state.get("since")
+    for path in present:
         if report.events >= max_events:
             report.more = True
             break
@@ -257,6 +264,14 @@ def follow_pass(
             report.messages.append(
                 f"{path}: not a readable session ({_short(exc)}): skipped until it changes"
             )
+            record["seen"] = mark
+            files[path.name] = record
+            save_state(source.agent, state)
+            continue
+        if isinstance(since, int) and path.name not in files and stat.st_mtime_ns < since:
+            # Last written before watching was turned on: its items count as read (a past
+            # the user did not ask for, at a compressor's cost); what is added later is new.
+            record["digests"] = [i.digest for i in items]
             record["seen"] = mark
             files[path.name] = record
             save_state(source.agent, state)

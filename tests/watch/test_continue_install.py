@@ -51,6 +51,9 @@ def test_install_registers_mcp_beside_the_users_and_uninstall_takes_back_only_th
     assert first.returncode == 0, first.stderr
     assert "watching Continue's sessions" in first.stdout and "backup" in first.stdout
     assert settings(tmp_path)["CLAUDE_MEM_WATCH"] == "continue"
+    # The sessions already on disk are not taken in: the watcher's state begins now.
+    state = json.loads((tmp_path / ".cmem-data" / "watch" / "continue.json").read_text())
+    assert state["files"] == {} and state["since"] > 0
     data = yaml.safe_load(config.read_text())
     assert data["models"] == yaml.safe_load(USERS)["models"]
     assert data["mcpServers"][0] == {"name": "mine", "command": "my-mcp", "args": ["--fast"]}

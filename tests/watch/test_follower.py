@@ -8,6 +8,7 @@ again) is tests/watch/test_watch_worker.py, with a real worker and a real kill -
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -267,3 +268,35 @@ def test_the_same_prompt_twice_is_two_prompts_and_a_turn_end_keeps_its_key_when_
     assert [b["prompt_id"] for b in seen if "prompt_id" in b] == [
         k.replace("s1", "s2") for k in stops
     ]
+
+
+def test_sessions_written_before_watching_began_count_as_read_and_grow_from_there(
+    sessions: Path,
+) -> None:
+    old = write_session(sessions, "old", "/w", turn(1, "/w"), age_s=600)
+    state = follower.state_path("continue")
+    state.parent.mkdir(parents=True)
+    # As `cmem install --continue` leaves it (memory/agents/install/continue_cli.py).
+    state.write_text(json.dumps({"version": 1, "files": {}, "since": time.time_ns() - 60 * 10**9}))
+    write_session(sessions, "new", "/w", turn(2, "/w"), age_s=30)
+    post = Poster()
+    run(post)
+    assert [k for e, k in post.posted if e == "session-init"] == [
+        "prompt number 2: read handlers.py"
+    ]
+    # The old session goes on after the install: only its new turn is delivered.
+    write_session(sessions, "old", "/w", turn(1, "/w") + turn(3, "/w"), age_s=5)
+    assert old.exists()
+    run(post)
+    assert [k for e, k in post.posted if e == "session-init"] == [
+        "prompt number 2: read handlers.py", "prompt number 3: read handlers.py",
+    ]  # fmt: skip
+
+
+def test_the_offsets_of_deleted_sessions_are_dropped(sessions: Path) -> None:
+    gone = write_session(sessions, "gone", "/w", turn(1, "/w"))
+    write_session(sessions, "kept", "/w", turn(2, "/w"))
+    run(Poster())
+    gone.unlink()
+    run(Poster())
+    assert set(json.loads(follower.state_path("continue").read_text())["files"]) == {"kept.json"}

@@ -139,7 +139,8 @@ def test_the_running_worker_follows_the_sessions_while_watching_is_on(
             timeout=90,
         )  # fmt: skip
         assert "watching Continue's sessions" in on.stdout, on.stdout + on.stderr
-        write_session(sessions, "s1", str(shop), turn(1, str(shop)))
+        # Written after the install (one written before it is not taken in).
+        write_session(sessions, "s1", str(shop), turn(1, str(shop)), age_s=0)
         started = time.monotonic()
         assert wait_for(
             lambda: stored(live) == {"observation": 1, "summary": 1, "prompt": 1}, timeout=30
@@ -155,7 +156,7 @@ def test_the_running_worker_follows_the_sessions_while_watching_is_on(
             timeout=90,
         )  # fmt: skip
         assert "watching Continue's sessions turned off" in off.stdout, off.stdout + off.stderr
-        write_session(sessions, "s2", str(shop), turn(2, str(shop)))
+        write_session(sessions, "s2", str(shop), turn(2, str(shop)), age_s=0)
         time.sleep(3 * 2.0 + 1)  # three of the watcher's passes
         assert stored(live)["prompt"] == 1
     finally:

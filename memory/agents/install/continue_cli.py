@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,21 @@ def _watched() -> list[str]:
     return [a.strip() for a in config.get(WATCH_KEY).split(",") if a.strip()]
 
 
+def _start_from_now() -> None:
+    """The watcher's state begins now: the sessions already on disk are not taken in (their
+    compression would be a cost nobody asked for), what is added to them from now on is."""
+    path = config.data_dir() / "watch" / "continue.json"
+    try:
+        state = json.loads(path.read_text())
+    except FileNotFoundError:
+        state = {"version": 1, "files": {}}
+    except (OSError, ValueError):
+        return  # the watcher reports a state it cannot read; not ours to replace
+    if isinstance(state, dict) and "since" not in state:
+        state["since"] = time.time_ns()
+        config.write_atomic(path, json.dumps(state).encode())
+
+
 def install(*, command: str, home: Path | None = None, mcp: bool = True) -> list[str]:
     lines = []
     watched = _watched()
@@ -109,6 +125,7 @@ def install(*, command: str, home: Path | None = None, mcp: bool = True) -> list
         )
     else:
         config.save({WATCH_KEY: ",".join([*watched, name])})
+        _start_from_now()
         lines.append(
             f"watching Continue's sessions ({continue_home() / 'sessions'}) turned on: {WATCH_KEY}"
             f" in {config.settings_path()}; the running worker follows them within seconds"
