@@ -166,7 +166,7 @@ def add_watch_arguments(parser: ArgumentParser) -> None:
         "--agent",
         choices=("continue",),
         default=None,
-        help="The agent whose session files to follow (default: CLAUDE_MEM_WATCH's).",
+        help="The agent whose session files to follow (default: CLAUDE_MEM_WATCH's, else all).",
     )
     parser.add_argument(
         "--once",
