@@ -34,6 +34,7 @@ from memory.management.verb_text import (
     status_tail,
     timeline_line,
 )
+from memory.watch import loop as watch_loop
 from memory.worker import lifecycle
 from memory.worker import state as worker
 
@@ -216,6 +217,7 @@ HANDLERS: dict[str, Callable[[dict[str, Any]], int | None]] = {
     "stop": _worker_verb("stop", worker_verbs.stop),
     "restart": _worker_verb("restart", worker_verbs.restart),
     "open": _worker_verb("open", worker_verbs.open_),
+    "watch": lambda o: watch_loop.main(o),
 }
 
 

@@ -42,6 +42,7 @@ VERBS: tuple[Verb, ...] = (
     Verb("install", "agents", "Install cmem's hooks and MCP server for Claude Code (or --codex, --gemini, --copilot, --opencode, --qwen, --kilo, --droid).", ("cmem install", "cmem install --codex", "cmem install --gemini", "cmem install --settings-file ./.claude/settings.json")),
     Verb("uninstall", "agents", "Remove cmem's hooks (and only them), its MCP server and its Claude Code plugin.", ("cmem uninstall", "cmem uninstall --keep-plugin", "cmem uninstall --codex")),
     Verb("hook", "agents", "What agents run on each event (reads the event on stdin; always exits 0).", ("echo '{\"session_id\": \"s1\", \"cwd\": \"/tmp\"}' | cmem hook claude-code context",)),
+    Verb("watch", "agents", "Follow the session files of an agent without hooks (Continue CLI) into memory; the worker runs it when CLAUDE_MEM_WATCH is set.", ("cmem watch --once", "cmem watch --agent continue")),
     Verb("mcp", "agents", "Run cmem's MCP server on stdio (the agent starts it; quiet unless --verbose).", ("cmem mcp", "cmem mcp --verbose")),
     # memory
     Verb("search", "memory", "Search observations, summaries and prompts; best match first.", ("cmem search login bug", 'cmem search "rate limit" --project shop --json', "cmem search 'why do refunds disagree' --mode semantic")),

@@ -952,6 +952,18 @@ REGISTRY: tuple[Setting, ...] = (
         section=WORKER,
         help="How long a hook waits for the worker.",
     ),
+    Setting(
+        "CLAUDE_MEM_WATCH",
+        "",
+        kind="list",
+        label="Agents followed through their session files",
+        section=WORKER,
+        help=(
+            "Agents without hooks whose session files the worker follows (`cmem watch`):"
+            " `continue` (Continue CLI, ~/.continue/sessions). Set by `cmem install --continue`."
+        ),
+        restart=True,
+    ),
 )
 
 

@@ -9,7 +9,17 @@ from types import ModuleType
 from typing import Any
 
 from memory import config, projects
-from memory.agents import claude_code, codex, copilot, droid, gemini, kilo, opencode, qwen
+from memory.agents import (
+    claude_code,
+    codex,
+    continue_cli,
+    copilot,
+    droid,
+    gemini,
+    kilo,
+    opencode,
+    qwen,
+)
 from memory.agents.base import HookEvent, HookInputError, HookResult
 from memory.briefing import context, gate
 from memory.capture import ingest as capture
@@ -26,6 +36,7 @@ ADAPTERS: dict[str, ModuleType] = {
     "qwen": qwen,
     "kilo": kilo,
     "droid": droid,
+    "continue": continue_cli,  # events `cmem watch` reads from its session files
 }
 
 

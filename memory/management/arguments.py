@@ -166,6 +166,23 @@ def add_stop_arguments(parser: ArgumentParser) -> None:
 
 
 # The verbs whose parser needs no Django; the front end parses these first.
+def add_watch_arguments(parser: ArgumentParser) -> None:
+    parser.add_argument(
+        "--agent",
+        choices=("continue",),
+        default=None,
+        help="The agent whose session files to follow (default: CLAUDE_MEM_WATCH's, else all).",
+    )
+    parser.add_argument(
+        "--once",
+        action="store_true",
+        help="Deliver what is new now and exit (starts the worker if it is down).",
+    )
+    parser.add_argument(
+        "--interval", type=float, default=None, help="Seconds between passes (default 2)."
+    )
+
+
 VERB_ARGUMENTS: dict[str, Callable[[ArgumentParser], None]] = {
     "status": add_status_arguments,
     "search": add_search_arguments,
@@ -179,6 +196,7 @@ VERB_ARGUMENTS: dict[str, Callable[[ArgumentParser], None]] = {
     "start": add_start_arguments,
     "restart": add_start_arguments,
     "stop": add_stop_arguments,
+    "watch": add_watch_arguments,
 }
 
 

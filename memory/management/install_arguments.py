@@ -52,5 +52,6 @@ def add_agent_arguments(parser: ArgumentParser) -> None:
         type=Path,
         default=None,
         help="That agent's config folder (default: ~/.gemini, $COPILOT_HOME or ~/.copilot, "
-        "~/.config/opencode, $QWEN_HOME or ~/.qwen, ~/.config/kilo, ~/.factory).",
+        "~/.config/opencode, $QWEN_HOME or ~/.qwen, ~/.config/kilo, ~/.factory, "
+        "$CONTINUE_GLOBAL_DIR or ~/.continue).",
     )

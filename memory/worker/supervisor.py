@@ -46,6 +46,8 @@ RESTART_BACKOFF_MAX = 30.0
 # A child that stayed up this long is healthy again: its next crash restarts it at once.
 RESTART_BACKOFF_RESET_AFTER = 30.0
 LOG_CHECK_EVERY = 60.0
+# How often the supervisor looks whether CLAUDE_MEM_WATCH turned `cmem watch` on.
+WATCH_CHECK_EVERY = 3.0
 READY_POLL_S = 0.02
 # Liveness: a serving process that is alive but answers neither listener (a listener thread
 # gone, a deadlock, a stopped process) would otherwise hold its sockets for ever while every
@@ -62,6 +64,16 @@ def _server_command() -> list[str]:
     # the old gunicorn master, gunicorn worker and consumer process each held their own
     # Python and Django (4 processes, 228 MB).
     return [sys.executable, "-m", "cmem_site.cli", "serve-process"]
+
+
+def _watch_command() -> list[str]:
+    # `cmem watch` (memory/watch/loop.py): follows the session files of the agents without
+    # hooks that CLAUDE_MEM_WATCH names; a client of the server like a hook, without Django.
+    return [sys.executable, "-m", "cmem_site.cli", "watch"]
+
+
+def _watched() -> bool:
+    return bool(config.get("CLAUDE_MEM_WATCH").strip())
 
 
 # The parts of the worker and the process that runs each; `worker.children` lists them so
@@ -152,7 +164,7 @@ class Supervisor:
         self.out: Writable = out or sys.stdout
         self.children: dict[str, subprocess.Popen[bytes]] = {}
         self.spawned_at: dict[str, float] = {}
-        self.restarts: dict[str, int] = {"server": 0}
+        self.restarts: dict[str, int] = {"server": 0, "watch": 0}
         self.stopping = False
         self.announced = False
         self._lock_file: IO[bytes] | None = None
@@ -173,7 +185,7 @@ class Supervisor:
         self._lock_file = fh
 
     def _spawn(self, name: str) -> None:
-        cmd = _server_command()
+        cmd = _watch_command() if name == "watch" else _server_command()
         env = dict(
             os.environ,
             DJANGO_SETTINGS_MODULE="cmem_site.settings",
@@ -250,11 +262,18 @@ class Supervisor:
         return False
 
     def _watch(self) -> None:
-        backoff = {"server": 0.5}
+        backoff = {"server": 0.5, "watch": 0.5}
         next_rotation = time.monotonic() + LOG_CHECK_EVERY
         next_probe = time.monotonic()
+        next_watch_check = time.monotonic()
         while not self.stopping:
             time.sleep(0.2)
+            # `cmem install --continue` turns watching on while the worker runs: the watcher
+            # starts within seconds (it stops following by itself when turned off).
+            if self.announced and time.monotonic() > next_watch_check:
+                next_watch_check = time.monotonic() + WATCH_CHECK_EVERY
+                if "watch" not in self.children and _watched():
+                    self._spawn("watch")
             if time.monotonic() > next_rotation:
                 self._rotate_logs()
                 next_rotation = time.monotonic() + LOG_CHECK_EVERY

@@ -1,4 +1,4 @@
-"""Gemini CLI, Copilot CLI, OpenCode, Qwen Code, the Kilo Code CLI and Factory Droid behind one interface, for install, doctor and setup.
+"""Gemini CLI, Copilot CLI, OpenCode, Qwen Code, the Kilo Code CLI, Factory Droid and Continue CLI behind one interface, for install, doctor and setup.
 
 Each module has the same entries: `detected()`, `install(command=, home=, mcp=)`,
 `uninstall(home=, keep_mcp=)`, `doctor_checks(home=)`. `cmem setup` installs for
@@ -13,6 +13,7 @@ from typing import Any
 from memory.agents.install import (
     claude_code,
     codex,
+    continue_cli,
     copilot,
     droid,
     gemini,
@@ -22,7 +23,9 @@ from memory.agents.install import (
     routes,
 )
 
-AGENTS: dict[str, ModuleType] = {m.name: m for m in (gemini, copilot, opencode, qwen, kilo, droid)}
+AGENTS: dict[str, ModuleType] = {
+    m.name: m for m in (gemini, copilot, opencode, qwen, kilo, droid, continue_cli)
+}
 
 
 def agent_module(name: str) -> ModuleType:

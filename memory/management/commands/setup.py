@@ -39,6 +39,7 @@ AGENT_LABELS = {
     "qwen": "Qwen Code",
     "kilo": "Kilo Code CLI",
     "droid": "Factory Droid",
+    "continue": "Continue CLI",
 }
 
 

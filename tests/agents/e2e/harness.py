@@ -114,6 +114,7 @@ def agent_world(
     binary: Path,
     env: dict[str, str],
     files: dict[str, str] | None = None,
+    worker_extra: dict[str, str] | None = None,
 ) -> Iterator[World]:
     """Worker up, `cmem install --<agent>` run with HOME=root/home; env is the agent's own,
     `files` (path under HOME -> text) the user's config as it was before the install."""
@@ -126,7 +127,9 @@ def agent_world(
     data.mkdir(mode=0o700)
     (project / "handlers.py").write_text(TARGET)
     port = free_port()
-    worker_env = make_worker_env(data, port, HOME=str(home), CLAUDE_MEM_COMPRESSOR="offline")
+    worker_env = make_worker_env(
+        data, port, HOME=str(home), CLAUDE_MEM_COMPRESSOR="offline", **(worker_extra or {})
+    )
     worker = LiveWorker(data_dir=data, port=port, env=worker_env)
     worker.start()
     try:
@@ -136,9 +139,10 @@ def agent_world(
     finally:
         worker.stop()
         # What this agent's real CLI sent, kept for `python -m tests.bench offline`.
-        cli = {"gemini": "gemini-cli", "copilot": "copilot-cli", "qwen": "qwen-code"}.get(
-            agent, agent
-        )
+        cli = {
+            "gemini": "gemini-cli", "copilot": "copilot-cli", "qwen": "qwen-code",
+            "continue": "continue-cli",
+        }.get(agent, agent)  # fmt: skip
         version = pinned(cli)
         e2e_record(
             data_dir=data, scratch=root, name=f"{cli}-{version}", agent=agent, version=version
