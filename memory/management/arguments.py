@@ -237,4 +237,11 @@ VERB_HELP: dict[str, str] = {
     "start": "Start the cmem worker in the background and wait until it answers.",
     "restart": "Stop the background cmem worker (if running) and start it again.",
     "stop": "Stop the background cmem worker and check that nothing of it is left running.",
+    "watch": (
+        "Follow the session files of an agent that writes its sessions to disk but runs no "
+        "hooks (Continue CLI: ~/.continue/sessions/) and feed each new prompt, tool use and "
+        "finished turn to the worker, like a hook. What was read is kept in the data dir's "
+        "watch/ folder, so nothing is read twice. --once delivers what is new and exits; "
+        "without it, it follows until stopped (the worker runs it when CLAUDE_MEM_WATCH is set)."
+    ),
 }
