@@ -33,17 +33,40 @@ def modules(root: Path = REPO) -> list[Path]:
     return found
 
 
+def _verb_help() -> dict[str, str]:
+    """memory/management/arguments.py's VERB_HELP, read as text: the help of the commands
+    whose `--help` is answered before Django (`help = VERB_HELP["search"]`)."""
+    tree = ast.parse((REPO / "memory" / "management" / "arguments.py").read_text())
+    for node in tree.body:
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and node.target.id == "VERB_HELP"
+            and node.value is not None
+        ):
+            return dict(ast.literal_eval(node.value))
+    return {}
+
+
 def _command_help(tree: ast.Module) -> str | None:
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == "Command":
             for item in node.body:
-                if (
+                if not (
                     isinstance(item, ast.Assign)
                     and any(isinstance(t, ast.Name) and t.id == "help" for t in item.targets)
-                    and isinstance(item.value, ast.Constant)
-                    and isinstance(item.value.value, str)
                 ):
-                    return item.value.value
+                    continue
+                value = item.value
+                if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                    return value.value
+                if (
+                    isinstance(value, ast.Subscript)
+                    and isinstance(value.value, ast.Name)
+                    and value.value.id == "VERB_HELP"
+                    and isinstance(value.slice, ast.Constant)
+                ):
+                    return _verb_help().get(str(value.slice.value))
     return None
 
 
