@@ -127,21 +127,25 @@ def _same_owner(proc: psutil.Process) -> bool:
 def belongs_here(pid: int) -> bool:
     """Whether `pid` is a cmem process of this user and this data dir. Children get
     CLAUDE_MEM_DATA_DIR in their environment, so a recycled pid that is another user's or
-    another data dir's cmem is never taken for ours; an environment that cannot be read
-    (another user's process, a platform without it) is not ours either."""
+    another data dir's cmem is never taken for ours. Where the OS will not show the
+    user's own process's environment (macOS, for most programs), its working directory
+    must be the data dir (`cmem start` runs the supervisor there, and its children inherit
+    it); a process that shows neither is not ours."""
     import psutil
 
     if not looks_like_cmem(process_cmdline(pid)):
         return False
+    here = {str(config.data_dir()), str(config.data_dir().resolve())}
     try:
         proc = psutil.Process(pid)
         if not _same_owner(proc):
             return False
-        environ = proc.environ()
+        try:
+            return proc.environ().get("CLAUDE_MEM_DATA_DIR") in here
+        except psutil.AccessDenied:
+            return proc.cwd() in here
     except (psutil.Error, NotImplementedError):
         return False
-    here = {str(config.data_dir()), str(config.data_dir().resolve())}
-    return environ.get("CLAUDE_MEM_DATA_DIR") in here
 
 
 def wait_until(predicate: Any, timeout: float, interval: float = 0.1) -> bool:

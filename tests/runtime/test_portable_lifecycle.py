@@ -213,3 +213,49 @@ def test_a_child_started_to_die_with_its_parent_does_when_the_parent_is_killed(
     assert procs_alive
     assert wait_until(lambda: not pid_alive(child), 5)
     assert die_with_parent is not None
+
+
+def test_without_process_groups_a_group_is_the_process_and_its_descendants(
+    monkeypatch: pytest.MonkeyPatch, procs: list[subprocess.Popen[bytes]]
+) -> None:
+    # The branch Windows takes (no process groups, no killpg), run here on Linux: it is
+    # psutil's descendants and kill(); docs/platforms.md says it never ran on Windows.
+    from memory.runtime import processes
+
+    leader = subprocess.Popen(["sh", "-c", "sleep 60 & sleep 60; :"], start_new_session=True)
+    procs.append(leader)
+    outsider = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    procs.append(outsider)
+    assert wait_until(lambda: len(group_members(leader.pid)) >= 3, 5)
+    monkeypatch.setattr(processes, "POSIX", False)
+    members = group_members(leader.pid)
+    assert leader.pid in members and len(members) >= 3 and outsider.pid not in members
+    signal_group(leader.pid, KILL)
+    leader.wait(timeout=5)
+    assert wait_until(lambda: not group_alive(leader.pid), 5)
+    assert pid_alive(outsider.pid)
+
+
+def test_where_the_environment_is_refused_the_working_directory_decides(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, procs: list[subprocess.Popen[bytes]]
+) -> None:
+    # macOS refuses to show most processes' environments, the user's own included; psutil
+    # then raises AccessDenied, made to happen here on Linux.
+    import psutil
+
+    here, elsewhere = tmp_path / "here", tmp_path / "elsewhere"
+    here.mkdir()
+    elsewhere.mkdir()
+    monkeypatch.setenv("CLAUDE_MEM_DATA_DIR", str(here))
+    in_here = _fake_cmem(here, cwd=here)
+    not_here = _fake_cmem(here, cwd=elsewhere)  # our data dir in its environment only
+    procs += [in_here, not_here]
+    assert wait_until(lambda: bool(process_cmdline(not_here.pid)), 5)
+    assert belongs_here(not_here.pid)  # the environment says so, while it can be read
+
+    def refused(self: psutil.Process) -> dict[str, str]:
+        raise psutil.AccessDenied(self.pid)
+
+    monkeypatch.setattr(psutil.Process, "environ", refused)
+    assert belongs_here(in_here.pid)
+    assert not belongs_here(not_here.pid)
