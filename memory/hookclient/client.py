@@ -235,8 +235,9 @@ def _spawn_without_fork(argv: list[str], folder: str, log_path: str) -> bool:
     """`cmem start` detached where there is no fork (Windows): a process group of its own
     and no console, so closing the agent's console does not end it. Untested: no Windows
     machine runs the tests (docs/platforms.md)."""
+    # only here: the hook's path never needs them (os as in spawn_worker)
     import os
-    import subprocess  # only here: the hook's path never needs it
+    import subprocess
 
     flags = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0) | getattr(
         subprocess, "DETACHED_PROCESS", 0

@@ -45,7 +45,7 @@ def try_lock(handle: Lockable) -> bool:
 def lock(handle: Lockable, *, timeout: float | None = None) -> bool:
     """Wait for the exclusive lock, for ever or `timeout` seconds (then False)."""
     if timeout is None:
-        from filelock import lock_descriptor
+        from filelock import lock_descriptor  # on use, as in try_lock
 
         return lock_descriptor(_fd(handle), blocking=True, poll_interval=POLL_S)
     deadline = time.monotonic() + timeout
@@ -57,7 +57,7 @@ def lock(handle: Lockable, *, timeout: float | None = None) -> bool:
 
 
 def unlock(handle: Lockable) -> None:
-    from filelock import unlock_descriptor
+    from filelock import unlock_descriptor  # on use, as in try_lock
 
     unlock_descriptor(_fd(handle))
 

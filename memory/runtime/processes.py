@@ -35,7 +35,7 @@ _OUR_PROGRAMS = frozenset({"cmem", "cmem.exe", "manage.py"})
 
 def pid_alive(pid: int) -> bool:
     """Whether `pid` runs (a zombie is dead: ours is reaped here, another's waits for init)."""
-    import psutil
+    import psutil  # on use: see _GONE
 
     if pid <= 0 or not psutil.pid_exists(pid):
         return False
@@ -58,7 +58,7 @@ def pid_alive(pid: int) -> bool:
 def group_members(pgid: int) -> list[int]:
     """Live (non-zombie) pids of the process group `pgid` (the children run in their own
     group). Windows has no process groups: the process and its live descendants."""
-    import psutil
+    import psutil  # on use: see _GONE
 
     if pgid <= 0:
         return []
@@ -86,7 +86,7 @@ def group_members(pgid: int) -> list[int]:
 
 
 def _status(proc: psutil.Process) -> str | None:
-    import psutil
+    import psutil  # on use: see _GONE
 
     try:
         return str(proc.status())
@@ -100,7 +100,7 @@ def group_alive(pgid: int) -> bool:
 
 def process_cmdline(pid: int) -> list[str] | None:
     """The process's argv, or None when it does not exist or may not be read."""
-    import psutil
+    import psutil  # on use: see _GONE
 
     try:
         return list(psutil.Process(pid).cmdline())
@@ -117,7 +117,7 @@ def looks_like_cmem(cmdline: list[str] | None, *, supervisor: bool = False) -> b
 
 
 def _same_owner(proc: psutil.Process) -> bool:
-    import psutil
+    import psutil  # on use: see _GONE
 
     if POSIX:
         return bool(proc.uids().real == os.getuid())
@@ -131,7 +131,7 @@ def belongs_here(pid: int) -> bool:
     user's own process's environment (macOS, for most programs), its working directory
     must be the data dir (`cmem start` runs the supervisor there, and its children inherit
     it); a process that shows neither is not ours."""
-    import psutil
+    import psutil  # on use: see _GONE
 
     if not looks_like_cmem(process_cmdline(pid)):
         return False
@@ -166,7 +166,7 @@ def signal_process(pid: int, sig: int) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, sig)
         return
-    import psutil
+    import psutil  # on use: see _GONE
 
     with contextlib.suppress(psutil.Error):
         proc = psutil.Process(pid)
@@ -182,7 +182,7 @@ def signal_group(pgid: int, sig: int) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, sig)
         return
-    import psutil
+    import psutil  # on use: see _GONE
 
     try:
         leader = psutil.Process(pgid)
