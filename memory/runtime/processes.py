@@ -159,18 +159,23 @@ def wait_until(predicate: Any, timeout: float, interval: float = 0.1) -> bool:
 
 
 def signal_process(pid: int, sig: int) -> None:
-    """Send `sig` (TERM or KILL) to one process; a process already gone is no error."""
+    """Send `sig` (TERM or KILL) to one process; a process already gone is no error (one
+    that may not be signalled is: PermissionError)."""
     if pid <= 0:
         return
     if POSIX:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, sig)
         return
     import psutil  # on use: see _GONE
 
-    with contextlib.suppress(psutil.Error):
+    try:
         proc = psutil.Process(pid)
         proc.kill() if sig == KILL else proc.terminate()
+    except psutil.NoSuchProcess:
+        pass
+    except psutil.AccessDenied as exc:
+        raise PermissionError(str(exc)) from exc
 
 
 def signal_group(pgid: int, sig: int) -> None:

@@ -26,7 +26,8 @@ re-embed) the file is rebuilt from the table and swapped in by rename; a copy ma
 another database file (a restore reuses row ids), another model or dimension is rebuilt;
 a damaged or deleted file is rebuilt. A sidecar JSON (written atomically, after the rows)
 says how many rows are valid, so a crash mid-append leaves only bytes that are ignored and
-overwritten. Writers take a lock on a lock file (memory/runtime/locks.py): several processes may search one store.
+overwritten. Writers take a lock on a lock file (memory/runtime/locks.py): several processes
+may search one store.
 
 No search waits for the copy to be written (seconds at 100k vectors): the minute sweep
 brings every copy up to date in the background (`vector_index.prepare_copies`), and a search that finds the
