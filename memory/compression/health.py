@@ -8,7 +8,6 @@ threads and processes never lose an update.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import threading
 import time
@@ -20,6 +19,7 @@ from typing import Any
 
 from memory import config
 from memory.compression.providers import AUTO, OFFLINE, provider_choice, requested
+from memory.runtime import locks
 
 FAILURES_BEFORE_DEGRADED = 3
 # Once degraded, batches go offline for this long before one batch tries the API again: an
@@ -49,14 +49,10 @@ def _read() -> dict[str, Any]:
 def _state() -> Iterator[dict[str, Any]]:
     path = _path()
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    with _lock, open(path.with_suffix(".lock"), "a") as lock_file:
-        fcntl.flock(lock_file, fcntl.LOCK_EX)
-        try:
-            state = _read()
-            yield state
-            config.write_atomic(path, json.dumps(state, indent=1).encode())
-        finally:
-            fcntl.flock(lock_file, fcntl.LOCK_UN)
+    with _lock, locks.exclusive(path.with_suffix(".lock")):
+        state = _read()
+        yield state
+        config.write_atomic(path, json.dumps(state, indent=1).encode())
 
 
 def observer_record_success(*, tokens: int) -> None:

@@ -211,6 +211,8 @@ def spawn_worker() -> bool:
     argv = [sys.executable, "-m", "cmem_site.cli", "start"]
     log_path = os.path.join(folder, "logs")
     os.makedirs(log_path, mode=0o700, exist_ok=True)
+    if not hasattr(os, "fork"):  # Windows: no fork or setsid (docs/platforms.md)
+        return _spawn_without_fork(argv, folder, log_path)
     pid = os.fork()
     if pid == 0:  # child: its own session, no ties to the agent's terminal or pipes
         try:
@@ -226,6 +228,32 @@ def spawn_worker() -> bool:
             os.execv(argv[0], argv)
         finally:
             os._exit(127)
+    return True
+
+
+def _spawn_without_fork(argv: list[str], folder: str, log_path: str) -> bool:
+    """`cmem start` detached where there is no fork (Windows): a process group of its own
+    and no console, so closing the agent's console does not end it. Untested: no Windows
+    machine runs the tests (docs/platforms.md)."""
+    # only here: the hook's path never needs them (os as in spawn_worker)
+    import os
+    import subprocess
+
+    flags = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0) | getattr(
+        subprocess, "DETACHED_PROCESS", 0
+    )
+    try:
+        with open(os.path.join(log_path, "spawn.log"), "ab") as out:
+            subprocess.Popen(
+                argv,
+                cwd=folder,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                creationflags=flags,
+            )
+    except OSError:
+        return False
     return True
 
 

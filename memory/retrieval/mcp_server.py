@@ -25,6 +25,7 @@ from memory.retrieval.mcp_registry import mcp_tools
 from memory.retrieval.outline import outline, roots, symbols, unfold
 from memory.retrieval.outline.model import OutlineError
 from memory.retrieval.render import observation_body, tool_uses_text
+from memory.runtime.detach import detached
 
 WORKFLOW = """cmem remembers past sessions of this project: what was read, changed, decided and fixed.
 Fetch the cheapest thing that answers the question, in this order:
@@ -120,8 +121,8 @@ class Worker:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            start_new_session=True,
             env=os.environ.copy(),
+            **detached(),
         )
         self._started = True
 

@@ -8,9 +8,7 @@ the detached supervisor. A worker is "running" only when its pid file names a li
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -19,13 +17,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memory import config
-from memory.worker.processes import (
+from memory.runtime import locks
+from memory.runtime.detach import detached
+from memory.runtime.processes import (
+    KILL,
+    TERM,
     belongs_here,
     group_alive,
     looks_like_cmem,
     pid_alive,
     process_cmdline,
     signal_group,
+    signal_process,
     wait_until,
 )
 from memory.worker.state import (
@@ -109,7 +112,7 @@ def _kill_leftover_children(children: dict[str, int]) -> list[int]:
         # A dead leader with a live group is gunicorn's orphaned worker: the group id
         # cannot be reused while the group exists, so it is still ours.
         if group_alive(pid) and (belongs_here(pid) or not pid_alive(pid)):
-            signal_group(pid, signal.SIGKILL)
+            signal_group(pid, KILL)
             killed.append(pid)
     for pid in killed:
         wait_until(lambda p=pid: not group_alive(p), 5.0)
@@ -127,20 +130,10 @@ def stale_cleanup(state: WorkerState) -> list[int]:
 def _start_lock(timeout: float) -> Iterator[None]:
     """One launcher at a time: hooks of parallel sessions may all try to start the worker."""
     config.ensure_data_dir()
-    with open(start_lock_path(), "a+b") as fh:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise WorkerError("another `cmem start` is still running; try again") from None
-                time.sleep(0.1)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    with locks.exclusive(start_lock_path(), timeout=timeout, mode="a+b") as held:
+        if held is None:
+            raise WorkerError("another `cmem start` is still running; try again")
+        yield
 
 
 @dataclass
@@ -217,8 +210,8 @@ def _spawn_detached() -> subprocess.Popen[bytes]:
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env,
-            start_new_session=True,
             cwd=str(config.data_dir().resolve()),
+            **detached(),
         )
 
 
@@ -253,7 +246,7 @@ def _terminate(proc: subprocess.Popen[bytes]) -> None:
         try:
             proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
-            signal_group(proc.pid, signal.SIGKILL)
+            signal_group(proc.pid, KILL)
             proc.wait()
 
 
@@ -284,13 +277,11 @@ def worker_stop(*, timeout: float = 20.0) -> StopResult:
     assert state.pid is not None
     pid, children, address = state.pid, state.children, state.address
     result = StopResult(was_running=True, pid=pid)
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
+    signal_process(pid, TERM)
     if not wait_until(lambda: not pid_alive(pid), timeout):
         result.forced = True
         result.notes.append(f"the supervisor did not stop within {timeout:.0f}s; killed it")
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+        signal_process(pid, KILL)
         wait_until(lambda: not pid_alive(pid), 5.0)
     killed = _kill_leftover_children(children)
     if killed:

@@ -2,8 +2,9 @@
 health probe, and log rotation. Read by `cmem start/stop/status`, doctor and the supervisor.
 
 Files in the data dir:
-- `worker.lock`: flock-ed by the supervisor for its whole life. The kernel drops the lock when
-  the process dies (even on kill -9), so "lock free" is the ground truth for "not running";
+- `worker.lock`: locked by the supervisor for its whole life (memory/runtime/locks.py: flock
+  on POSIX, LockFileEx on Windows). The kernel drops the lock when the process dies (even on
+  kill -9), so "lock free" is the ground truth for "not running";
   the pid file alone cannot say that (claude-mem #1231: start trusted a stale pid file).
 - `worker.pid`: the supervisor's pid (written after the lock is taken, removed last). Its
   mtime is the start time `cmem status` reports uptime from.
@@ -16,7 +17,6 @@ Files in the data dir:
 
 from __future__ import annotations
 
-import fcntl
 import functools
 import json
 import os
@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from memory import config
+from memory.runtime import locks
 
 LOG_ROTATE_BYTES = 5 * 1024 * 1024
 LOG_GENERATIONS = 3
@@ -190,16 +191,7 @@ def remove_state_files() -> None:
 
 
 def supervisor_lock_held() -> bool:
-    path = lock_path()
-    if not path.exists():
-        return False
-    with open(path, "a+b") as fh:
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-    return False
+    return locks.held_elsewhere(lock_path())
 
 
 def rotate_log(path: Path, keep: int = LOG_GENERATIONS) -> bool:

@@ -7,9 +7,6 @@ The state files it writes are described in memory/worker/state.py.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import fcntl
 import json
 import logging
 import logging.handlers
@@ -24,8 +21,10 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from memory import config
+from memory.runtime import locks
 from memory.runtime.credentials import ensure_secret, owner_login_url, socket_path
-from memory.worker.processes import signal_group
+from memory.runtime.detach import detached, die_with_parent
+from memory.runtime.processes import KILL, TERM, signal_group
 from memory.worker.state import (
     Address,
     WorkerError,
@@ -79,16 +78,6 @@ def _watched() -> bool:
 # The parts of the worker and the process that runs each; `worker.children` lists them so
 # `cmem stop`, doctor and the fault tests can find the process of each part.
 PARTS = ("server", "consumer")
-
-
-def _die_with_parent() -> None:
-    """Linux: the child gets SIGTERM when the supervisor dies, even by kill -9, so a killed
-    supervisor never leaves an orphaned server holding the port. Best effort elsewhere."""
-    if not sys.platform.startswith("linux"):
-        return
-    with contextlib.suppress(OSError, AttributeError):
-        pr_set_pdeathsig = 1
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
 def _answers(address: Address | str, timeout: float = 0.5) -> bool:
@@ -173,11 +162,8 @@ class Supervisor:
 
     def _take_lock(self) -> None:
         config.ensure_data_dir()
-        fh = open(lock_path(), "a+b")  # noqa: SIM115 - held open for the supervisor's life
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fh.close()
+        fh = locks.hold(lock_path())  # held open for the supervisor's life
+        if fh is None:
             raise WorkerError(
                 f"another cmem worker (pid {read_pid()}) already runs for {config.data_dir()}; "
                 "see `cmem status`"
@@ -202,13 +188,15 @@ class Supervisor:
         # index.py) takes well under a millisecond on one thread.
         env.setdefault("OPENBLAS_NUM_THREADS", "1")
         env.setdefault("OMP_NUM_THREADS", "1")
-        # Own process group per child, so stop can take its whole subtree.
+        # Own process group per child, so stop can take its whole subtree. Linux: the child
+        # gets SIGTERM when the supervisor dies, even by kill -9, so a killed supervisor
+        # never leaves an orphaned server holding the port (memory/runtime/detach.py).
         self.children[name] = subprocess.Popen(
             cmd,
             env=env,
-            start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent(),
             stdin=subprocess.DEVNULL,
+            **detached(),
         )
         self.spawned_at[name] = time.monotonic()
         self._write_children()
@@ -231,7 +219,8 @@ class Supervisor:
         self._take_lock()
         signal.signal(signal.SIGTERM, self._handle_signal)
         signal.signal(signal.SIGINT, self._handle_signal)
-        signal.signal(signal.SIGHUP, self._handle_signal)
+        if hasattr(signal, "SIGHUP"):  # POSIX: the terminal that started it went away
+            signal.signal(signal.SIGHUP, self._handle_signal)
         config.write_atomic(pid_path(), f"{os.getpid()}\n".encode())
         try:
             ensure_secret()  # before the server answers anyone on TCP
@@ -295,7 +284,7 @@ class Supervisor:
                     f"cmem: {name} (pid {proc.pid}) exited with {proc.returncode}; restarting"
                 )
                 # Anything the dead process started goes with it before the new one binds.
-                signal_group(proc.pid, signal.SIGKILL)
+                signal_group(proc.pid, KILL)
                 self._sleep(backoff[name])
                 if self.stopping:
                     break
@@ -326,7 +315,7 @@ class Supervisor:
                 server.pid, self._misses,
             )  # fmt: skip
             self._say(f"cmem: server (pid {server.pid}) stopped answering; restarting it")
-            signal_group(server.pid, signal.SIGKILL)
+            signal_group(server.pid, KILL)
             server.wait()
             self._misses = 0
 
@@ -354,16 +343,16 @@ class Supervisor:
 
     def _stop_children(self, timeout: float = 10.0) -> None:
         for proc in self.children.values():
-            signal_group(proc.pid, signal.SIGTERM)
+            signal_group(proc.pid, TERM)
         deadline = time.monotonic() + timeout
         for proc in self.children.values():
             try:
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                signal_group(proc.pid, signal.SIGKILL)
+                signal_group(proc.pid, KILL)
                 proc.wait()
             # Anything left in the child's group goes too.
-            signal_group(proc.pid, signal.SIGKILL)
+            signal_group(proc.pid, KILL)
 
 
 def _configure_logging() -> None:

@@ -205,7 +205,7 @@ def _explain_stuck(out: Any, data: Path) -> None:
 
 
 def _worker_pids(data: Path) -> dict[str, int]:
-    from memory.worker.processes import group_members
+    from memory.runtime.processes import group_members
 
     pids: dict[str, int] = {}
     with contextlib.suppress(OSError, ValueError):

@@ -24,7 +24,6 @@ Each request runs one `claude -p` process with:
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
@@ -36,6 +35,7 @@ from typing import Any
 
 from memory import config
 from memory.compression.replies import LLMError, LLMReply, Usage, scrub
+from memory.runtime import locks
 
 NAME = "claude"
 _lock = threading.Lock()
@@ -227,8 +227,7 @@ def send(
     # Starting the CLI costs about a second on top of the request: give it room.
     limit = max(timeout, config.get_int("CLAUDE_MEM_CLAUDE_TIMEOUT_MS") / 1000)
     lock_path = config.data_dir() / "observer-claude.lock"
-    with _lock, open(lock_path, "a") as lock_file:
-        fcntl.flock(lock_file, fcntl.LOCK_EX)
+    with _lock, locks.exclusive(lock_path):
         try:
             proc = subprocess.run(
                 args(exe, system),
@@ -242,8 +241,6 @@ def send(
             raise LLMError(f"`claude -p` did not answer in {limit:.0f} s", retryable=True) from None
         except OSError as exc:
             raise LLMError(f"cannot run the `claude` CLI: {exc}", retryable=False) from None
-        finally:
-            fcntl.flock(lock_file, fcntl.LOCK_UN)
     out = proc.stdout.decode(errors="replace").strip()
     try:
         result = json.loads(out.splitlines()[-1]) if out else {}

@@ -11,7 +11,6 @@ model (it says how many groups it would send and what that may cost).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import secrets
@@ -35,6 +34,7 @@ from memory.curation.corrections import observation_mark
 from memory.curation.policy import Actor, CurationDenied, CurationError, CurationNotFound
 from memory.ledger import ledger_record_consolidation
 from memory.models import Observation
+from memory.runtime import locks
 
 log = logging.getLogger(__name__)
 
@@ -327,13 +327,5 @@ def _exclusive(dry_run: bool) -> Iterator[bool]:
         return
     path = _state_path().with_suffix(".lock")
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    with open(path, "a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with locks.exclusive(path, wait=False) as held:
+        yield held is not None

@@ -21,7 +21,6 @@ import argparse
 import http.client
 import json
 import os
-import signal
 import socket
 import statistics
 import subprocess
@@ -37,6 +36,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from memory.management.benches import truth
 from memory.management.benches.truth import SCENARIOS
+from memory.runtime.detach import detached
+from memory.runtime.processes import KILL, TERM, signal_group
 
 ENTRY = str(Path(__file__).resolve().parents[2] / "hookclient" / "entry.py")
 
@@ -298,7 +299,7 @@ def run(*, out: Any, options: dict[str, Any]) -> None:
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
-            start_new_session=True,
+            **detached(),
         )
         try:
             if (
@@ -312,11 +313,11 @@ def run(*, out: Any, options: dict[str, Any]) -> None:
                 )
             _report(out, runs=runs, ingest_count=ingest_count, env=env, port=port)
         finally:
+            signal_group(worker.pid, TERM)
             try:
-                os.killpg(worker.pid, signal.SIGTERM)
                 worker.wait(timeout=20)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                os.killpg(worker.pid, signal.SIGKILL)
+            except subprocess.TimeoutExpired:
+                signal_group(worker.pid, KILL)
             log.close()
 
 

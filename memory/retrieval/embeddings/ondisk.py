@@ -26,7 +26,8 @@ re-embed) the file is rebuilt from the table and swapped in by rename; a copy ma
 another database file (a restore reuses row ids), another model or dimension is rebuilt;
 a damaged or deleted file is rebuilt. A sidecar JSON (written atomically, after the rows)
 says how many rows are valid, so a crash mid-append leaves only bytes that are ignored and
-overwritten. Writers take an `flock` on a lock file: several processes may search one store.
+overwritten. Writers take a lock on a lock file (memory/runtime/locks.py): several processes
+may search one store.
 
 No search waits for the copy to be written (seconds at 100k vectors): the minute sweep
 brings every copy up to date in the background (`vector_index.prepare_copies`), and a search that finds the
@@ -39,7 +40,6 @@ tests), the search syncs it itself.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import functools
 import hashlib
 import json
@@ -57,6 +57,7 @@ from huey.contrib.djhuey import HUEY
 from memory import config
 from memory.retrieval import embeddings
 from memory.retrieval.embeddings import TABLES, Kind, index, vec0
+from memory.runtime import locks
 
 if TYPE_CHECKING:
     import numpy as np
@@ -281,8 +282,7 @@ def _sync_locked(
     max_id: int,
 ) -> dict[str, Any]:
     target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    with _lock, open(target.with_suffix(".lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+    with _lock, locks.exclusive(target.with_suffix(".lock")):
         meta = _read_meta(target)  # again under the lock: another process may have synced
         whole = _fresh(meta, model, dim, identity) and _complete(target, meta, dim)
         if whole and (meta.get("count"), meta.get("max_id")) == (count, max_id):

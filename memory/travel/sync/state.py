@@ -9,16 +9,15 @@ remote changes (imports are idempotent by global id) and re-exports the same loc
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
-import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
 from memory import config
+from memory.runtime import locks
 
 STATE_NAME = "state.json"
 
@@ -79,20 +78,13 @@ def state_save(state: SyncState) -> None:
 
 @contextlib.contextmanager
 def sync_lock(*, wait_s: float) -> Iterator[None]:
-    """Hold the sync lock (an flock, which the kernel drops when a killed sync's process
-    ends, so a kill -9 never leaves it stuck); SyncBusy after `wait_s` seconds."""
+    """Hold the sync lock (memory/runtime/locks.py: the OS drops it when a killed sync's
+    process ends, so a kill -9 never leaves it stuck); SyncBusy after `wait_s` seconds."""
     path = sync_dir() / "lock"
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        deadline = time.monotonic() + wait_s
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise SyncBusy("another `cmem sync` is running") from None
-                time.sleep(0.2)
+        if not locks.lock(fd, timeout=wait_s):
+            raise SyncBusy("another `cmem sync` is running")
         yield
     finally:
-        os.close(fd)  # closing releases the flock
+        os.close(fd)  # closing releases the lock
