@@ -18,7 +18,6 @@ at most `max_events` events; the next pass goes on where it stopped.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import time
@@ -29,6 +28,7 @@ from typing import Any
 
 from memory.hookclient import HookFailure, WorkerDown, setting
 from memory.hookclient import client as hookclient
+from memory.runtime import locks
 from memory.watch import continue_sessions
 
 STATE_VERSION = 1
@@ -177,22 +177,11 @@ def watch_lock(agent: str, *, wait_s: float) -> Iterator[None]:
     the other waits up to `wait_s`, then gives up with WatchError."""
     path = state_dir() / f"{agent}.lock"
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    with open(path, "a+b") as fh:
-        deadline = time.monotonic() + wait_s
-        while True:
-            try:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise WatchError(
-                        f"another `cmem watch` follows {agent} for this data dir"
-                    ) from None
-                time.sleep(0.1)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    # memory/runtime/locks.py: the OS drops the lock when a killed watcher's process ends
+    with locks.exclusive(path, timeout=wait_s, mode="a+b") as held:
+        if held is None:
+            raise WatchError(f"another `cmem watch` follows {agent} for this data dir")
+        yield
 
 
 # --- one pass -----------------------------------------------------------------------------
