@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -24,7 +25,12 @@ def test_make_run_is_one_serve_that_migrates_and_creates_the_admin(tmp_path: Pat
     )
     worker.start(timeout=120)
     try:
-        said = (data / "serve.out").read_text()
+        # The worker answers health a moment before its supervisor, polling, sees it and
+        # prints the link and the next steps: wait for the last line of what it says.
+        deadline = time.monotonic() + 60
+        while "Next steps:" not in (said := (data / "serve.out").read_text()):
+            assert time.monotonic() < deadline, said
+            time.sleep(0.05)
         assert f"Created the admin login for http://127.0.0.1:{port}/admin/: user admin" in said
         assert (data / "admin-password").stat().st_mode & 0o777 == 0o600
         again = subprocess.run(
