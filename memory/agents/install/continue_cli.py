@@ -18,7 +18,6 @@ import json
 import os
 import shutil
 import time
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ import yaml
 
 from memory import config
 from memory.agents.install.check import Check
-from memory.agents.install.claude_code import InstallError, custom_data_dir
+from memory.agents.install.claude_code import InstallError, custom_data_dir, write_with_backup
 
 name = "continue"
 label = "Continue CLI"
@@ -77,16 +76,9 @@ def _read(path: Path) -> tuple[dict[str, Any] | None, bytes | None]:
     return data, original
 
 
-def _write(path: Path, data: dict[str, Any], original: bytes) -> Path:
-    backup = path.with_name(f"{path.name}.bak.{datetime.now():%Y%m%d-%H%M%S}")
-    n = 1
-    while backup.exists():
-        backup = path.with_name(f"{path.name}.bak.{datetime.now():%Y%m%d-%H%M%S}.{n}")
-        n += 1
-    backup.write_bytes(original)
+def _write(path: Path, data: dict[str, Any], original: bytes) -> Path | None:
     text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False)
-    config.write_atomic(path, text.encode(), mode=path.stat().st_mode & 0o777)
-    return backup
+    return write_with_backup(path, text.encode(), original)
 
 
 def _servers(data: dict[str, Any]) -> list[Any]:

@@ -80,6 +80,21 @@ enabled = false
 """
 
 
+def offline_env(path: str, home: Path, codex_home: Path, data: Path) -> dict[str, str]:
+    """The environment `codex` runs in: its own HOME, the fake API's key, cmem's data dir."""
+    return {
+        "PATH": path,
+        "HOME": str(home),
+        "CODEX_HOME": str(codex_home),
+        "LANG": "C.UTF-8",
+        "FAKE_OPENAI_API_KEY": "sk-fake",
+        # Codex tries to reach GitHub at start: keep even the attempt on this machine.
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+        "NO_PROXY": "127.0.0.1",
+        "CLAUDE_MEM_DATA_DIR": str(data),
+    }
+
+
 def codex_binary() -> Path:
     """The pinned CLI from `.e2e-node/` (installed by `.ci/run`), or CMEM_CODEX_BIN.
     CI exports CMEM_E2E_REQUIRED=1 so a missing CLI fails there; elsewhere the tests skip."""
@@ -231,16 +246,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         [str(Path(CMEM).parent), str(binary.parent), "/usr/local/bin", "/usr/bin", "/bin"]
     )
     env = {
-        "PATH": path,
-        "HOME": str(home),
-        "CODEX_HOME": str(codex_home),
-        "LANG": "C.UTF-8",
-        "FAKE_OPENAI_API_KEY": "sk-fake",
-        # Codex tries to reach GitHub at start: keep even the attempt on this machine.
-        "HTTPS_PROXY": "http://127.0.0.1:9",
-        "NO_PROXY": "127.0.0.1",
+        **offline_env(path, home, codex_home, data),
         "CMEM_CODEX_BIN": str(binary),
-        "CLAUDE_MEM_DATA_DIR": str(data),
         "CLAUDE_MEM_WORKER_HOST": "127.0.0.1",
         "CLAUDE_MEM_WORKER_PORT": str(port),
     }

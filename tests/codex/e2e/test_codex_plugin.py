@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.codex.e2e.fake_responses_api import FakeResponsesAPI, say
-from tests.codex.e2e.test_codex_e2e import codex_binary, offline_config
+from tests.codex.e2e.test_codex_e2e import codex_binary, offline_config, offline_env
 from tests.support import CMEM, REPO
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -30,17 +30,9 @@ def test_codex_takes_the_repos_plugin_and_offers_cmems_tools(tmp_path: Path) -> 
     project.mkdir()
     api = FakeResponsesAPI(scripts={MARKER: [say("ok")]}).start()
     (codex_home / "config.toml").write_text(offline_config(api.url))
-    env = {
-        # The plugin's server is plain `cmem` on the PATH, as a user's would be.
-        "PATH": os.pathsep.join([str(Path(CMEM).parent), "/usr/bin", "/bin"]),
-        "HOME": str(home),
-        "CODEX_HOME": str(codex_home),
-        "LANG": "C.UTF-8",
-        "FAKE_OPENAI_API_KEY": "sk-fake",
-        "HTTPS_PROXY": "http://127.0.0.1:9",
-        "NO_PROXY": "127.0.0.1",
-        "CLAUDE_MEM_DATA_DIR": str(tmp_path / "data"),
-    }
+    # The plugin's server is plain `cmem` on the PATH, as a user's would be.
+    path = os.pathsep.join([str(Path(CMEM).parent), "/usr/bin", "/bin"])
+    env = offline_env(path, home, codex_home, tmp_path / "data")
 
     def codex(*args: str) -> str:
         done = subprocess.run(
