@@ -95,6 +95,27 @@ def parse(event: str, data: dict[str, Any]) -> HookEvent:
     )
 
 
+# The gate's refusal and advice speak of Claude Code's Read tool. Codex reads files through
+# its shell, where each path of a read-only command is decided as a read of the whole file
+# (memory/hooks/codex_rules.py): a line range is no way past the gate, running the same
+# command again is.
+SHELL_WORDS = (
+    ("the Read result is the current file", "the command's output is the current file"),
+    (
+        "Read the file again: a second Read passes",
+        "Run the same command again: a second read passes",
+    ),
+    (",\n  or Read with offset/limit for its line range.", "."),
+)
+
+
+def shell_words(text: str) -> str:
+    """The gate's text in Codex's terms."""
+    for claude_words, codex_words in SHELL_WORDS:
+        text = text.replace(claude_words, codex_words)
+    return text
+
+
 def _fit(text: str) -> str:
     """At most MAX_CONTEXT_CHARS, cut at a line end so no row is half shown."""
     if len(text) <= MAX_CONTEXT_CHARS:
@@ -113,14 +134,17 @@ def render(event: HookEvent, result: HookResult) -> dict[str, Any]:
         out["hookSpecificOutput"] = {
             "hookEventName": name,
             "permissionDecision": "deny",
-            "permissionDecisionReason": _fit(gate.reason),
+            "permissionDecisionReason": _fit(shell_words(gate.reason)),
         }
     else:
         context = result.context or (gate.context if gate is not None else "")
         if context and name in CONTEXT_EVENTS:
             # No permissionDecision on an allow: advice must not override Codex's own
             # approval policy for the command.
-            out["hookSpecificOutput"] = {"hookEventName": name, "additionalContext": _fit(context)}
+            out["hookSpecificOutput"] = {
+                "hookEventName": name,
+                "additionalContext": _fit(shell_words(context)),
+            }
     if result.system_message and name in SYSTEM_MESSAGE_EVENTS:
         out["systemMessage"] = result.system_message
     return out

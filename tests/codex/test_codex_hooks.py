@@ -234,6 +234,8 @@ def test_shell_read_of_an_observed_file_gets_its_timeline(hooks: Hooks) -> None:
     assert answer["hookSpecificOutput"]["hookEventName"] == "PreToolUse"
     assert "permissionDecision" not in answer["hookSpecificOutput"]
     assert "This file has prior observations" in context_of(answer)
+    assert "the command's output is the current file" in context_of(answer)
+    assert "Read the file again" not in context_of(answer)
     complex_command = {"command": "cat file.txt | grep line"}
     assert hooks.post("PreToolUse.json", tool_input=complex_command) == {}
 
@@ -245,7 +247,11 @@ def test_shell_read_gate_can_be_off_or_deny(hooks: Hooks, monkeypatch: pytest.Mo
     monkeypatch.setenv("CLAUDE_MEM_CODEX_SHELL_READ_GATE", "deny")
     denied = hooks.post("PreToolUse.json")["hookSpecificOutput"]
     assert denied["permissionDecision"] == "deny"
-    assert "Read blocked" in denied["permissionDecisionReason"]
+    reason = denied["permissionDecisionReason"]
+    assert "Read blocked" in reason
+    # In Codex's terms: no Read tool to call again, no offset/limit past the gate.
+    assert "Run the same command again: a second read passes" in reason, reason
+    assert "second Read" not in reason and "offset/limit" not in reason, reason
     assert hooks.post("PreToolUse.json") == {}  # asked again: passes, like a second Read
 
 
@@ -381,3 +387,20 @@ def test_timeline_shows_and_filters_the_agent(hooks: Hooks, admin_client: Client
     only = admin_client.get(url, {"platform": "codex"}).content.decode()
     assert "CODEX-PROMPT" in only and "CLAUDE-PROMPT" not in only
     assert ">codex<" in only
+
+
+def test_every_gate_text_reads_in_codexs_terms() -> None:
+    """Each refusal and advice template, as Codex shows it: nothing tells the model to call
+    a Read tool or to pass the gate with a line range (a shell read is gated whole)."""
+    from memory.agents.codex import shell_words
+    from memory.briefing import gate, refusal
+
+    for template in (
+        refusal.CHOICES,
+        refusal.CHOICES_WITH_OUTLINE,
+        gate.CONTEXT_INTRO,
+        gate.REREAD,
+    ):
+        text = shell_words(template)
+        assert "Read the file again" not in text and "offset/limit" not in text, text
+        assert "a second Read" not in text and "the Read result" not in text, text
