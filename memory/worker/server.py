@@ -17,6 +17,7 @@ both sockets from one loop, so it stays as the pure-Python fallback.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import os
@@ -24,7 +25,7 @@ import signal
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from memory import config
 from memory.runtime.credentials import socket_path
@@ -183,10 +184,12 @@ def main() -> int:
             consumer.start()
 
     log.info("serving on %s and %s, %d threads", address.url, sock, threads)
+    served_by_granian = False
     try:
         if os.environ.get("CMEM_SERVER", "granian") != "waitress" and _serve_granian(
             apps, threads, after_bind
         ):
+            served_by_granian = True
             return 0
         _serve_waitress(apps, threads, after_bind)
     finally:
@@ -195,7 +198,28 @@ def main() -> int:
         if consumer is not None:
             consumer.stop()
         sock.unlink(missing_ok=True)
+        if served_by_granian:
+            _exit_before_finalizing()
     return 0
+
+
+def _exit_before_finalizing() -> NoReturn:
+    """Leave without the interpreter's finalization. granian's Rust threads wind down on
+    their own after the stop signal; one that calls into Python while the interpreter
+    finalizes (a stop right after a start) panics in a function that cannot unwind and
+    aborts, printing the panic to worker.out. Everything of cmem's is stopped by now (the
+    listeners, the consumer, the socket): close this thread's database connections, flush
+    the logs and the streams, and exit. SQLite needs no more: what was committed is in its
+    WAL, which the next connection reads."""
+    # after the serving stopped: Django is loaded in this process already
+    from django.db import connections
+
+    connections.close_all()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(0)
 
 
 def _serve_granian(apps: list[Listener], threads: int, after_bind: Callable[[], None]) -> bool:
