@@ -37,6 +37,7 @@ VERBS: tuple[tuple[str, ...], ...] = (
     ("show", "1", "2"),
     ("timeline", "2"),
     ("logs", "-n", "20"),
+    ("open", "--print"),
     ("hook", "--help"),
     ("search", "--help"),
     ("stats",),
