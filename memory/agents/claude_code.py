@@ -10,7 +10,7 @@ platform = "claude-code"
 
 EVENTS = {"context", "session-init", "observation", "file-context", "summarize", "session-end"}
 
-_HOOK_EVENT_NAMES = {
+HOOK_EVENT_NAMES = {
     "context": "SessionStart",
     "session-init": "UserPromptSubmit",
     "observation": "PostToolUse",
@@ -28,7 +28,7 @@ CONTEXT_READ = {"PostToolUseFailure"}
 def parse(event: str, data: dict[str, Any]) -> HookEvent:
     session_id, tool_input = parse_common(event, data, events=EVENTS)
     facts = data.get("cmem_file_facts") or {}
-    hook_event_name = field_str(data, "hook_event_name") or _HOOK_EVENT_NAMES[event]
+    hook_event_name = field_str(data, "hook_event_name") or HOOK_EVENT_NAMES[event]
     return HookEvent(
         platform=platform,
         event=event,
@@ -75,7 +75,7 @@ def render(event: HookEvent, result: HookResult) -> dict[str, Any]:
             }
     elif result.context and event.event in {"context", "session-init", "observation"}:
         out["hookSpecificOutput"] = {
-            "hookEventName": event.hook_event_name or _HOOK_EVENT_NAMES[event.event],
+            "hookEventName": event.hook_event_name or HOOK_EVENT_NAMES[event.event],
             "additionalContext": result.context,
         }
     if result.system_message:

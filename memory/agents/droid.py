@@ -11,21 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory.agents.base import HookEvent, HookResult, field_str, parse_common
-from memory.agents.translate import ToolMap, claude_shaped_output, tool_translate, tool_use_id
+from memory.agents import claude_code
+from memory.agents.base import HookEvent, HookResult
+from memory.agents.translate import ToolMap, claude_shaped_output, claude_shaped_parse
 
 platform = "droid"
 
-HOOK_EVENT_NAMES = {
-    "context": "SessionStart",
-    "session-init": "UserPromptSubmit",
-    "observation": "PostToolUse",
-    "file-context": "PreToolUse",
-    "summarize": "Stop",
-    "session-end": "SessionEnd",
-}
+# Claude Code's events, under Claude Code's names.
+HOOK_EVENT_NAMES = claude_code.HOOK_EVENT_NAMES
 EVENTS = set(HOOK_EVENT_NAMES)
-# Events whose hookSpecificOutput.additionalContext Droid reads, as Claude Code does.
 TOOLS = {
     "Execute": ToolMap("Bash"),
     "Create": ToolMap("Write"),
@@ -36,41 +30,11 @@ MCP_PREFIX = "cmem___"
 
 
 def parse(event: str, data: dict[str, Any]) -> HookEvent:
-    session_id, tool_input = parse_common(event, data, events=EVENTS)
-    agent_tool = field_str(data, "tool_name")
-    tool_name, tool_input, tool_files = tool_translate(TOOLS, agent_tool, tool_input)
-    raw = dict(data)
-    if agent_tool:
-        raw["agent_tool_name"] = agent_tool
-    facts = data.get("cmem_file_facts") or {}
-    return HookEvent(
-        platform=platform,
-        event=event,
-        session_id=session_id,
-        cwd=field_str(data, "cwd"),
-        hook_event_name=field_str(data, "hook_event_name") or HOOK_EVENT_NAMES[event],
-        transcript_path=field_str(data, "transcript_path"),
-        prompt=field_str(data, "prompt"),
-        source=field_str(data, "source"),
-        tool_name=tool_name,
-        tool_input=tool_input,
-        tool_response=data.get("tool_response"),
-        # Droid numbers no tool use in its hook payloads: the delivery's own fields make one.
-        tool_use_id=(
-            field_str(data, "tool_use_id")
-            or tool_use_id(
-                session_id, agent_tool, data.get("tool_input"), data.get("tool_response")
-            )
-            if event == "observation"
-            else ""
-        ),
-        error=field_str(data, "error"),
-        stop_hook_active=bool(data.get("stop_hook_active")),
-        reason=field_str(data, "reason"),
-        file_facts=facts if isinstance(facts, dict) else {},
-        tool_files=tool_files,
-        raw=raw,
-    )
+    # Droid numbers no tool use in its hook payloads: the delivery's own fields make one.
+    return claude_shaped_parse(
+        platform, event, data, tools=TOOLS,
+        delivery=lambda session, tool, d: (session, tool, d.get("tool_input"), d.get("tool_response")),
+    )  # fmt: skip
 
 
 def render(event: HookEvent, result: HookResult) -> dict[str, Any]:

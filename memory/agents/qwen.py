@@ -15,22 +15,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory.agents.base import HookEvent, HookResult, field_str, parse_common
-from memory.agents.translate import ToolMap, claude_shaped_output, tool_translate, tool_use_id
+from memory.agents import claude_code
+from memory.agents.base import HookEvent, HookResult, field_str
+from memory.agents.translate import ToolMap, claude_shaped_output, claude_shaped_parse
 
 platform = "qwen"
 
-HOOK_EVENT_NAMES = {
-    "context": "SessionStart",
-    "session-init": "UserPromptSubmit",
-    "observation": "PostToolUse",
-    "file-context": "PreToolUse",
-    "summarize": "Stop",
-    "session-end": "SessionEnd",
-}
+# Claude Code's events, under Claude Code's names.
+HOOK_EVENT_NAMES = claude_code.HOOK_EVENT_NAMES
 EVENTS = set(HOOK_EVENT_NAMES)
-# Events whose hookSpecificOutput.additionalContext Qwen reads (hooks/types.ts, and
-# firePreToolUseHook for PreToolUse's on an allow).
 TOOLS = {
     "read_file": ToolMap("Read", ranged=("offset", "limit", "pages")),
     "write_file": ToolMap("Write"),
@@ -57,46 +50,14 @@ def _response(data: dict[str, Any]) -> tuple[Any, str]:
 
 
 def parse(event: str, data: dict[str, Any]) -> HookEvent:
-    session_id, tool_input = parse_common(event, data, events=EVENTS)
-    agent_tool = field_str(data, "tool_name")
-    tool_name, tool_input, tool_files = tool_translate(TOOLS, agent_tool, tool_input)
-    tool_response, error = _response(data)
-    raw = dict(data)
-    if agent_tool:
-        raw["agent_tool_name"] = agent_tool
-    facts = data.get("cmem_file_facts") or {}
-    prompt = field_str(data, "prompt")
-    return HookEvent(
-        platform=platform,
-        event=event,
-        session_id=session_id,
-        cwd=field_str(data, "cwd"),
-        hook_event_name=field_str(data, "hook_event_name") or HOOK_EVENT_NAMES[event],
-        transcript_path=field_str(data, "transcript_path"),
-        prompt=prompt,
-        source=field_str(data, "source"),
-        tool_name=tool_name,
-        tool_input=tool_input,
-        tool_response=tool_response,
-        tool_use_id=(
-            field_str(data, "tool_use_id")
-            or tool_use_id(session_id, data.get("timestamp"), agent_tool, data.get("tool_input"))
-            if event == "observation"
-            else ""
-        ),
-        error=error,
-        is_interrupt=bool(data.get("is_interrupt")),
-        stop_hook_active=bool(data.get("stop_hook_active")),
-        last_assistant_message=field_str(data, "last_assistant_message"),
-        reason=field_str(data, "reason"),
-        agent_id=field_str(data, "agent_id"),
-        file_facts=facts if isinstance(facts, dict) else {},
-        tool_files=tool_files,
-        raw=raw,
-        tool_turn=(
-            event == "session-init" and not prompt.strip() and "submitted_prompt" not in data
-        ),
+    parsed = claude_shaped_parse(
+        platform, event, data, tools=TOOLS, response=_response,
+        delivery=lambda session, tool, d: (session, d.get("timestamp"), tool, d.get("tool_input")),
+    )  # fmt: skip
+    parsed.tool_turn = (
+        event == "session-init" and not parsed.prompt.strip() and "submitted_prompt" not in data
     )
+    return parsed
 
 
 def render(event: HookEvent, result: HookResult) -> dict[str, Any]:

@@ -12,10 +12,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from memory.agents.base import HookEvent, HookResult
+from memory.agents.base import HookEvent, HookResult, field_str, parse_common
+from memory.agents.claude_code import HOOK_EVENT_NAMES as CLAUDE_EVENT_NAMES
 from memory.agents.codex import patch_files
 from memory.agents.codex_shell_reads import shell_read_paths
 
@@ -63,6 +65,61 @@ def tool_translate(
     elif mapped.name == "apply_patch" and isinstance(command, str):
         files = [(path, "modified") for path in patch_files(command)]
     return mapped.name, out, files
+
+
+def plain_response(data: dict[str, Any]) -> tuple[Any, str]:
+    """Claude Code's `tool_response` as the model got it, and `error` when the tool failed."""
+    return data.get("tool_response"), field_str(data, "error")
+
+
+def claude_shaped_parse(
+    platform: str,
+    event: str,
+    data: dict[str, Any],
+    *,
+    tools: dict[str, ToolMap],
+    delivery: Callable[[str, str, dict[str, Any]], tuple[Any, ...]],
+    response: Callable[[dict[str, Any]], tuple[Any, str]] = plain_response,
+) -> HookEvent:
+    """The HookEvent of an agent that sends Claude Code's hook payloads (Qwen Code, Factory
+    Droid) with tools of its own (`tools`, renamed to Claude Code's). Where a tool use comes
+    without a `tool_use_id`, `delivery(session_id, agent_tool, data)` names the fields that
+    make one stable; `response(data)` reads what the model got and the tool's error."""
+    session_id, tool_input = parse_common(event, data, events=set(CLAUDE_EVENT_NAMES))
+    agent_tool = field_str(data, "tool_name")
+    tool_name, tool_input, tool_files = tool_translate(tools, agent_tool, tool_input)
+    tool_response, error = response(data)
+    raw = dict(data)
+    if agent_tool:
+        raw["agent_tool_name"] = agent_tool
+    facts = data.get("cmem_file_facts") or {}
+    return HookEvent(
+        platform=platform,
+        event=event,
+        session_id=session_id,
+        cwd=field_str(data, "cwd"),
+        hook_event_name=field_str(data, "hook_event_name") or CLAUDE_EVENT_NAMES[event],
+        transcript_path=field_str(data, "transcript_path"),
+        prompt=field_str(data, "prompt"),
+        source=field_str(data, "source"),
+        tool_name=tool_name,
+        tool_input=tool_input,
+        tool_response=tool_response,
+        tool_use_id=(
+            field_str(data, "tool_use_id") or tool_use_id(*delivery(session_id, agent_tool, data))
+            if event == "observation"
+            else ""
+        ),
+        error=error,
+        is_interrupt=bool(data.get("is_interrupt")),
+        stop_hook_active=bool(data.get("stop_hook_active")),
+        last_assistant_message=field_str(data, "last_assistant_message"),
+        reason=field_str(data, "reason"),
+        agent_id=field_str(data, "agent_id"),
+        file_facts=facts if isinstance(facts, dict) else {},
+        tool_files=tool_files,
+        raw=raw,
+    )
 
 
 def tool_use_id(*parts: Any) -> str:
