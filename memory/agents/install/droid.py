@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
-from memory.agents.install.check import Check
-from memory.agents.install.settings_hooks import SettingsHooks
+from memory.agents.install.settings_hooks import SettingsHooks, switched_off_by
 
 name = "droid"
 label = "Factory Droid"
@@ -23,18 +21,6 @@ label = "Factory Droid"
 def droid_home() -> Path:
     base = os.environ.get("FACTORY_HOME_OVERRIDE")
     return (Path(base).expanduser() if base else Path.home()) / ".factory"
-
-
-def _switches(data: dict[str, Any], path: Path) -> list[Check]:
-    if data.get("hooksDisabled") is not True:
-        return []
-    return [
-        Check(
-            "fail",
-            f"hooksDisabled is true in {path}: Factory Droid runs no hooks",
-            "remove it or set it to false",
-        )
-    ]
 
 
 AGENT = SettingsHooks(
@@ -52,7 +38,7 @@ AGENT = SettingsHooks(
         ("Stop", None, "summarize", 60),
         ("SessionEnd", None, "session-end", 10),
     ),
-    switches=_switches,
+    switches=switched_off_by("hooksDisabled", label),
     mcp_file="mcp.json",
     mcp_entry=lambda command: {"type": "stdio", "command": command, "args": ["mcp"]},
 )

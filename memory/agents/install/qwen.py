@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
-from memory.agents.install.check import Check
-from memory.agents.install.settings_hooks import SettingsHooks
+from memory.agents.install.settings_hooks import SettingsHooks, switched_off_by
 
 name = "qwen"
 label = "Qwen Code"
@@ -23,18 +21,6 @@ label = "Qwen Code"
 def qwen_home() -> Path:
     base = os.environ.get("QWEN_HOME")
     return Path(base).expanduser() if base else Path.home() / ".qwen"
-
-
-def _switches(data: dict[str, Any], path: Path) -> list[Check]:
-    if data.get("disableAllHooks") is not True:
-        return []
-    return [
-        Check(
-            "fail",
-            f"disableAllHooks is true in {path}: Qwen Code runs no hooks",
-            "remove it or set it to false",
-        )
-    ]
 
 
 AGENT = SettingsHooks(
@@ -53,7 +39,7 @@ AGENT = SettingsHooks(
         ("Stop", None, "summarize", 60),
         ("SessionEnd", None, "session-end", 10),
     ),
-    switches=_switches,
+    switches=switched_off_by("disableAllHooks", label),
 )
 detected = AGENT.detected
 install = AGENT.install

@@ -28,6 +28,24 @@ MCP_SERVER = "cmem"
 Hook = tuple[str, str | None, str, int]
 
 
+def switched_off_by(key: str, label: str) -> Callable[[dict[str, Any], Path], list[Check]]:
+    """Doctor's finding for an agent whose one `key: true` in its settings turns every hook
+    off (Qwen Code's `disableAllHooks`, Droid's `hooksDisabled`)."""
+
+    def switches(data: dict[str, Any], path: Path) -> list[Check]:
+        if data.get(key) is not True:
+            return []
+        return [
+            Check(
+                "fail",
+                f"{key} is true in {path}: {label} runs no hooks",
+                "remove it or set it to false",
+            )
+        ]
+
+    return switches
+
+
 @dataclass(frozen=True)
 class SettingsHooks:
     platform: str  # `cmem hook <platform>` and `cmem install --<platform>`
