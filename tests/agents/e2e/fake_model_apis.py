@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from pathlib import Path
+from typing import Any, Self
 
 
 @dataclass
@@ -128,6 +131,18 @@ class _Base:
             self._server.shutdown()
             self._server.server_close()
 
+    @contextmanager
+    def serving(self, record: Path | None = None) -> Iterator[Self]:
+        """Serve for the block; then stop and, when `record` is given, write every request
+        body there (what to read when an e2e run goes wrong)."""
+        self.start()
+        try:
+            yield self
+        finally:
+            self.stop()
+            if record is not None:
+                record.write_text(json.dumps([r.body for r in self.requests], indent=1))
+
 
 class FakeGeminiAPI(_Base):
     def answer(self, path: str, body: dict[str, Any]) -> tuple[int, str, bytes]:
@@ -198,3 +213,8 @@ class FakeChatAPI(_Base):
         full = {**base, "object": "chat.completion", "usage": usage,
                 "choices": [{"index": 0, "message": message, "finish_reason": finish}]}  # fmt: skip
         return 200, "application/json", json.dumps(full).encode()
+
+
+def tool_messages(body: dict[str, Any]) -> str:
+    """The tool results a Chat Completions request sends back to the model, as JSON text."""
+    return json.dumps([m for m in body.get("messages", []) if m.get("role") == "tool"])

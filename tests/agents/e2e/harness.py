@@ -147,3 +147,13 @@ def agent_world(
         e2e_record(
             data_dir=data, scratch=root, name=f"{cli}-{version}", agent=agent, version=version
         )
+
+
+def summary_queued(world: World) -> bool:
+    """Whether the session's stop event queued its summary (waits up to 30 s)."""
+    return bool(
+        wait_for(
+            lambda: query(world.worker, "SELECT 1 FROM memory_event WHERE kind = 'summary'"),
+            timeout=30,
+        )
+    )

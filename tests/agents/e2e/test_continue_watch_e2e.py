@@ -43,11 +43,8 @@ def api(root: Path) -> Iterator[FakeChatAPI]:
         RUN1: [call("Read", filepath="handlers.py"), say("Read handlers.py.")],
         RUN2: [],  # written once session 1's observation exists (its id goes in)
     }
-    fake = FakeChatAPI(scripts)
-    fake.start()
-    yield fake
-    fake.stop()
-    (root / "requests.json").write_text(json.dumps([r.body for r in fake.requests], indent=1))
+    with FakeChatAPI(scripts).serving(root / "requests.json") as fake:
+        yield fake
 
 
 def user_config(api: FakeChatAPI) -> str:

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.agents.e2e.fake_model_apis import FakeChatAPI, call, say
-from tests.agents.e2e.harness import INDEX, World, agent_binary, agent_world, pinned
-from tests.e2e.harness import query, wait_for
+from tests.agents.e2e.fake_model_apis import FakeChatAPI, call, say, tool_messages
+from tests.agents.e2e.harness import INDEX, World, agent_binary, agent_world, pinned, summary_queued
+from tests.e2e.harness import query
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -39,11 +39,8 @@ def api(root: Path) -> Iterator[FakeChatAPI]:
         RUN1: [call("view", path=target), say("Read handlers.py.")],
         RUN2: [call("view", path=target), say("Used the timeline.")],
     }
-    fake = FakeChatAPI(scripts)
-    fake.start()
-    yield fake
-    fake.stop()
-    (root / "requests.json").write_text(json.dumps([r.body for r in fake.requests], indent=1))
+    with FakeChatAPI(scripts).serving(root / "requests.json") as fake:
+        yield fake
 
 
 @pytest.fixture(scope="module")
@@ -83,10 +80,6 @@ def run2(run1: World) -> World:
     return run1
 
 
-def tool_messages(body: dict) -> str:
-    return json.dumps([m for m in body.get("messages", []) if m.get("role") == "tool"])
-
-
 def test_install_writes_its_own_hook_file_and_the_mcp_server(world: World) -> None:
     hooks = json.loads((world.home / ".copilot" / "hooks" / "cmem.json").read_text())
     assert hooks["version"] == 1
@@ -113,10 +106,7 @@ def test_run1_view_is_stored_as_a_read_of_the_file(run1: World) -> None:
 
 
 def test_run1_agent_stop_queues_a_summary(run1: World) -> None:
-    assert wait_for(
-        lambda: query(run1.worker, "SELECT 1 FROM memory_event WHERE kind = 'summary'"),
-        timeout=30,
-    ), "agentStop queued no summary"
+    assert summary_queued(run1), "agentStop queued no summary"
 
 
 def test_run2_starts_with_the_index(run2: World, api: FakeChatAPI) -> None:

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.agents.e2e.fake_model_apis import FakeChatAPI, call, say
-from tests.agents.e2e.harness import INDEX, World, agent_world, pinned
-from tests.e2e.harness import installed_cli, query, wait_for
+from tests.agents.e2e.fake_model_apis import FakeChatAPI, call, say, tool_messages
+from tests.agents.e2e.harness import INDEX, World, agent_world, pinned, summary_queued
+from tests.e2e.harness import installed_cli, query
 from tests.support import REPO
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -61,11 +61,8 @@ def api(root: Path) -> Iterator[FakeChatAPI]:
             say("Used the timeline."),
         ],
     }
-    fake = SlowChatAPI(scripts)
-    fake.start()
-    yield fake
-    fake.stop()
-    (root / "requests.json").write_text(json.dumps([r.body for r in fake.requests], indent=1))
+    with SlowChatAPI(scripts).serving(root / "requests.json") as fake:
+        yield fake
 
 
 @pytest.fixture(scope="module")
@@ -110,10 +107,6 @@ def run2(run1: World) -> World:
     return run1
 
 
-def tool_messages(body: dict) -> str:
-    return json.dumps([m for m in body.get("messages", []) if m.get("role") == "tool"])
-
-
 def test_install_writes_hooks_and_mcp_server_beside_the_users(world: World) -> None:
     factory = world.home / ".factory"
     settings = json.loads((factory / "settings.json").read_text())
@@ -140,10 +133,7 @@ def test_run1_read_is_stored_as_a_read_of_the_file(run1: World) -> None:
 
 
 def test_run1_stop_queues_a_summary(run1: World) -> None:
-    assert wait_for(
-        lambda: query(run1.worker, "SELECT 1 FROM memory_event WHERE kind = 'summary'"),
-        timeout=30,
-    ), "Stop queued no summary"
+    assert summary_queued(run1), "Stop queued no summary"
 
 
 def test_run2_starts_with_the_index(run2: World, api: FakeChatAPI) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.agents.e2e.fake_model_apis import FakeGeminiAPI, call, say
-from tests.agents.e2e.harness import INDEX, World, agent_binary, agent_world, pinned
+from tests.agents.e2e.harness import INDEX, World, agent_binary, agent_world, pinned, summary_queued
 from tests.e2e.harness import query
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -32,10 +32,8 @@ def api() -> Iterator[FakeGeminiAPI]:
         RUN1: [call("read_file", file_path="handlers.py"), say("Read handlers.py.")],
         RUN2: [call("read_file", file_path="handlers.py"), say("Used the timeline.")],
     }
-    fake = FakeGeminiAPI(scripts)
-    fake.start()
-    yield fake
-    fake.stop()
+    with FakeGeminiAPI(scripts).serving() as fake:
+        yield fake
 
 
 @pytest.fixture(scope="module")
@@ -118,12 +116,7 @@ def test_run1_read_is_stored_as_a_read_of_the_file(run1: World) -> None:
 
 
 def test_run1_stop_queues_a_summary(run1: World) -> None:
-    from tests.e2e.harness import wait_for
-
-    assert wait_for(
-        lambda: query(run1.worker, "SELECT 1 FROM memory_event WHERE kind = 'summary'"),
-        timeout=30,
-    ), "AfterAgent queued no summary"
+    assert summary_queued(run1), "AfterAgent queued no summary"
 
 
 def test_run2_prompt_carries_the_index(run2: World, api: FakeGeminiAPI) -> None:

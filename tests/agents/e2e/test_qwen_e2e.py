@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.agents.e2e.fake_model_apis import FakeChatAPI, call, say
-from tests.agents.e2e.harness import INDEX, World, agent_binary, agent_world, pinned
-from tests.e2e.harness import query, wait_for
+from tests.agents.e2e.fake_model_apis import FakeChatAPI, call, say, tool_messages
+from tests.agents.e2e.harness import INDEX, World, agent_binary, agent_world, pinned, summary_queued
+from tests.e2e.harness import query
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -41,11 +41,8 @@ def api(root: Path) -> Iterator[FakeChatAPI]:
         RUN1: [call("read_file", file_path=target), say("Read handlers.py.")],
         RUN2: [call("read_file", file_path=target), say("Used the timeline.")],
     }
-    fake = FakeChatAPI(scripts)
-    fake.start()
-    yield fake
-    fake.stop()
-    (root / "requests.json").write_text(json.dumps([r.body for r in fake.requests], indent=1))
+    with FakeChatAPI(scripts).serving(root / "requests.json") as fake:
+        yield fake
 
 
 @pytest.fixture(scope="module")
@@ -88,10 +85,6 @@ def run2(run1: World) -> World:
     return run1
 
 
-def tool_messages(body: dict) -> str:
-    return json.dumps([m for m in body.get("messages", []) if m.get("role") == "tool"])
-
-
 def test_install_writes_hooks_and_mcp_server_beside_the_users(world: World) -> None:
     settings = json.loads((world.home / ".qwen" / "settings.json").read_text())
     assert set(settings["hooks"]) == {
@@ -121,10 +114,7 @@ def test_run1_read_is_stored_as_a_read_of_the_file(run1: World) -> None:
 
 
 def test_run1_stop_queues_a_summary(run1: World) -> None:
-    assert wait_for(
-        lambda: query(run1.worker, "SELECT 1 FROM memory_event WHERE kind = 'summary'"),
-        timeout=30,
-    ), "Stop queued no summary"
+    assert summary_queued(run1), "Stop queued no summary"
 
 
 def test_run2_starts_with_the_index(run2: World, api: FakeChatAPI) -> None:
