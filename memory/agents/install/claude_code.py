@@ -380,6 +380,19 @@ def file_remove_with_backup(path: Path, what: str) -> str:
     return f"{what} removed: {path} (backup: {backup})"
 
 
+def server_entry_report(path: Path, state: str, backup: Path | None, *, name: str) -> str:
+    """What `server_entry_set` did to the MCP server `name` in `path`, in one line ("" when
+    there was none to remove)."""
+    if state == "absent":
+        return ""
+    if state == "removed":
+        return f"MCP server {name!r} removed from {path} (backup: {backup})"
+    if state == "unchanged":
+        return f"MCP server {name!r} already registered in {path}"
+    note = f" (backup: {backup})" if backup else ""
+    return f"MCP server {name!r} registered in {path}{note}"
+
+
 def server_entry_set(
     path: Path,
     *,

@@ -80,14 +80,7 @@ class PluginFolder:
         state, backup = installer.server_entry_set(
             path, key="mcp", name=MCP_SERVER, entry=entry, new_file=self.new_config
         )
-        if state == "absent":
-            return ""
-        if state == "removed":
-            return f"MCP server {MCP_SERVER!r} removed from {path} (backup: {backup})"
-        if state == "unchanged":
-            return f"MCP server {MCP_SERVER!r} already registered in {path}"
-        note = f" (backup: {backup})" if backup else ""
-        return f"MCP server {MCP_SERVER!r} registered in {path}{note}"
+        return installer.server_entry_report(path, state, backup, name=MCP_SERVER)
 
     def install(self, *, command: str, home: Path | None = None, mcp: bool = True) -> list[str]:
         path = self.plugin_path(home)

@@ -161,14 +161,7 @@ class SettingsHooks:
         state, backup = installer.server_entry_set(
             path, key="mcpServers", name=MCP_SERVER, entry=entry
         )
-        if state == "absent":
-            return ""
-        if state == "removed":
-            return f"MCP server {MCP_SERVER!r} removed from {path} (backup: {backup})"
-        if state == "unchanged":
-            return f"MCP server {MCP_SERVER!r} already registered in {path}"
-        note = f" (backup: {backup})" if backup else ""
-        return f"MCP server {MCP_SERVER!r} registered in {path}{note}"
+        return installer.server_entry_report(path, state, backup, name=MCP_SERVER)
 
     def installed_commands(self, home: Path | None = None) -> dict[str, list[str]]:
         """cmem's hook commands per agent event (empty when none or unreadable)."""
