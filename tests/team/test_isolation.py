@@ -26,8 +26,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import LiveWorker, free_port, make_worker_env
-from tests.support.team import PG_ADMIN_URL, REDIS_URL, pg_connect, run_cmem
+from tests.support.team import live_team_worker, run_cmem
 from tests.team.isolation_world import ALICE_ONLY, CMEM, PROJECT, WORDS, World, world_build
 from tests.team.test_curation_team import CURATION_ATTACKS
 from tests.team.test_sharing import SHARING_ATTACKS
@@ -37,57 +36,14 @@ pytestmark = [pytest.mark.team, pytest.mark.slow]
 MODES = ("keyword", "semantic", "hybrid")
 
 
-def _services_or_fail() -> None:
-    """Isolation is a promise of team mode: without its servers this test fails, never skips."""
-    import redis
-
-    try:
-        with pg_connect() as conn:
-            conn.execute("SELECT 1")
-    except Exception as exc:  # noqa: BLE001 - any failure means "not reachable"
-        pytest.fail(f"PostgreSQL not reachable at {PG_ADMIN_URL} ({exc}); start it", pytrace=False)
-    try:
-        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
-    except Exception as exc:  # noqa: BLE001
-        pytest.fail(f"Redis not reachable at {REDIS_URL} ({exc}); start it", pytrace=False)
-
-
 @pytest.fixture(scope="module")
 def world(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[World]:
-    _services_or_fail()
     template = request.getfixturevalue("pg_template")
-    name = f"cmem_iso_{os.getpid()}_{uuid.uuid4().hex[:6]}"
-    with pg_connect() as conn:
-        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
-    queue = f"cmem-iso-{uuid.uuid4().hex[:10]}"
-    data = tmp_path_factory.mktemp("iso") / "team-data"
-    data.mkdir(mode=0o700)
-    port = free_port()
-    env = make_worker_env(
-        data,
-        port,
-        CLAUDE_MEM_DATABASE_URL=f"{PG_ADMIN_URL}/{name}",
-        CLAUDE_MEM_QUEUE_URL=REDIS_URL,
-        CMEM_HUEY_NAME=queue,
-        CLAUDE_MEM_COMPRESSOR="offline",
-        CLAUDE_MEM_REQUIRE_TOKEN="true",
-    )
-    worker = LiveWorker(data_dir=data, port=port, env=env)
-    worker.start(timeout=90)
-    try:
+    folder = tmp_path_factory.mktemp("iso")
+    with live_team_worker(template, folder, "iso") as (worker, env):
         yield world_build(worker, env)
-    finally:
-        worker.stop()
-        import redis
-
-        client = redis.Redis.from_url(REDIS_URL)
-        keys = list(client.scan_iter(match=f"*{queue}*"))
-        if keys:
-            client.delete(*keys)
-        with pg_connect() as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def _leaks(world: World, text: str, victim: str = "alice") -> list[str]:

@@ -21,15 +21,14 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support import CMEM, LiveWorker, free_port, make_worker_env
-from tests.support.team import PG_ADMIN_URL, REDIS_URL, pg_connect, run_cmem
+from tests.support import CMEM, LiveWorker
+from tests.support.team import live_team_worker, run_cmem
 from tests.team.isolation_world import (
     ALICE_ONLY,
     PROJECT,
@@ -48,20 +47,6 @@ MODES = ("keyword", "semantic", "hybrid")
 # A key of AWS's shape and a private part: neither may be stored, nor reach a teammate.
 AWS_KEY = "AKIA" + "Q7ZP3XKV2MNB8RTD"
 PRIVATE = "hushhush-pinecone-0451"
-
-
-def _services_or_fail() -> None:
-    import redis
-
-    try:
-        with pg_connect() as conn:
-            conn.execute("SELECT 1")
-    except Exception as exc:  # noqa: BLE001 - any failure means "not reachable"
-        pytest.fail(f"PostgreSQL not reachable at {PG_ADMIN_URL} ({exc}); start it", pytrace=False)
-    try:
-        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
-    except Exception as exc:  # noqa: BLE001
-        pytest.fail(f"Redis not reachable at {REDIS_URL} ({exc}); start it", pytrace=False)
 
 
 def _start(world: World, user: str, session_id: str, project: str = P) -> str:
@@ -101,40 +86,16 @@ def _client_env(world: World, user: str, home: Path) -> dict[str, str]:
 def world(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[World]:
-    _services_or_fail()
     template = request.getfixturevalue("pg_template")
-    name = f"cmem_share_{os.getpid()}_{uuid.uuid4().hex[:6]}"
-    with pg_connect() as conn:
-        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
-    queue = f"cmem-share-{uuid.uuid4().hex[:10]}"
-    data = tmp_path_factory.mktemp("share") / "team-data"
-    data.mkdir(mode=0o700)
-    port = free_port()
-    env = make_worker_env(
-        data,
-        port,
-        CLAUDE_MEM_DATABASE_URL=f"{PG_ADMIN_URL}/{name}",
-        CLAUDE_MEM_QUEUE_URL=REDIS_URL,
-        CMEM_HUEY_NAME=queue,
-        CLAUDE_MEM_COMPRESSOR="offline",
-        CLAUDE_MEM_REQUIRE_TOKEN="true",
+    folder = tmp_path_factory.mktemp("share")
+    with live_team_worker(
+        template,
+        folder,
+        "share",
         # Prompt recall is one of the surfaces a share opens.
         CLAUDE_MEM_SEMANTIC_INJECT="true",
-    )
-    worker = LiveWorker(data_dir=data, port=port, env=env)
-    worker.start(timeout=90)
-    try:
+    ) as (worker, env):
         yield _build(worker, env, tmp_path_factory.mktemp("clients"))
-    finally:
-        worker.stop()
-        import redis
-
-        client = redis.Redis.from_url(REDIS_URL)
-        keys = list(client.scan_iter(match=f"*{queue}*"))
-        if keys:
-            client.delete(*keys)
-        with pg_connect() as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def _build(worker: LiveWorker, env: dict[str, str], clients: Path) -> World:
