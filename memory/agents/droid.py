@@ -11,15 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory.agents import claude_code
 from memory.agents.base import HookEvent, HookResult
 from memory.agents.translate import ToolMap, claude_shaped_output, claude_shaped_parse
 
 platform = "droid"
 
-# Claude Code's events, under Claude Code's names.
-HOOK_EVENT_NAMES = claude_code.HOOK_EVENT_NAMES
-EVENTS = set(HOOK_EVENT_NAMES)
 TOOLS = {
     "Execute": ToolMap("Bash"),
     "Create": ToolMap("Write"),
@@ -39,10 +35,4 @@ def parse(event: str, data: dict[str, Any]) -> HookEvent:
 
 def render(event: HookEvent, result: HookResult) -> dict[str, Any]:
     """Droid's JSON output for this event (Claude Code's shape); {} when there is nothing to say."""
-    return claude_shaped_output(
-        event,
-        result,
-        name=event.hook_event_name or HOOK_EVENT_NAMES[event.event],
-        prefix=MCP_PREFIX,
-        read_tool=READ_TOOL,
-    )
+    return claude_shaped_output(event, result, prefix=MCP_PREFIX, read_tool=READ_TOOL)

@@ -15,15 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory.agents import claude_code
 from memory.agents.base import HookEvent, HookResult, field_str
 from memory.agents.translate import ToolMap, claude_shaped_output, claude_shaped_parse
 
 platform = "qwen"
 
-# Claude Code's events, under Claude Code's names.
-HOOK_EVENT_NAMES = claude_code.HOOK_EVENT_NAMES
-EVENTS = set(HOOK_EVENT_NAMES)
 TOOLS = {
     "read_file": ToolMap("Read", ranged=("offset", "limit", "pages")),
     "write_file": ToolMap("Write"),
@@ -62,10 +58,4 @@ def parse(event: str, data: dict[str, Any]) -> HookEvent:
 
 def render(event: HookEvent, result: HookResult) -> dict[str, Any]:
     """Qwen's JSON output for this event (Claude Code's shape); {} when there is nothing to say."""
-    return claude_shaped_output(
-        event,
-        result,
-        name=event.hook_event_name or HOOK_EVENT_NAMES[event.event],
-        prefix=MCP_PREFIX,
-        read_tool=READ_TOOL,
-    )
+    return claude_shaped_output(event, result, prefix=MCP_PREFIX, read_tool=READ_TOOL)

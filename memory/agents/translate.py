@@ -145,13 +145,15 @@ CONTEXT_EVENTS = frozenset({"SessionStart", "UserPromptSubmit", "PreToolUse", "P
 
 
 def claude_shaped_output(
-    event: HookEvent, result: HookResult, *, name: str, prefix: str, read_tool: str
+    event: HookEvent, result: HookResult, *, prefix: str, read_tool: str
 ) -> dict[str, Any]:
     """The output of an agent that reads Claude Code's hook JSON (Qwen Code, Factory Droid)
-    for event `name`; {} when there is nothing to say. A refusal is a PreToolUse deny whose
+    for the event; {} when there is nothing to say. A refusal is a PreToolUse deny whose
     reason goes to the model as the tool's error (the turn goes on); other context is
     `additionalContext`, with no permissionDecision: an explicit "allow" would skip the
     agent's own approval of the tool. Advice names cmem's tools as the agent shows them."""
+    # The name the agent sent wins: hookEventName must be the event being answered.
+    name = event.hook_event_name or CLAUDE_EVENT_NAMES[event.event]
     out: dict[str, Any] = {}
     gate = result.gate
     if event.event == "file-context" and gate is not None and gate.decision == "deny":
