@@ -8,6 +8,7 @@ with one file worth gating, and the two sessions every agent runs:
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -15,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tests.e2e.harness import installed_cli, query, wait_for
 from tests.support import CMEM, REPO, LiveWorker, free_port, make_worker_env
@@ -157,3 +159,17 @@ def summary_queued(world: World) -> bool:
             timeout=30,
         )
     )
+
+
+def stored_read(world: World, *, platform: str, project: str) -> dict[str, Any]:
+    """Session 1 as every agent's e2e stores it: one session of `platform` in `project`, one
+    tool use, a Read of handlers.py marked as a read of it; that tool use's payload."""
+    sessions = query(world.worker, "SELECT platform, project FROM memory_session")
+    assert [(s["platform"], s["project"]) for s in sessions] == [(platform, project)]
+    events = query(
+        world.worker, "SELECT tool_name, payload FROM memory_event WHERE kind = 'observation'"
+    )
+    assert [e["tool_name"] for e in events] == ["Read"]
+    payload: dict[str, Any] = json.loads(events[0]["payload"])
+    assert [(f["path"], f["role"]) for f in payload["cmem_files"]] == [("handlers.py", "read")]
+    return payload

@@ -18,7 +18,15 @@ from pathlib import Path
 import pytest
 
 from tests.agents.e2e.fake_model_apis import FakeChatAPI, call, say, tool_messages
-from tests.agents.e2e.harness import INDEX, World, agent_binary, agent_world, pinned, summary_queued
+from tests.agents.e2e.harness import (
+    INDEX,
+    World,
+    agent_binary,
+    agent_world,
+    pinned,
+    stored_read,
+    summary_queued,
+)
 from tests.e2e.harness import query
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -91,16 +99,9 @@ def test_install_writes_its_own_hook_file_and_the_mcp_server(world: World) -> No
 
 
 def test_run1_view_is_stored_as_a_read_of_the_file(run1: World) -> None:
-    sessions = query(run1.worker, "SELECT platform, project FROM memory_session")
-    assert [(s["platform"], s["project"]) for s in sessions] == [("copilot", "copilot-shop")]
-    events = query(
-        run1.worker, "SELECT tool_name, payload FROM memory_event WHERE kind = 'observation'"
-    )
-    assert [e["tool_name"] for e in events] == ["Read"]
-    payload = json.loads(events[0]["payload"])
+    payload = stored_read(run1, platform="copilot", project="copilot-shop")
     assert payload["tool_input"]["file_path"].endswith("copilot-shop/handlers.py")
     assert "handler_59" in payload["tool_response"]
-    assert [(f["path"], f["role"]) for f in payload["cmem_files"]] == [("handlers.py", "read")]
     prompts = query(run1.worker, "SELECT text FROM memory_prompt")
     assert [RUN1 in p["text"] for p in prompts] == [True]
 

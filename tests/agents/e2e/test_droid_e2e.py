@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.agents.e2e.fake_model_apis import FakeChatAPI, call, say, tool_messages
-from tests.agents.e2e.harness import INDEX, World, agent_world, pinned, summary_queued
+from tests.agents.e2e.harness import INDEX, World, agent_world, pinned, stored_read, summary_queued
 from tests.e2e.harness import installed_cli, query
 from tests.support import REPO
 
@@ -120,16 +120,9 @@ def test_install_writes_hooks_and_mcp_server_beside_the_users(world: World) -> N
 
 
 def test_run1_read_is_stored_as_a_read_of_the_file(run1: World) -> None:
-    sessions = query(run1.worker, "SELECT platform, project FROM memory_session")
-    assert [(s["platform"], s["project"]) for s in sessions] == [("droid", "droid-shop")]
-    events = query(
-        run1.worker, "SELECT tool_name, payload FROM memory_event WHERE kind = 'observation'"
-    )
-    assert [e["tool_name"] for e in events] == ["Read"]
-    payload = json.loads(events[0]["payload"])
+    payload = stored_read(run1, platform="droid", project="droid-shop")
     assert payload["tool_input"]["file_path"].endswith("droid-shop/handlers.py")
     assert "handler_59" in json.dumps(payload["tool_response"])
-    assert [(f["path"], f["role"]) for f in payload["cmem_files"]] == [("handlers.py", "read")]
 
 
 def test_run1_stop_queues_a_summary(run1: World) -> None:

@@ -16,7 +16,15 @@ from collections.abc import Iterator
 import pytest
 
 from tests.agents.e2e.fake_model_apis import FakeGeminiAPI, call, say
-from tests.agents.e2e.harness import INDEX, World, agent_binary, agent_world, pinned, summary_queued
+from tests.agents.e2e.harness import (
+    INDEX,
+    World,
+    agent_binary,
+    agent_world,
+    pinned,
+    stored_read,
+    summary_queued,
+)
 from tests.e2e.harness import query
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -101,16 +109,9 @@ def test_install_writes_hooks_and_mcp_server(world: World) -> None:
 
 
 def test_run1_read_is_stored_as_a_read_of_the_file(run1: World) -> None:
-    sessions = query(run1.worker, "SELECT platform, project FROM memory_session")
-    assert [(s["platform"], s["project"]) for s in sessions] == [("gemini", "gemini-shop")]
-    events = query(
-        run1.worker, "SELECT tool_name, payload FROM memory_event WHERE kind = 'observation'"
-    )
-    assert [e["tool_name"] for e in events] == ["Read"]
-    payload = json.loads(events[0]["payload"])
+    payload = stored_read(run1, platform="gemini", project="gemini-shop")
     assert payload["tool_input"] == {"file_path": "handlers.py"}
     assert "handler_59" in payload["tool_response"]
-    assert [(f["path"], f["role"]) for f in payload["cmem_files"]] == [("handlers.py", "read")]
     prompts = query(run1.worker, "SELECT text FROM memory_prompt")
     assert [RUN1 in p["text"] for p in prompts] == [True]
 

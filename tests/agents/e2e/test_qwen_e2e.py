@@ -19,7 +19,15 @@ from pathlib import Path
 import pytest
 
 from tests.agents.e2e.fake_model_apis import FakeChatAPI, call, say, tool_messages
-from tests.agents.e2e.harness import INDEX, World, agent_binary, agent_world, pinned, summary_queued
+from tests.agents.e2e.harness import (
+    INDEX,
+    World,
+    agent_binary,
+    agent_world,
+    pinned,
+    stored_read,
+    summary_queued,
+)
 from tests.e2e.harness import query
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -98,16 +106,9 @@ def test_install_writes_hooks_and_mcp_server_beside_the_users(world: World) -> N
 
 
 def test_run1_read_is_stored_as_a_read_of_the_file(run1: World) -> None:
-    sessions = query(run1.worker, "SELECT platform, project FROM memory_session")
-    assert [(s["platform"], s["project"]) for s in sessions] == [("qwen", "qwen-shop")]
-    events = query(
-        run1.worker, "SELECT tool_name, payload FROM memory_event WHERE kind = 'observation'"
-    )
-    assert [e["tool_name"] for e in events] == ["Read"]
-    payload = json.loads(events[0]["payload"])
+    payload = stored_read(run1, platform="qwen", project="qwen-shop")
     assert payload["tool_input"]["file_path"].endswith("qwen-shop/handlers.py")
     assert "handler_59" in payload["tool_response"]
-    assert [(f["path"], f["role"]) for f in payload["cmem_files"]] == [("handlers.py", "read")]
     # Qwen fires UserPromptSubmit again, empty, with the tool results: one prompt stored.
     prompts = query(run1.worker, "SELECT text FROM memory_prompt")
     assert [RUN1 in p["text"] for p in prompts] == [True]
