@@ -9,7 +9,8 @@ from typing import Any
 from django import forms
 
 from memory import config
-from memory.config.registry import SECTION_HELP, SECTION_ORDER, Setting
+from memory.config.registry import SECTION_HELP, SECTION_ORDER
+from memory.config.setting import Setting
 from memory.models import Observation
 
 DATE_INPUT = forms.DateInput(attrs={"type": "date"})

@@ -4,15 +4,9 @@ the table `cmem settings_table` prints."""
 
 from __future__ import annotations
 
-from memory.config.registry import (
-    INTERNAL,
-    INTERNAL_HELP,
-    INTERNAL_SWITCHES,
-    REGISTRY,
-    SECTION_HELP,
-    SECTION_ORDER,
-    Setting,
-)
+from memory.config.registry import REGISTRY, SECTION_HELP, SECTION_ORDER
+from memory.config.setting import Setting
+from memory.config.switches import INTERNAL, INTERNAL_HELP, INTERNAL_SWITCHES
 
 TITLE = "# Settings"
 INTRO = """\

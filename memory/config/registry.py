@@ -3,10 +3,9 @@ default, kind, bounds, label, section and help are written.
 
 From these records come memory.config's defaults and bounds, the settings page (memory/forms.py),
 `cmem settings_table`, and docs/reference/settings.md (`make reference`). Keys that
-claude-mem defines keep its names and defaults. The internal switches at the end are
-environment variables the code reads that are not user settings (tests, CI, benchmarks and
-cmem's own processes set them); they are listed so they are documented, never loaded as
-settings.
+claude-mem defines keep its names and defaults. The internal switches (environment
+variables the code reads that are not user settings) are listed in memory/config/switches.py
+and joined here, so they are documented, never loaded as settings.
 
 Stdlib only, like the rest of memory.config: Django's settings module imports it.
 """
@@ -15,79 +14,11 @@ from __future__ import annotations
 
 import os
 
-# Not `typing.TYPE_CHECKING`: importing typing (and dataclasses) would be the most of what
-# importing memory.config costs a process that has neither yet (`cmem start` before Django).
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Literal
+from memory.config.setting import Setting
 
-    Kind = Literal["str", "int", "bool", "choice", "list"]
-
-
-class Setting:
-    """One setting (or, with `internal`, one environment switch). Never changed once made."""
-
-    __slots__ = (
-        "basic",
-        "bounds",
-        "choices",
-        "default",
-        "help",
-        "hidden",
-        "internal",
-        "key",
-        "kind",
-        "label",
-        "locked",
-        "restart",
-        "secret",
-        "section",
-        "shown_default",
-    )
-
-    def __init__(
-        self,
-        key: str,
-        default: str,
-        kind: Kind,
-        label: str,
-        section: str,
-        help: str,
-        *,
-        bounds: tuple[int, int] | None = None,
-        choices: tuple[str, ...] = (),
-        basic: bool = False,
-        hidden: bool = False,
-        internal: bool = False,
-        secret: bool = False,
-        locked: bool = False,
-        restart: bool = False,
-        shown_default: str = "",
-    ) -> None:
-        self.key = key
-        self.default = default  # as settings.json stores it: always a string
-        self.kind: Kind = kind
-        self.label = label  # the settings page's words; the raw key is shown small under it
-        self.section = section
-        self.help = help
-        self.bounds = bounds  # inclusive; a value outside is clamped
-        self.choices = choices  # what the settings page offers (kind "choice")
-        self.basic = basic  # one of the few settings people change (the rest are advanced)
-        # Set by cmem itself or a tuning knob nobody needs on the page (the install route,
-        # the vector index): left off the settings page, still read from the file and env.
-        self.hidden = hidden
-        self.internal = internal  # an environment switch: never in settings.json
-        self.secret = secret  # never shown back: the page offers a blank password field
-        self.locked = locked  # the settings page shows it and never changes it
-        self.restart = restart  # read once when the worker starts
-        self.shown_default = shown_default  # the default as the docs show it, when per machine
-
-    def __repr__(self) -> str:
-        return f"Setting({self.key!r}, {self.default!r}, kind={self.kind!r})"
-
-    @property
-    def documented_default(self) -> str:
-        return self.shown_default or self.default
+# Re-exported: the registry is where every setting and switch is looked up.
+from memory.config.switches import INTERNAL as INTERNAL
+from memory.config.switches import INTERNAL_SWITCHES as INTERNAL_SWITCHES
 
 
 def _default_port() -> str:
@@ -106,7 +37,6 @@ WORKER = "The worker and hooks"
 TEAM = "Team mode"
 SYNC = "Sync between machines"
 OTHER = "Other"
-INTERNAL = "Internal switches"
 SECTIONS: tuple[tuple[str, str], ...] = (
     (
         SESSION_START,
@@ -125,11 +55,6 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     (SYNC, "`cmem sync`: the same memory on several machines through a git remote you control."),
     (OTHER, "Everything else."),
 )
-INTERNAL_HELP = (
-    "Environment variables the code reads that are not settings: cmem's own processes, tests,"
-    " CI and benchmarks set them. They are never read from settings.json."
-)
-
 REGISTRY: tuple[Setting, ...] = (
     Setting(
         "CLAUDE_MEM_DATA_DIR",
@@ -966,146 +891,6 @@ REGISTRY: tuple[Setting, ...] = (
     ),
 )
 
-
-def _internal(key: str, default: str, kind: Kind, help_text: str) -> Setting:
-    label = key.removeprefix("CMEM_").replace("_", " ").capitalize()
-    return Setting(key, default, kind, label, INTERNAL, help_text, internal=True)
-
-
-# Environment switches the code reads that are not settings (tests/config/test_settings_registry.py
-# finds every `CMEM_*` name in the code and holds it to this list).
-INTERNAL_SWITCHES: tuple[Setting, ...] = (
-    _internal(
-        "CMEM_MACHINE_TZ",
-        "",
-        "str",
-        "Set by memory.config on first import to the TZ the user started cmem in (Django then"
-        " overwrites TZ); children inherit it and memory.clock shows the agent local times in it.",
-    ),
-    _internal(
-        "CMEM_TIME_ZONE",
-        "UTC",
-        "str",
-        "Django's TIME_ZONE, and the TZ the fast-start worker sets; stored times are UTC either"
-        " way. Not the zone shown to the agent (CLAUDE_MEM_TIME_ZONE).",
-    ),
-    _internal(
-        "CMEM_SECRET_KEY",
-        "",
-        "str",
-        "Django's SECRET_KEY; empty = a key generated once and kept in the data dir's"
-        " `secret_key` file.",
-    ),
-    _internal("CMEM_DEBUG", "false", "bool", "Django's DEBUG, for developing cmem only."),
-    _internal(
-        "CMEM_MCP_LOG",
-        "",
-        "str",
-        "The MCP server's log level on stderr (e.g. INFO: each request); empty = warnings only."
-        " `cmem mcp --verbose` sets INFO.",
-    ),
-    _internal(
-        "CMEM_SERVE_NEXT_STEPS",
-        "",
-        "str",
-        "Set by `cmem serve --ensure-admin` (what `make run` runs) for the supervisor it becomes:"
-        " `1` makes its first announcement list the next steps.",
-    ),
-    _internal(
-        "CMEM_ALLOWED_HOSTS",
-        "",
-        "list",
-        "Host names Django accepts besides loopback (comma-separated); for a shared worker"
-        " behind a proxy.",
-    ),
-    _internal(
-        "CMEM_MAX_REQUEST_BYTES",
-        str(8 * 1024 * 1024),
-        "int",
-        "Largest request body the worker takes (Django's DATA_UPLOAD_MAX_MEMORY_SIZE; the"
-        " server's own limit is twice it); the hook client shrinks a bigger payload to fit.",
-    ),
-    _internal(
-        "CMEM_HUEY_NAME",
-        "cmem",
-        "str",
-        "The task queue's name: tests and benchmarks sharing one Redis set their own.",
-    ),
-    _internal(
-        "CMEM_HUEY_IMMEDIATE",
-        "false",
-        "bool",
-        "Run queued tasks at once in the caller instead of the consumer (tests/testenv.py sets"
-        " it for every test).",
-    ),
-    _internal(
-        "CMEM_SERVER",
-        "granian",
-        "str",
-        "waitress makes the worker serve with its fallback server even when granian is"
-        " installed (tests of the fallback).",
-    ),
-    _internal(
-        "CMEM_SERVER_THREADS",
-        "4",
-        "int",
-        "Threads of the serving process (memory.worker.server.SERVER_THREADS).",
-    ),
-    _internal(
-        "CMEM_WORKER_CONSUMER",
-        "1",
-        "str",
-        "0 = the serving process runs no task consumer of its own (nothing sets it today; for"
-        " debugging the server without background work).",
-    ),
-    _internal(
-        "CMEM_WORKER_ROLE",
-        "",
-        "str",
-        "Set by the supervisor in the environment of each process it spawns, naming its role"
-        " (e.g. server); no code reads it.",
-    ),
-    _internal(
-        "CMEM_LIVENESS_EVERY_S",
-        "10.0",
-        "str",
-        "Seconds between the supervisor's liveness probes of the serving process (tests"
-        " shorten it).",
-    ),
-    _internal(
-        "CMEM_NO_SPAWN",
-        "",
-        "str",
-        "1 = the hook client never starts a worker when none answers, it only spools (tests and"
-        " scripts: a worker started behind their back would outlive them).",
-    ),
-    _internal(
-        "CMEM_CODEX_BIN",
-        "",
-        "str",
-        "The `codex` CLI `cmem install` drives; empty = the one on PATH (tests point at a stub).",
-    ),
-    _internal(
-        "CMEM_TRACEBACK",
-        "",
-        "str",
-        "Any value: the cmem CLI prints the traceback of an unexpected error instead of one line.",
-    ),
-    _internal(
-        "CMEM_SYNC_PAUSE",
-        "",
-        "str",
-        "A stage of `cmem sync` (imported, committed, pushed) at which it stops for a minute:"
-        " the tests kill it there to prove a killed sync loses and duplicates nothing.",
-    ),
-    _internal(
-        "CLAUDE_MEM_INTERNAL",
-        "",
-        "str",
-        "Set to 1 by the claude provider in its `claude -p` observer's environment: the hook"
-        " client ignores every hook of that session, so cmem never observes itself.",
-    ),
-)
 
 # --- views of the records (what memory.config and the settings page read) ------------------
 

@@ -15,7 +15,7 @@ TYPE_CHECKING = False  # not typing's: see memory/config/registry.py
 if TYPE_CHECKING:
     from typing import Protocol, TypeVar
 
-    from memory.config.registry import Kind
+    from memory.config.setting import Kind
 
     T_co = TypeVar("T_co", covariant=True)
 

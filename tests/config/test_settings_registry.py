@@ -153,7 +153,7 @@ def test_every_internal_switch_the_code_reads_is_listed() -> None:
     pattern = re.compile(r"(?<![A-Z_])CMEM_[A-Z0-9_]*[A-Z0-9](?!_)")
     named = {m for text in _sources().values() for m in pattern.findall(text)}
     listed = {r.key for r in registry.INTERNAL_SWITCHES if r.key.startswith("CMEM_")}
-    assert named - listed == set(), "list these in memory/config/registry.py INTERNAL_SWITCHES"
+    assert named - listed == set(), "list these in memory/config/switches.py INTERNAL_SWITCHES"
     assert listed - named == set(), "these switches are no longer read"
 
 
